@@ -1,0 +1,6 @@
+"""`python -m mtkit` runs the command-line app."""
+
+from mtkit.cli import main
+
+if __name__ == "__main__":
+    main()

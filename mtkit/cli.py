@@ -1,0 +1,219 @@
+"""The `mtkit` command line: one short function per subcommand, the only writer to stdout.
+
+Heavy modules (torch, sentencepiece) are imported inside the commands so `mtkit --help` is instant.
+User mistakes (UserError) print one line and exit with the code of errors.py; bugs keep their traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError
+
+app = typer.Typer(
+    name="mtkit",
+    help="Train and run Transformer translation models: preprocess -> train -> average -> translate -> score.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def user_errors(command: Callable) -> Callable:
+    """Turn UserError/Interrupted/OS write errors into one stderr line and the documented exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from mtkit.console import console
+
+        try:
+            return command(*args, **kwargs)
+        except UserError as exc:
+            console.print(f"error: {exc}", style="bold red", markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except Interrupted as exc:
+            console.print(f"stopped: {exc}; checkpoint saved", markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            console.print("interrupted", markup=False)
+            raise typer.Exit(EXIT_SIGINT) from None
+        except OSError as exc:
+            if exc.errno is None:
+                raise
+            where = exc.filename or "output"
+            console.print(f"error: {where}: {exc.strerror}", style="bold red", markup=False)
+            raise typer.Exit(EXIT_IO) from None
+
+    return wrapper
+
+
+def emit(data: dict, as_json: bool, text: str) -> None:
+    """Results on stdout: JSON for scripts, a short text otherwise."""
+    sys.stdout.write((json.dumps(data, indent=None if as_json else 2) if as_json else text) + "\n")
+    sys.stdout.flush()
+
+
+@app.command()
+@user_errors
+def preprocess(
+    source_lang: str = typer.Option(..., "--source-lang", "-s", help="Source language suffix, e.g. en."),
+    target_lang: str = typer.Option(..., "--target-lang", "-t", help="Target language suffix, e.g. de."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
+    train: Optional[str] = typer.Option(None, "--train", help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz)."),
+    valid: Optional[str] = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
+    test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
+    vocab_size: int = typer.Option(8000, "--vocab-size", help="Joint sentencepiece BPE vocabulary size."),
+    workers: int = typer.Option(1, "--workers", "-j", help="Encoding worker processes."),
+    spm_model: Optional[Path] = typer.Option(None, "--spm-model", help="Reuse this sentencepiece model."),
+    max_len: int = typer.Option(256, "--max-len", help="Drop training pairs longer than this (pieces)."),
+    max_ratio: float = typer.Option(9.0, "--max-ratio", help="Drop training pairs with a longer/shorter ratio above this."),
+    dedup: bool = typer.Option(False, "--dedup", help="Drop exact duplicate training pairs."),
+    character_coverage: float = typer.Option(1.0, "--character-coverage", help="sentencepiece character coverage."),
+    input_sentence_size: int = typer.Option(2_000_000, "--input-sentence-size", help="Sentences sampled to train BPE."),
+    on_bad_utf8: str = typer.Option("error", "--on-bad-utf8", help="error (default) or replace."),
+    hf_dataset: Optional[str] = typer.Option(None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt14)."),
+    hf_config: Optional[str] = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+) -> None:
+    """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
+    from mtkit.preprocess import PreprocessConfig
+    from mtkit.preprocess import preprocess as run_preprocess
+
+    cfg = PreprocessConfig(
+        source_lang=source_lang, target_lang=target_lang, train=train, valid=valid, test=list(test),
+        hf_dataset=hf_dataset, hf_config=hf_config, vocab_size=vocab_size, character_coverage=character_coverage,
+        input_sentence_size=input_sentence_size, spm_model=str(spm_model) if spm_model else None, max_len=max_len,
+        max_ratio=max_ratio, dedup=dedup, workers=workers, on_bad_utf8=on_bad_utf8,
+    )
+    manifest = run_preprocess(cfg, out)
+    lines = [f"{out}: vocab {manifest['vocab_size']}"]
+    for name, split in manifest["splits"].items():
+        dropped = ", ".join(f"{k} {v}" for k, v in split.get("dropped", {}).items() if v) or "none dropped"
+        lines.append(f"  {name}: {split['pairs']} pairs ({dropped})")
+    emit(manifest, as_json, "\n".join(lines))
+
+
+@app.command()
+@user_errors
+def train(
+    data_dir: Path = typer.Argument(..., help="DATA_DIR written by `mtkit preprocess`."),
+    save_dir: Path = typer.Option(..., "--save-dir", help="RUN_DIR: checkpoints, config, sentencepiece model."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Recipe TOML."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Model preset: tiny, small, base, big."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
+    overrides: list[str] = typer.Option([], "--set", help="Override a recipe value: section.key=value (repeatable)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved configuration; read no data, train nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Train a Transformer (resumes when RUN_DIR has checkpoints); works under torchrun."""
+    from mtkit.recipe import resolve_recipe
+
+    limits = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time}
+    extra = [f"train.{k}={v!r}" for k, v in limits.items() if v is not None]
+    if dry_run:
+        recipe = resolve_recipe(config, arch, list(overrides) + extra)
+        emit(recipe.as_dict(), as_json, json.dumps(recipe.as_dict(), indent=2))
+        return
+    from mtkit.data import read_manifest
+    from mtkit.train import train as run_train
+
+    manifest = read_manifest(data_dir)
+    recipe = resolve_recipe(config, arch, list(overrides) + extra, vocab_size=manifest["vocab_size"])
+    summary = run_train(data_dir, save_dir, recipe)
+    if summary is not None:
+        emit(summary, as_json, f"trained to step {summary['step']} ({summary['stop']}); averaged model: {summary['average']}")
+
+
+@app.command()
+@user_errors
+def average(
+    run_dir: Path = typer.Argument(..., help="RUN_DIR of `mtkit train`."),
+    last: int = typer.Option(5, "--last", "-k", help="Average the last K checkpoints."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/average.pt)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Average the parameters of the last K checkpoints (float32), as the paper does."""
+    from mtkit.checkpoint import write_average
+
+    target, used = write_average(run_dir, last, out)
+    emit({"out": str(target), "checkpoints": [str(p) for p in used]}, as_json, f"{target} <- {len(used)} checkpoints")
+
+
+@app.command()
+@user_errors
+def translate(
+    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size (1 = greedy). Default: the run's recipe (4)."),
+    length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (default 0.6)."),
+    max_len_a: Optional[float] = typer.Option(None, "--max-len-a", help="Max output length = a * source length + b."),
+    max_len_b: Optional[int] = typer.Option(None, "--max-len-b"),
+    batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", help="Source tokens per batch."),
+    nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
+    scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or fp16."),
+    input: Optional[Path] = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+    strict: bool = typer.Option(False, "--strict", help="Reject over-long lines instead of truncating them."),
+    sampling: bool = typer.Option(False, "--sampling", help="Sample instead of beam search (back-translation)."),
+    top_k: int = typer.Option(0, "--top-k"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Translate raw text, one sentence per line, in order; empty lines stay empty."""
+    import signal
+
+    from mtkit.translate import Translator, translate_stream
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
+    options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
+               "batch_tokens": batch_tokens, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
+               "temperature": temperature}
+    translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
+                                 **{k: v for k, v in options.items() if v is not None})
+    source = open(input, "rb") if input is not None else sys.stdin.buffer
+    target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
+    try:
+        translate_stream(translator, source, target, with_scores=scores, strict=strict, quiet=quiet,
+                         name=str(input) if input else "<stdin>")
+    finally:
+        if input is not None:
+            source.close()
+        if output is not None:
+            target.close()
+
+
+@app.command()
+@user_errors
+def score(
+    hyp: Optional[Path] = typer.Argument(None, help="Hypothesis file (default stdin)."),
+    ref: list[Path] = typer.Option(..., "--ref", "-r", help="Reference file (repeatable)."),
+    tokenize: str = typer.Option("13a", "--tokenize", help="sacrebleu tokenizer: 13a, intl, zh, ja-mecab, none..."),
+    legacy: bool = typer.Option(False, "--legacy", help="Also print paper-style tokenized, compound-split BLEU."),
+    as_json: bool = typer.Option(False, "--json", help="Print {bleu, chrf, ter, signature, ...} as JSON."),
+) -> None:
+    """BLEU, chrF and TER through sacrebleu, with sacrebleu's signature."""
+    from mtkit.files import read_lines, read_stream_lines
+    from mtkit.score import score_files
+
+    hyps = list(read_lines(hyp, "replace")) if hyp is not None else list(read_stream_lines(sys.stdin.buffer))
+    result = score_files(hyps, str(hyp or "<stdin>"), list(ref), tokenize=tokenize, legacy=legacy)
+    text = f"{result.bleu_detail}\nsignature: {result.signature}\nchrF2 = {result.chrf}\nTER = {result.ter}"
+    if result.legacy_bleu is not None:
+        text += f"\nlegacy tokenized BLEU (13a tokens, compound-split; compare with the paper) = {result.legacy_bleu}"
+    emit(result.as_dict(), as_json, text)
+
+
+def main() -> None:
+    app()

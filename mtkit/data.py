@@ -1,0 +1,209 @@
+"""Binarized parallel data: streaming writer, memory-mapped reader, manifest check, batch collation.
+
+Per split and side, `{split}.{lang}.bin` holds all token ids back to back (uint16 when the vocabulary
+fits, else int32; no bos/eos stored) and `{split}.{lang}.idx` holds n+1 int64 offsets into it.
+`manifest.json` (written by preprocess) describes the directory. Nothing here tokenizes or trains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import torch
+
+from mtkit.errors import UserError, check
+from mtkit.files import atomic_write
+
+FORMAT = "mtkit-data"
+VERSION = 1
+MANIFEST = "manifest.json"
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """uint16 halves the file size whenever every id fits."""
+    return np.dtype(np.uint16) if vocab_size <= 65535 else np.dtype(np.int32)
+
+
+def data_paths(data_dir: str | Path, split: str, lang: str) -> tuple[Path, Path]:
+    """The (.bin, .idx) paths of one split and side."""
+    stem = Path(data_dir) / f"{split}.{lang}"
+    return stem.with_name(stem.name + ".bin"), stem.with_name(stem.name + ".idx")
+
+
+class BinaryWriter:
+    """Streaming appender for one split and side; both files appear under their names on close()."""
+
+    def __init__(self, data_dir: str | Path, split: str, lang: str, vocab_size: int) -> None:
+        self.dtype = token_dtype(vocab_size)
+        self.count = 0
+        self._offset = 0
+        self._stack = contextlib.ExitStack()
+        bin_path, idx_path = data_paths(data_dir, split, lang)
+        self._bin = self._stack.enter_context(atomic_write(bin_path, "wb"))
+        self._idx = self._stack.enter_context(atomic_write(idx_path, "wb"))
+        self._idx.write(np.zeros(1, np.int64).tobytes())
+
+    def write(self, sequences: list[list[int]]) -> None:
+        """Append id sequences (without bos/eos)."""
+        lens = np.fromiter(map(len, sequences), np.int64, len(sequences))
+        flat = np.fromiter((i for seq in sequences for i in seq), self.dtype, int(lens.sum()))
+        self.write_flat(flat, lens)
+
+    def write_flat(self, tokens: np.ndarray, lens: np.ndarray) -> None:
+        """Append sequences given as one flat id array and their lengths (the fast path)."""
+        if int(lens.sum()) != len(tokens):
+            raise ValueError(f"lengths add up to {int(lens.sum())} tokens, got {len(tokens)}")
+        offsets = self._offset + np.cumsum(lens, dtype=np.int64)
+        self._bin.write(np.ascontiguousarray(tokens, dtype=self.dtype).tobytes())
+        self._idx.write(offsets.tobytes())
+        self._offset = int(offsets[-1]) if len(offsets) else self._offset
+        self.count += len(lens)
+
+    def close(self) -> int:
+        """Flush, fsync and rename both files into place; returns the sequence count."""
+        self._stack.close()
+        return self.count
+
+    def __enter__(self) -> BinaryWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self._stack.__exit__(kind, exc, tb)  # removes the temporary files
+
+
+def read_manifest(data_dir: str | Path) -> dict:
+    """The manifest of a preprocessed directory; missing or invalid is a UserError naming it."""
+    path = Path(data_dir) / MANIFEST
+    check(path.is_file(), f"{path}: no such file (run `mtkit preprocess` to create {data_dir})")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: invalid JSON ({exc})") from None
+    check(
+        isinstance(manifest, dict) and manifest.get("format") == FORMAT and manifest.get("version") == VERSION,
+        f"{path}: not an {FORMAT} version {VERSION} manifest",
+    )
+    return manifest
+
+
+class ParallelData:
+    """One memory-mapped split: sentence i is `src(i)` / `tgt(i)`; lengths exclude bos/eos."""
+
+    def __init__(self, src: tuple[np.ndarray, np.ndarray], tgt: tuple[np.ndarray, np.ndarray]) -> None:
+        self._src_tokens, self._src_offsets = src
+        self._tgt_tokens, self._tgt_offsets = tgt
+        self.src_lens = np.diff(self._src_offsets).astype(np.int32)
+        self.tgt_lens = np.diff(self._tgt_offsets).astype(np.int32)
+
+    @classmethod
+    def open(cls, data_dir: str | Path, split: str, src_lang: str, tgt_lang: str) -> ParallelData:
+        """Map one split of a preprocessed directory; either translation direction may be read."""
+        manifest = read_manifest(data_dir)
+        langs = {manifest["source_lang"], manifest["target_lang"]}
+        check(
+            {src_lang, tgt_lang} == langs and src_lang != tgt_lang,
+            f"{data_dir}: holds {manifest['source_lang']}-{manifest['target_lang']}, not {src_lang}-{tgt_lang}",
+        )
+        splits = manifest["splits"]
+        check(split in splits, f"{data_dir}: no split {split!r} (has {', '.join(sorted(splits))})")
+        dtype = token_dtype(manifest["vocab_size"])
+        pairs = splits[split]["pairs"]
+        src = _map_side(data_dir, split, src_lang, dtype, pairs)
+        tgt = _map_side(data_dir, split, tgt_lang, dtype, pairs)
+        return cls(src, tgt)
+
+    def __len__(self) -> int:
+        return len(self.src_lens)
+
+    def src(self, i: int) -> np.ndarray:
+        return np.asarray(self._src_tokens[self._src_offsets[i] : self._src_offsets[i + 1]])
+
+    def tgt(self, i: int) -> np.ndarray:
+        return np.asarray(self._tgt_tokens[self._tgt_offsets[i] : self._tgt_offsets[i + 1]])
+
+
+def _map_side(data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, offsets) of one side, memory-mapped, after checking that the sizes agree."""
+    bin_path, idx_path = data_paths(data_dir, split, lang)
+    for path in (bin_path, idx_path):
+        check(path.is_file(), f"{path}: no such file (incomplete data directory; run `mtkit preprocess` again)")
+    check(
+        idx_path.stat().st_size == (pairs + 1) * 8,
+        f"{idx_path}: expected {pairs + 1} offsets as in {MANIFEST}, file size {idx_path.stat().st_size}",
+    )
+    offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
+    n_tokens = int(offsets[-1])
+    check(
+        bin_path.stat().st_size == n_tokens * dtype.itemsize and offsets[0] == 0,
+        f"{bin_path}: size {bin_path.stat().st_size} does not match {n_tokens} tokens in {idx_path}",
+    )
+    tokens = np.memmap(bin_path, dtype=dtype, mode="r") if n_tokens else np.zeros(0, dtype)
+    return tokens, offsets
+
+
+@dataclass
+class Batch:
+    """A padded batch: src [B, S] = tokens+eos, tgt_in [B, T] = bos+tokens, tgt_out [B, T] = tokens+eos."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+    src_tokens: int  # non-pad entries of src (eos included)
+    tgt_tokens: int  # non-pad entries of tgt_out (eos included): the loss normalizer
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        """The same batch on `device`."""
+        return Batch(
+            self.src.to(device, non_blocking=non_blocking),
+            self.tgt_in.to(device, non_blocking=non_blocking),
+            self.tgt_out.to(device, non_blocking=non_blocking),
+            self.src_tokens,
+            self.tgt_tokens,
+        )
+
+
+def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3) -> Batch:
+    """Gather sentences `indices` into padded int64 tensors with one vectorized fill per side."""
+    indices = np.asarray(indices, dtype=np.int64)
+    src_lens = data.src_lens[indices].astype(np.int64)
+    tgt_lens = data.tgt_lens[indices].astype(np.int64)
+    src_rows, src_cols, src_ids = _gather(data._src_tokens, data._src_offsets, indices, src_lens)
+    tgt_rows, tgt_cols, tgt_ids = _gather(data._tgt_tokens, data._tgt_offsets, indices, tgt_lens)
+    rows = np.arange(len(indices))
+    src = np.full((len(indices), int(src_lens.max(initial=0)) + 1), pad_id, dtype=np.int64)  # [B, S]
+    src[src_rows, src_cols] = src_ids
+    src[rows, src_lens] = eos_id
+    width = int(tgt_lens.max(initial=0)) + 1
+    tgt_in = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
+    tgt_in[:, 0] = bos_id
+    tgt_in[tgt_rows, tgt_cols + 1] = tgt_ids
+    tgt_out = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
+    tgt_out[tgt_rows, tgt_cols] = tgt_ids
+    tgt_out[rows, tgt_lens] = eos_id
+    return Batch(
+        torch.from_numpy(src),
+        torch.from_numpy(tgt_in),
+        torch.from_numpy(tgt_out),
+        src_tokens=int(src_lens.sum()) + len(indices),
+        tgt_tokens=int(tgt_lens.sum()) + len(indices),
+    )
+
+
+def _gather(
+    tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, lens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, column, id) of every token of the chosen sentences, without a Python loop."""
+    total = int(lens.sum())
+    rows = np.repeat(np.arange(len(indices)), lens)
+    starts = np.cumsum(lens) - lens  # where each sentence begins in the gathered order
+    cols = np.arange(total) - np.repeat(starts, lens)
+    positions = np.repeat(offsets[indices], lens) + cols
+    return rows, cols, tokens[positions]

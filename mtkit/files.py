@@ -1,0 +1,196 @@
+"""Text and file primitives: plain/.gz reading, strict UTF-8 with file:line errors, atomic writes.
+
+Lines are split on "\\n" only (never on "\\r", U+0085 or U+2028), so line counts equal `wc -l`;
+a trailing "\\r" (CRLF) is removed and a missing final newline is fine. Writes go through a
+temporary name, fsync and rename, so a crash never leaves a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from mtkit.errors import StorageError, UserError, check
+
+BAD_UTF8_MODES = ("error", "replace")
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    """Open a plain or gzip file for reading bytes; a missing file is a UserError naming it."""
+    path = Path(path)
+    check(path.is_file(), f"{path}: no such file")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def decode_line(raw: bytes, path: str | Path, lineno: int, on_bad_utf8: str = "error") -> str:
+    """Decode one raw line (without its "\\n"); a trailing "\\r" is dropped (CRLF files)."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if on_bad_utf8 == "replace":
+            return raw.decode("utf-8", errors="replace")
+        raise UserError(
+            f"{path}:{lineno}: invalid UTF-8 at byte {exc.start} (use --on-bad-utf8 replace to substitute U+FFFD)"
+        ) from None
+
+
+def read_lines(path: str | Path, on_bad_utf8: str = "error") -> Iterator[str]:
+    """Yield the lines of a plain or .gz text file, streaming, split on "\\n" only."""
+    check(on_bad_utf8 in BAD_UTF8_MODES, f"--on-bad-utf8 must be one of {BAD_UTF8_MODES}")
+    with open_binary(path) as handle:
+        try:
+            for lineno, raw in enumerate(handle, start=1):
+                yield decode_line(raw.rstrip(b"\n"), path, lineno, on_bad_utf8)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise UserError(f"{path}: cannot read ({exc})") from None
+
+
+def read_stream_lines(stream: BinaryIO, name: str = "<stdin>") -> Iterator[str]:
+    """Yield lines from a binary stream, split on "\\n" only; invalid UTF-8 is replaced."""
+    for lineno, raw in enumerate(stream, start=1):
+        yield decode_line(raw.rstrip(b"\n"), name, lineno, "replace")
+
+
+def count_lines(path: str | Path) -> int:
+    """Number of lines, as `wc -l` counts them plus a final line without newline."""
+    count = 0
+    last = b"\n"
+    with open_binary(path) as handle:
+        try:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                count += block.count(b"\n")
+                last = block[-1:]
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise UserError(f"{path}: cannot read ({exc})") from None
+    return count + (last != b"\n")
+
+
+def resolve_prefix(prefix: str | Path, lang: str) -> Path:
+    """PREFIX.lang or PREFIX.lang.gz, whichever exists; a UserError naming both otherwise."""
+    plain = Path(f"{prefix}.{lang}")
+    gz = Path(f"{prefix}.{lang}.gz")
+    if plain.is_file():
+        return plain
+    if gz.is_file():
+        return gz
+    raise UserError(f"{plain}: no such file (nor {gz})")
+
+
+def fsync_dir(path: str | Path) -> None:
+    """Make a rename inside `path` durable."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[io.IOBase]:
+    """Write to a temporary file beside `path`, fsync, then rename over it.
+
+    On any error the temporary file is removed and the previous file (if any) is untouched;
+    OS errors (disk full, permission) become a StorageError (exit 74) naming the file.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        _remove_quietly(tmp)
+        raise StorageError(f"{path}: write failed ({exc.strerror or exc}); previous file left intact") from None
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Atomically write a UTF-8 text file."""
+    with atomic_write(path, "w") as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Build a directory under a temporary name and rename it to `path` only when complete.
+
+    An interrupted or failed build removes the temporary directory, so nothing that looks
+    complete is ever left behind. An existing `path` is replaced only after success.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _remove_quietly(path: str | Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+class DirectoryLock:
+    """An exclusive flock on DIR/.lock; the kernel drops it when the holder dies, so a stale lock is taken over."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / ".lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+        import socket
+
+        from mtkit.errors import LockedError
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise LockedError(f"{self.path.parent}: save directory is locked by {holder}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "DirectoryLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,425 @@
+"""The Transformer of "Attention Is All You Need": ModelConfig and presets, the encoder-decoder,
+attention through scaled_dot_product_attention, padding masks and the key/value cache for decoding.
+Imports torch only: no IO, data, recipe or search code.
+"""
+
+# Shape letters: B batch, S source length, T target length, D d_model, H n_heads, V vocab_size,
+# F d_ff, L length of whichever sequence a layer sees, N decoding rows (sentences x beams),
+# t tokens decoded so far.
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+PRESETS: dict[str, dict[str, int | float]] = {
+    "base": dict(d_model=512, n_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6, dropout=0.1),
+    "big": dict(d_model=1024, n_heads=16, d_ff=4096, encoder_layers=6, decoder_layers=6, dropout=0.3),
+    "small": dict(d_model=256, n_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3, dropout=0.1),
+    "tiny": dict(d_model=64, n_heads=2, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.1),
+}
+_CHOICES = {
+    "norm": ("post", "pre"),
+    "positions": ("sinusoidal", "learned"),
+    "share_embeddings": ("all", "decoder", "none"),
+}
+
+
+@dataclass
+class ModelConfig:
+    """Sizes and options of the Transformer; the defaults are the paper's base model."""
+
+    vocab_size: int = 8000
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    norm: str = "post"  # "post" (the paper) or "pre" (adds a final LayerNorm to each stack)
+    positions: str = "sinusoidal"  # or "learned"
+    max_positions: int = 1024
+    share_embeddings: str = "all"  # "all": src = tgt = output; "decoder": tgt = output; "none"
+    pad_id: int = 0
+    bos_id: int = 2
+    eos_id: int = 3
+
+    def __post_init__(self) -> None:
+        for name, choices in _CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}")
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1); got {getattr(self, name)}")
+        for name in ("pad_id", "bos_id", "eos_id"):
+            if not 0 <= getattr(self, name) < self.vocab_size:
+                raise ValueError(f"{name} ({getattr(self, name)}) must be in [0, vocab_size={self.vocab_size})")
+
+    @classmethod
+    def preset(cls, name: str, **overrides: int | float | str) -> ModelConfig:
+        """A named size ("base", "big", "small", "tiny") with optional field overrides."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown model preset {name!r}; valid presets: {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
+    """softmax(q k^T / sqrt(d_k)) v; mask [B, 1, 1, S] bool is True where a key may be attended.
+
+    q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H]. The one place attention is computed, so
+    tests can swap in an explicit reference.
+    """
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
+
+
+def attend_mask(pad: Tensor) -> Tensor:
+    """Key mask for SDPA from a padding mask: [B, S] bool (True = pad) -> [B, 1, 1, S] (True = attend).
+
+    A row that is all padding attends to everything instead: a fully masked row is NaN in some SDPA
+    backends, and the row is garbage that nobody reads either way. Rows never mix.
+    """
+    keep = ~pad | pad.all(dim=1, keepdim=True)  # [B, S]
+    return keep[:, None, None, :]  # [B, 1, 1, S]
+
+
+def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
+    """Paper section 3.5: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same)."""
+    position = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [P, 1]
+    inverse_freq = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [D/2]
+    angle = position * inverse_freq  # [P, D/2]
+    table = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)[:, : d_model // 2]
+    return table.float()
+
+
+def _init_linear(linear: nn.Linear, blocks: int = 1) -> None:
+    """Xavier-uniform weights, zero biases (fairseq). A fused projection is initialised block by block
+    with gain 1/sqrt(2), exactly as fairseq initialises its separate q, k, v projections."""
+    gain = 1.0 if blocks == 1 else 2**-0.5
+    with torch.no_grad():
+        for block in linear.weight.chunk(blocks, dim=0):
+            nn.init.xavier_uniform_(block, gain=gain)
+        if linear.bias is not None:
+            linear.bias.zero_()
+
+
+def _init_embedding(weight: Tensor, d_model: int, pad_id: int | None) -> None:
+    """N(0, d_model^-0.5) so that the sqrt(d_model)-scaled embedding has unit variance (fairseq)."""
+    with torch.no_grad():
+        nn.init.normal_(weight, mean=0.0, std=d_model**-0.5)
+        if pad_id is not None:
+            weight[pad_id].zero_()
+
+
+class Embedding(nn.Module):
+    """sqrt(d_model) * token embedding + position encoding, then dropout (paper sections 3.4, 3.5)."""
+
+    def __init__(self, tokens: nn.Embedding, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.scale = math.sqrt(cfg.d_model)
+        self.max_positions = cfg.max_positions
+        self.learned = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
+        if self.learned is not None:
+            _init_embedding(self.learned.weight, cfg.d_model, None)
+        # Not persistent: the table is a pure function of the config and stays out of checkpoints.
+        table = None if self.learned is not None else sinusoidal_positions(cfg.max_positions, cfg.d_model)
+        self.register_buffer("sinusoid", table, persistent=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
+        """tokens [B, L] at positions start.. -> [B, L, D]."""
+        end = start + tokens.shape[1]
+        if end > self.max_positions:
+            raise ValueError(f"sequence of {end} tokens exceeds max_positions={self.max_positions}")
+        table = self.sinusoid if self.learned is None else self.learned.weight
+        return self.dropout(self.tokens(tokens) * self.scale + table[start:end])
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with one fused q/k/v projection; `step` appends to a key/value cache."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.dropout_p = cfg.attention_dropout
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        _init_linear(self.qkv, blocks=3)
+        _init_linear(self.out)
+
+    def forward(self, x: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
+        """x [B, L, D] -> [B, L, D]."""
+        B, L, D = x.shape
+        qkv = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads)  # [B, L, 3, H, D/H]
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, L, D/H]
+        dropout_p = self.dropout_p if self.training else 0.0
+        y = attention(q, k, v, mask, causal, dropout_p)  # [B, H, L, D/H]
+        return self.out(y.transpose(1, 2).reshape(B, L, D))
+
+    def step(self, x: Tensor, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """One new position: x [N, 1, D], cache [N, H, t, D/H] -> ([N, 1, D], cache [N, H, t+1, D/H])."""
+        N, _, D = x.shape
+        q, k, v = self.qkv(x).view(N, 3, self.n_heads, 1, D // self.n_heads).unbind(1)  # 3 x [N, H, 1, D/H]
+        keys = torch.cat([keys, k], dim=2)  # [N, H, t+1, D/H]
+        values = torch.cat([values, v], dim=2)
+        # The single query is the newest position: every cached key is legal, so no mask.
+        y = attention(q, keys, values, None, False, 0.0)  # [N, H, 1, D/H]
+        return self.out(y.reshape(N, 1, D)), keys, values
+
+
+class CrossAttention(nn.Module):
+    """Encoder-decoder attention; keys and values come from `project_memory`, computed once per source."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.dropout_p = cfg.attention_dropout
+        self.q = nn.Linear(cfg.d_model, cfg.d_model)
+        self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        _init_linear(self.q)
+        _init_linear(self.kv, blocks=2)
+        _init_linear(self.out)
+
+    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """memory [B, S, D] -> keys, values [B, H, S, D/H]."""
+        B, S, D = memory.shape
+        kv = self.kv(memory).view(B, S, 2, self.n_heads, D // self.n_heads)  # [B, S, 2, H, D/H]
+        keys, values = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x [B, H, S, D/H]
+        return keys, values
+
+    def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """x [B, L, D] attends to keys/values [B, H, S, D/H] under mask [B, 1, 1, S] -> [B, L, D]."""
+        B, L, D = x.shape
+        q = self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # [B, H, L, D/H]
+        dropout_p = self.dropout_p if self.training else 0.0
+        y = attention(q, keys, values, mask, False, dropout_p)  # [B, H, L, D/H]
+        return self.out(y.transpose(1, 2).reshape(B, L, D))
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2 (paper section 3.3), activation dropout inside."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.inner = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.outer = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.dropout = nn.Dropout(cfg.activation_dropout)
+        _init_linear(self.inner)
+        _init_linear(self.outer)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """[B, L, D] -> [B, L, D]."""
+        return self.outer(self.dropout(F.relu(self.inner(x))))
+
+
+class Residual(nn.Module):
+    """The residual around one sub-layer: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x)))."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.pre_norm = cfg.norm == "pre"
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def before(self, x: Tensor) -> Tensor:
+        """The sub-layer's input."""
+        return self.norm(x) if self.pre_norm else x
+
+    def after(self, x: Tensor, y: Tensor) -> Tensor:
+        """The stream after adding the sub-layer's output y."""
+        x = x + self.dropout(y)
+        return x if self.pre_norm else self.norm(x)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each inside a residual."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(cfg)
+        self.feed_forward = FeedForward(cfg)
+        self.residuals = nn.ModuleList([Residual(cfg) for _ in range(2)])
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """x [B, S, D], mask [B, 1, 1, S] -> [B, S, D]."""
+        r_attn, r_ff = self.residuals
+        x = r_attn.after(x, self.self_attn(r_attn.before(x), mask, causal=False))
+        return r_ff.after(x, self.feed_forward(r_ff.before(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention, feed-forward; `step` runs one position from a cache."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(cfg)
+        self.cross_attn = CrossAttention(cfg)
+        self.feed_forward = FeedForward(cfg)
+        self.residuals = nn.ModuleList([Residual(cfg) for _ in range(3)])
+
+    def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """x [B, T, D]; cross keys/values [B, H, S, D/H]; mask [B, 1, 1, S] -> [B, T, D].
+
+        Causal masking alone is enough: targets are padded at the end, so a real position never sees pad.
+        """
+        r_self, r_cross, r_ff = self.residuals
+        x = r_self.after(x, self.self_attn(r_self.before(x), None, causal=True))
+        x = r_cross.after(x, self.cross_attn(r_cross.before(x), keys, values, mask))
+        return r_ff.after(x, self.feed_forward(r_ff.before(x)))
+
+    def step(self, x: Tensor, cache: LayerCache, mask: Tensor) -> Tensor:
+        """x [N, 1, D] -> [N, 1, D]; appends this position's self-attention keys/values to the cache."""
+        r_self, r_cross, r_ff = self.residuals
+        y, cache.keys, cache.values = self.self_attn.step(r_self.before(x), cache.keys, cache.values)
+        x = r_self.after(x, y)
+        x = r_cross.after(x, self.cross_attn(r_cross.before(x), cache.cross_keys, cache.cross_values, mask))
+        return r_ff.after(x, self.feed_forward(r_ff.before(x)))
+
+
+class Stack(nn.Module):
+    """Embedding, layers and (pre-norm only) the final LayerNorm of the encoder or the decoder."""
+
+    def __init__(self, cfg: ModelConfig, tokens: nn.Embedding, layers: list[nn.Module]) -> None:
+        super().__init__()
+        self.embed = Embedding(tokens, cfg)
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys/values: self-attention [N, H, t, D/H], cross-attention [N, H, S, D/H]."""
+
+    keys: Tensor
+    values: Tensor
+    cross_keys: Tensor
+    cross_values: Tensor
+
+
+@dataclass
+class DecodeState:
+    """Everything decode_step needs between steps; `rows` is the source sentence of each row.
+
+    Rows with the same source are identical in memory_mask and the cross keys/values, which lets a
+    reorder that keeps every row's source (the usual beam step) skip copying them.
+    """
+
+    memory_mask: Tensor  # [N, 1, 1, S] bool, True = attend
+    layers: list[LayerCache]
+    rows: Tensor  # [N] int64
+    position: int = 0
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer with tied or untied embeddings and a key/value-cached decoder."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        src_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        tgt_tokens = src_tokens
+        if cfg.share_embeddings != "all":
+            tgt_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.encoder = Stack(cfg, src_tokens, [EncoderLayer(cfg) for _ in range(cfg.encoder_layers)])
+        self.decoder = Stack(cfg, tgt_tokens, [DecoderLayer(cfg) for _ in range(cfg.decoder_layers)])
+        self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        for tokens in {id(src_tokens): src_tokens, id(tgt_tokens): tgt_tokens}.values():
+            _init_embedding(tokens.weight, cfg.d_model, cfg.pad_id)
+        if cfg.share_embeddings == "none":
+            _init_embedding(self.output.weight, cfg.d_model, None)
+        else:  # Tied pre-softmax projection (paper section 3.4): logits = hidden @ E^T.
+            self.output.weight = tgt_tokens.weight
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src [B, S], tgt_in [B, T] -> logits [B, T, V]."""
+        return self.project(self.decode(tgt_in, *self.encode(src)))
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src [B, S] -> memory [B, S, D], src_pad [B, S] bool (True = pad)."""
+        src_pad = src == self.cfg.pad_id  # [B, S]
+        mask = attend_mask(src_pad)
+        x = self.encoder.embed(src)
+        for layer in self.encoder.layers:
+            x = layer(x, mask)
+        return self.encoder.final_norm(x), src_pad
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor) -> Tensor:
+        """tgt_in [B, T] -> hidden [B, T, D], final-normed but not projected (callers may drop pad first)."""
+        mask = attend_mask(src_pad)
+        x = self.decoder.embed(tgt_in)
+        for layer in self.decoder.layers:
+            x = layer(x, *layer.cross_attn.project_memory(memory), mask)
+        return self.decoder.final_norm(x)
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """hidden [..., D] -> logits [..., V]."""
+        return self.output(hidden)
+
+    def init_decode_state(self, src: Tensor) -> DecodeState:
+        """Run the encoder once and project every layer's cross-attention keys/values once."""
+        memory, src_pad = self.encode(src)
+        layers = []
+        for layer in self.decoder.layers:
+            cross_keys, cross_values = layer.cross_attn.project_memory(memory)  # [B, H, S, D/H]
+            empty = cross_keys.new_empty(cross_keys.shape[:2] + (0, cross_keys.shape[3]))  # [B, H, 0, D/H]
+            layers.append(LayerCache(empty, empty, cross_keys, cross_values))
+        rows = torch.arange(src.shape[0], device=src.device)
+        return DecodeState(attend_mask(src_pad), layers, rows)
+
+    def decode_step(self, tokens: Tensor, state: DecodeState) -> Tensor:
+        """tokens [N] (the last token of each row, bos first) -> logits [N, V]; advances the state."""
+        x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
+        for layer, cache in zip(self.decoder.layers, state.layers):
+            x = layer.step(x, cache, state.memory_mask)
+        state.position += 1
+        return self.project(self.decoder.final_norm(x[:, 0]))
+
+    def reorder_decode_state(self, state: DecodeState, order: Tensor) -> DecodeState:
+        """Row n of the result is row order[n] of state: beam reordering, expansion, dropping rows."""
+        rows = state.rows.index_select(0, order)
+        # Same source for every row (a reorder among one sentence's beams): cross tensors are unchanged.
+        same = torch.equal(rows, state.rows)
+
+        def pick(tensor: Tensor, keep: bool = False) -> Tensor:
+            return tensor if keep else tensor.index_select(0, order)
+
+        layers = [
+            LayerCache(pick(c.keys), pick(c.values), pick(c.cross_keys, same), pick(c.cross_values, same))
+            for c in state.layers
+        ]
+        return DecodeState(pick(state.memory_mask, same), layers, rows, state.position)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of parameters, tied ones counted once."""
+    unique = {id(p): p for p in model.parameters()}
+    return sum(p.numel() for p in unique.values())
+
+
+def expected_parameters(cfg: ModelConfig) -> int:
+    """Closed-form parameter count of Transformer(cfg)."""
+    d_model, d_ff = cfg.d_model, cfg.d_ff
+    attention_params = 4 * d_model * d_model + 4 * d_model  # q, k, v, out projections with biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    norm = 2 * d_model
+    encoder_layer = attention_params + feed_forward + 2 * norm
+    decoder_layer = 2 * attention_params + feed_forward + 3 * norm
+    final_norms = 2 * norm if cfg.norm == "pre" else 0
+    embeddings = {"all": 1, "decoder": 2, "none": 3}[cfg.share_embeddings] * cfg.vocab_size * d_model
+    positions = 2 * cfg.max_positions * d_model if cfg.positions == "learned" else 0
+    layers = cfg.encoder_layers * encoder_layer + cfg.decoder_layers * decoder_layer
+    return layers + final_norms + embeddings + positions

@@ -1,0 +1,156 @@
+"""Recipes: the [preprocess]/[model]/[train]/[translate] sections as typed configs.
+
+Load order: model preset (`--arch` or `model.arch`) -> recipe TOML -> `--set section.key=value` overrides.
+Unknown keys and wrongly typed values are UserErrors that list what is valid.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtkit.errors import UserError, check
+from mtkit.model import ModelConfig
+from mtkit.search import TranslateConfig
+from mtkit.train import TrainConfig
+
+SECTIONS = ("preprocess", "model", "train", "translate")
+# preprocess options a recipe may set (paths and languages are per-run CLI flags).
+PREPROCESS_KEYS = (
+    "vocab_size", "character_coverage", "input_sentence_size", "max_len", "max_ratio", "dedup",
+    "hf_dataset", "hf_config", "source_lang", "target_lang", "workers",
+)
+
+
+@dataclass
+class Recipe:
+    model: ModelConfig
+    train: TrainConfig
+    translate: TranslateConfig
+    preprocess: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "preprocess": dict(self.preprocess),
+            "model": dataclasses.asdict(self.model),
+            "train": dataclasses.asdict(self.train),
+            "translate": dataclasses.asdict(self.translate),
+        }
+
+
+def read_recipe_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Parse a recipe TOML; unknown sections are an error."""
+    path = Path(path)
+    check(path.is_file(), f"{path}: no such recipe file")
+    try:
+        sections = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: invalid TOML ({exc})") from None
+    for name, value in sections.items():
+        check(name in SECTIONS and isinstance(value, dict), f"{path}: unknown section [{name}]; valid: {', '.join(SECTIONS)}")
+    return sections
+
+
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """`train.lr=7e-4` -> ("train", "lr", 0.0007); values are Python literals, else plain strings."""
+    check("=" in text and "." in text.split("=", 1)[0], f"--set {text!r}: expected section.key=value")
+    dotted, raw = text.split("=", 1)
+    section, key = dotted.strip().split(".", 1)
+    check(section in SECTIONS, f"--set {text!r}: unknown section {section!r}; valid: {', '.join(SECTIONS)}")
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        value = raw.strip()
+    return section, key.strip(), value
+
+
+def coerce(value: Any, hint: Any, where: str) -> Any:
+    """Check `value` against a dataclass field's type hint, widening int->float and list->tuple."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return coerce(value, arg, where)
+            except UserError as exc:
+                errors.append(str(exc))
+        raise UserError(errors[0])
+    if origin is tuple:
+        check(isinstance(value, (list, tuple)) and len(value) == len(args), f"{where}: expected {len(args)} numbers")
+        return tuple(coerce(v, a, where) for v, a in zip(value, args))
+    if origin is list:
+        check(isinstance(value, (list, tuple)), f"{where}: expected a list")
+        return [coerce(v, args[0], where) for v in value] if args else list(value)
+    if origin is dict:
+        check(isinstance(value, dict), f"{where}: expected a table")
+        return dict(value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    ok = isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+    check(ok, f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+    return value
+
+
+def build_config(cls: type, values: dict[str, Any], section: str, base: Any = None) -> Any:
+    """Instantiate dataclass `cls` from `values` over `base` (or defaults), strictly typed."""
+    hints = typing.get_type_hints(cls)
+    valid = [f.name for f in dataclasses.fields(cls) if f.init]
+    for key in values:
+        check(key in valid, f"unknown key {section}.{key}; valid keys: {', '.join(valid)}")
+    current = dataclasses.asdict(base) if base is not None else {}
+    current.update({k: coerce(v, hints[k], f"{section}.{k}") for k, v in values.items()})
+    try:
+        return cls(**current)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"[{section}]: {exc}") from None
+
+
+def resolve_recipe(
+    path: str | Path | None = None,
+    arch: str | None = None,
+    overrides: list[str] | None = None,
+    vocab_size: int | None = None,
+) -> Recipe:
+    """Build the run's configuration from preset, recipe file and overrides."""
+    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    if path is not None:
+        for name, values in read_recipe_file(path).items():
+            sections[name].update(values)
+    for text in overrides or []:
+        section, key, value = parse_override(text)
+        sections[section][key] = value
+    model_values = dict(sections["model"])
+    preset = arch or model_values.pop("arch", None) or "small"
+    model_values.pop("arch", None)
+    vocab = vocab_size or model_values.pop("vocab_size", None) or sections["preprocess"].get("vocab_size", 8000)
+    try:
+        base_model = ModelConfig.preset(preset, vocab_size=int(vocab))
+    except ValueError as exc:
+        raise UserError(f"--arch {preset}: {exc}") from None
+    for key in sections["preprocess"]:
+        check(key in PREPROCESS_KEYS, f"unknown key preprocess.{key}; valid keys: {', '.join(PREPROCESS_KEYS)}")
+    train = build_config(TrainConfig, sections["train"], "train")
+    return Recipe(
+        model=build_config(ModelConfig, model_values, "model", base_model),
+        train=train.resolved(base_model.d_model if "d_model" not in model_values else model_values["d_model"]),
+        translate=build_config(TranslateConfig, sections["translate"], "translate"),
+        preprocess=sections["preprocess"],
+    )
+
+
+def recipe_from_dict(data: dict[str, Any]) -> Recipe:
+    """Rebuild a Recipe saved with `Recipe.as_dict()` (run directories, checkpoints)."""
+    return Recipe(
+        model=build_config(ModelConfig, data["model"], "model"),
+        train=build_config(TrainConfig, data["train"], "train"),
+        translate=build_config(TranslateConfig, data["translate"], "translate"),
+        preprocess=dict(data.get("preprocess", {})),
+    )

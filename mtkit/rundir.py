@@ -1,0 +1,92 @@
+"""The run directory: its layout, the compatibility check before resuming, and the metrics log.
+
+RUN_DIR holds config.json (the resolved recipe), spm.model, manifest.json (the data it was trained
+on), checkpoints/step_*.pt, average.pt and metrics.jsonl, so translate and average need nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from mtkit.checkpoint import latest_valid_checkpoint
+from mtkit.console import log, warn
+from mtkit.errors import check
+from mtkit.files import write_text
+from mtkit.tokenizer import file_sha256
+
+CONFIG_NAME = "config.json"
+SPM_NAME = "spm.model"
+MANIFEST_NAME = "manifest.json"
+METRICS_NAME = "metrics.jsonl"
+# Manifest fields that identify the data; resuming on anything else is refused.
+DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")
+
+
+def data_identity(manifest: dict) -> dict:
+    return {key: manifest.get(key) for key in DATA_IDENTITY}
+
+
+def check_compatible(run_dir: Path, recipe: dict, manifest: dict, payload: dict | None) -> None:
+    """Refuse, before anything is written, a run directory trained with another model, vocabulary or data."""
+    saved_manifest = run_dir / MANIFEST_NAME
+    if saved_manifest.is_file():
+        old = json.loads(saved_manifest.read_text(encoding="utf-8"))
+        check(
+            data_identity(old) == data_identity(manifest),
+            f"{run_dir}: was trained on other data or another sentencepiece model than this DATA_DIR; "
+            "use a new --save-dir",
+        )
+    if payload is None:
+        return
+    check(
+        payload["configs"]["model"] == recipe["model"],
+        f"{run_dir}: the checkpoint's architecture differs from the requested one "
+        f"(checkpoint {_diff(payload['configs']['model'], recipe['model'])}); use a new --save-dir",
+    )
+    check(
+        payload.get("spm_sha256") == manifest.get("spm_sha256"),
+        f"{run_dir}: the checkpoint's sentencepiece model differs from DATA_DIR's; use a new --save-dir",
+    )
+
+
+def _diff(old: dict, new: dict) -> str:
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k}={old.get(k)!r} vs {new.get(k)!r}" for k in keys[:4])
+
+
+def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_main: bool) -> tuple[Path, dict] | None:
+    """Validate and (on rank 0) populate RUN_DIR; returns the checkpoint to resume from, if any."""
+    found = latest_valid_checkpoint(run_dir, warn=warn if is_main else None)
+    check_compatible(run_dir, recipe, manifest, found[1] if found else None)
+    if is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text(run_dir / CONFIG_NAME, json.dumps(recipe, indent=2) + "\n")
+        write_text(run_dir / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
+        spm_target = run_dir / SPM_NAME
+        if not spm_target.is_file() or file_sha256(spm_target) != manifest.get("spm_sha256"):
+            shutil.copyfile(data_dir / SPM_NAME, spm_target)
+    return found
+
+
+class MetricsLog:
+    """metrics.jsonl (one JSON object per log interval or validation) plus a console line; rank 0 only."""
+
+    def __init__(self, run_dir: Path, enabled: bool, start_wall: float) -> None:
+        self.path = run_dir / METRICS_NAME
+        self.enabled = enabled
+        self.start = time.monotonic() - start_wall
+
+    def wall(self) -> float:
+        return time.monotonic() - self.start
+
+    def write(self, record: dict[str, Any], line: str) -> None:
+        if not self.enabled:
+            return
+        record = {"wall": round(self.wall(), 3), **record}
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        log(line)

@@ -1,0 +1,96 @@
+"""BLEU, chrF and TER through sacrebleu, with sacrebleu's signatures; a labelled legacy tokenized BLEU.
+
+Unlike sacrebleu's Python API, a hypothesis/reference line-count mismatch is an error, never a truncation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtkit.errors import UserError, check
+from mtkit.files import read_lines
+
+_COMPOUND = re.compile(r"(\S)-(\S)")
+
+
+@dataclass
+class ScoreResult:
+    bleu: float
+    chrf: float
+    ter: float
+    signature: str
+    bleu_detail: str
+    chrf_signature: str
+    ter_signature: str
+    legacy_bleu: float | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def check_aligned(hyps: list[str], refs: list[list[str]], hyp_name: str, ref_names: list[str]) -> None:
+    """Every reference stream must have exactly as many lines as the hypotheses."""
+    for ref, name in zip(refs, ref_names, strict=True):
+        check(
+            len(ref) == len(hyps),
+            f"{hyp_name} has {len(hyps)} lines but {name} has {len(ref)} lines",
+        )
+
+
+def split_compounds(line: str) -> str:
+    """tensor2tensor/fairseq compound splitting: `X-Y` -> `X ##AT##-##AT## Y`."""
+    # Applied twice so that overlapping matches such as "a-b-c" are all split.
+    return _COMPOUND.sub(r"\1 ##AT##-##AT## \2", _COMPOUND.sub(r"\1 ##AT##-##AT## \2", line))
+
+
+def legacy_bleu(hyps: list[str], refs: list[list[str]]) -> float:
+    """Paper-style tokenized BLEU: 13a-tokenize, split compounds, then BLEU on the tokens as given.
+
+    The paper used Moses tokenizer.perl + multi-bleu.perl; sacrebleu's 13a tokenizer stands in for
+    tokenizer.perl, so this number is close to, not identical with, the paper's scripts.
+    """
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tok = Tokenizer13a()
+
+    def prepare(lines: list[str]) -> list[str]:
+        return [split_compounds(tok(line)) for line in lines]
+
+    return BLEU(tokenize="none", force=True).corpus_score(prepare(hyps), [prepare(r) for r in refs]).score
+
+
+def score(hyps: list[str], refs: list[list[str]], tokenize: str = "13a", legacy: bool = False) -> ScoreResult:
+    """Corpus BLEU, chrF and TER of `hyps` against one or more reference streams."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    check(len(refs) > 0, "at least one --ref is needed")
+    try:
+        bleu_metric = BLEU(tokenize=tokenize)
+    except Exception as exc:  # sacrebleu raises plain errors for unknown/uninstalled tokenizers
+        raise UserError(f"--tokenize {tokenize}: {exc}") from None
+    chrf_metric, ter_metric = CHRF(), TER()
+    bleu = bleu_metric.corpus_score(hyps, refs)
+    chrf = chrf_metric.corpus_score(hyps, refs)
+    ter = ter_metric.corpus_score(hyps, refs)
+    return ScoreResult(
+        bleu=round(bleu.score, 2),
+        chrf=round(chrf.score, 2),
+        ter=round(ter.score, 2),
+        signature=str(bleu_metric.get_signature()),
+        bleu_detail=bleu.format(),
+        chrf_signature=str(chrf_metric.get_signature()),
+        ter_signature=str(ter_metric.get_signature()),
+        legacy_bleu=round(legacy_bleu(hyps, refs), 2) if legacy else None,
+    )
+
+
+def score_files(
+    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = "13a", legacy: bool = False
+) -> ScoreResult:
+    """Read reference files (plain or .gz, strict UTF-8), check alignment, and score."""
+    refs = [list(read_lines(path)) for path in ref_paths]
+    check_aligned(hyp_lines, refs, hyp_name, [str(p) for p in ref_paths])
+    return score(hyp_lines, refs, tokenize=tokenize, legacy=legacy)

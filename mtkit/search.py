@@ -1,0 +1,328 @@
+"""Translation search over a small decoder contract: beam, greedy and seeded sampling.
+
+Owns TranslateConfig, the GNMT length penalty and the per-sentence max length. Imports torch only:
+never mtkit.model, IO or data; any object with `start/step/reorder` (the `Decoder` protocol) works.
+Nothing that decides a sentence's output depends on the other rows of its batch or on padding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import torch
+from torch import Tensor
+
+# Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
+
+# A forced eos that the decoder calls impossible (-inf) still ends the hypothesis, at this log-prob,
+# so every sentence gets an output; real decoders (a softmax) never return -inf.
+FORCED_EOS_FLOOR = -1e4
+
+
+class Decoder(Protocol):
+    """What search needs from a model; translate.py adapts the Transformer to it."""
+
+    def start(self, src: Tensor) -> Any:
+        """Encode src [B, S] once; return a decode state with B rows."""
+        ...
+
+    def step(self, tokens: Tensor, state: Any) -> Tensor:
+        """Feed each row's last token [N] (bos first); return log-probs [N, V] float32; advance state."""
+        ...
+
+    def reorder(self, state: Any, order: Tensor) -> Any:
+        """Return the state whose row n is row order[n] (LongTensor [N']; rows may repeat or go)."""
+        ...
+
+
+@dataclass
+class TranslateConfig:
+    beam: int = 4
+    length_penalty: float = 0.6  # GNMT alpha: score = logprob / ((5 + |Y|) / 6) ** alpha
+    max_len_a: float = 1.0  # max output tokens = floor(a * src_len + b), per sentence
+    max_len_b: int = 50
+    nbest: int = 1  # hypotheses returned per sentence (<= beam); samples per sentence when sampling
+    early_stop: bool = True  # stop a sentence at `beam` finished hypotheses (fairseq, CTranslate2)
+    sampling: bool = False
+    top_k: int = 0  # 0: no top-k truncation
+    top_p: float = 1.0  # 1.0: no nucleus truncation
+    temperature: float = 1.0
+    seed: int = 1
+    batch_tokens: int = 4000  # source tokens per batch; used by translate.py, not by search
+
+    def __post_init__(self) -> None:
+        for name in ("beam", "nbest", "batch_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        if not self.sampling and self.nbest > self.beam:
+            raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ValueError(f"max_len_a and max_len_b must be >= 0; got {self.max_len_a}, {self.max_len_b}")
+        if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or not self.temperature > 0.0:
+            raise ValueError(
+                f"need top_k >= 0, 0 < top_p <= 1, temperature > 0; got {self.top_k}, {self.top_p}, {self.temperature}"
+            )
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without bos and eos
+    score: float  # logprob / length_penalty(len(tokens) + 1, alpha)
+    logprob: float  # sum of the decoder's log-probs, eos included
+
+
+def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14); 1 for alpha = 0."""
+    return ((5 + length) / 6) ** alpha
+
+
+def max_lengths(src_lens: Tensor, a: float, b: int, max_positions: int | None = None) -> Tensor:
+    """Most output tokens (eos excluded) per sentence: floor(a * src_len + b), clipped to the decoder.
+
+    src_lens [B] counts each source's own tokens: no padding, no eos (what a reader calls its length).
+    The decoder sees bos + tokens and predicts eos at position max_len, so max_len <= max_positions - 1.
+    """
+    lens = torch.floor(a * src_lens.double() + b).long().clamp(min=0)  # double: same floor as Python
+    return lens if max_positions is None else lens.clamp(max=max_positions - 1)
+
+
+def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
+    """src_lens [B] for a padded src [B, S]: tokens that are neither pad nor eos."""
+    return ((src != pad_id) & (src != eos_id)).sum(dim=1)
+
+
+def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int) -> Tensor:
+    """Never emit pad; rows where `forced` [b] (at max length) may emit only eos."""
+    is_pad = torch.arange(logp.size(-1), device=logp.device) == pad_id  # [V]
+    logp = logp.masked_fill(is_pad, -math.inf)
+    only_eos = torch.full_like(logp, -math.inf)
+    only_eos[..., eos_id] = logp[..., eos_id].clamp(min=FORCED_EOS_FLOOR)
+    forced = forced.view(forced.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
+    return torch.where(forced, only_eos, logp)
+
+
+@dataclass
+class _Finished:
+    """Best K finished hypotheses of every sentence, best first; a -inf score marks an empty slot."""
+
+    score: Tensor  # [B, K] normalized
+    logprob: Tensor  # [B, K]
+    length: Tensor  # [B, K] tokens without eos
+    tokens: Tensor  # [B, K, L]
+
+    @classmethod
+    def empty(cls, n_sentences: int, beam: int, max_len: int, device: torch.device) -> _Finished:
+        score = torch.full((n_sentences, beam), -math.inf, device=device)
+        length = torch.zeros((n_sentences, beam), dtype=torch.long, device=device)
+        tokens = torch.zeros((n_sentences, beam, max_len), dtype=torch.long, device=device)
+        return cls(score, score.clone(), length, tokens)
+
+    def add(self, active: Tensor, score: Tensor, logprob: Tensor, tokens: Tensor) -> None:
+        """Merge new finished hypotheses [b, K] (-inf score: none) of sentences `active` [b]."""
+        t = tokens.size(2)
+        tokens = torch.nn.functional.pad(tokens, (0, self.tokens.size(2) - t))  # [b, K, L]
+        all_score = torch.cat([self.score[active], score], dim=1)  # [b, 2K]
+        # A stable sort keeps the earlier hypothesis first on exact ties, whatever the batch.
+        keep = all_score.sort(dim=1, descending=True, stable=True).indices[:, : score.size(1)]  # [b, K]
+        new_length = torch.full_like(score, t, dtype=torch.long)
+        self.score[active] = all_score.gather(1, keep)
+        self.logprob[active] = torch.cat([self.logprob[active], logprob], dim=1).gather(1, keep)
+        self.length[active] = torch.cat([self.length[active], new_length], dim=1).gather(1, keep)
+        all_tokens = torch.cat([self.tokens[active], tokens], dim=1)  # [b, 2K, L]
+        self.tokens[active] = all_tokens.gather(1, keep[:, :, None].expand(-1, -1, all_tokens.size(2)))
+
+    def hypotheses(self, nbest: int) -> list[list[Hypothesis]]:
+        """Up to nbest hypotheses per sentence, best first."""
+        score, logprob = self.score[:, :nbest].tolist(), self.logprob[:, :nbest].tolist()
+        length, tokens = self.length[:, :nbest].tolist(), self.tokens[:, :nbest].tolist()
+        return [
+            [Hypothesis(tokens[s][k][: length[s][k]], score[s][k], logprob[s][k])
+             for k in range(len(score[s])) if score[s][k] > -math.inf]
+            for s in range(len(score))
+        ]
+
+
+def _top_candidates(scores: Tensor, logp: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The best 2K one-token extensions [b, 2K]: raw score, origin beam, token.
+
+    2K so that K non-eos candidates remain even if K of them end in eos. Dead beams (-inf, e.g. all
+    but beam 0 at step 0) only yield -inf candidates, so no hypothesis is ever duplicated.
+    """
+    b, beam, vocab = logp.shape
+    cand = (scores.unsqueeze(2) + logp).view(b, beam * vocab)  # [b, K*V]
+    top, flat = cand.topk(min(2 * beam, beam * vocab), dim=1)  # [b, 2K]
+    return top, flat // vocab, flat % vocab
+
+
+def _finish_eos(
+    finished: _Finished, active: Tensor, cand: tuple[Tensor, Tensor, Tensor], history: Tensor,
+    alpha: float, eos_id: int,
+) -> None:
+    """Set aside the eos candidates ranked within the top K (fairseq: lower ones were never in the beam)."""
+    score, beam, token = (x[:, : history.size(1)] for x in cand)  # [b, K]
+    is_eos = (token == eos_id) & torch.isfinite(score)
+    if not bool(is_eos.any()):  # most steps: skip the merge
+        return
+    logprob = score.masked_fill(~is_eos, -math.inf)
+    # |Y| counts the eos, as fairseq does: history holds t tokens, the hypothesis has t + 1.
+    normalized = logprob / length_penalty(history.size(2) + 1, alpha)
+    tokens = history.gather(1, beam[:, :, None].expand(-1, -1, history.size(2)))  # [b, K, t]
+    finished.add(active, normalized, logprob, tokens)
+
+
+def _continue_beams(cand: tuple[Tensor, Tensor, Tensor], beam: int, eos_id: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The best K non-eos candidates become the next beams: raw score, origin beam, token [b, K]."""
+    score, origin, token = cand
+    score = score.masked_fill(token == eos_id, -math.inf)
+    score, pick = score.sort(dim=1, descending=True, stable=True)  # stable: same tie order in any batch
+    pick = pick[:, :beam]
+    return score[:, :beam], origin.gather(1, pick), token.gather(1, pick)
+
+
+def _sentences_done(finished_score: Tensor, scores: Tensor, t: int, max_len: Tensor, cfg: TranslateConfig) -> Tensor:
+    """[b] bool: at max length, or (early_stop) K finished, or no live beam can enter the best K."""
+    kth = finished_score[:, -1]  # [b] K-th best finished; -inf until K have finished
+    best_live = scores.max(dim=1).values  # [b] raw log-prob <= 0, only decreases from here
+    if cfg.early_stop:
+        done = (kth > -math.inf) | (best_live == -math.inf)
+    else:
+        # A live hypothesis (t + 1 tokens) ends with |Y| in [t + 2, max_len + 1]; lp is monotonic in |Y|,
+        # so its normalized score is at most raw / the larger lp of the two ends (any sign of alpha).
+        shortest = length_penalty(torch.full_like(max_len, t + 2), cfg.length_penalty)
+        longest = length_penalty(max_len + 1, cfg.length_penalty)
+        done = kth >= best_live / torch.maximum(shortest, longest)
+    return done | (max_len <= t)
+
+
+@torch.inference_mode()
+def beam_search(
+    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+) -> list[list[Hypothesis]]:
+    """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first."""
+    n, beam, device = src.size(0), cfg.beam, src.device
+    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
+    rows = torch.arange(n, device=device)
+    state = decoder.reorder(decoder.start(src), rows.repeat_interleave(beam))  # B*K rows
+    active = rows  # [b] original index of each sentence still searching
+    scores = torch.full((n, beam), -math.inf, device=device)  # [b, K] raw log-probs
+    scores[:, 0] = 0.0  # only beam 0 is live at step 0, so no duplicate hypotheses
+    history = torch.zeros((n, beam, 0), dtype=torch.long, device=device)  # [b, K, t]
+    last = torch.full((n * beam,), bos_id, dtype=torch.long, device=device)
+    finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
+    for t in range(int(max_len.max()) + 1 if n else 0):
+        logp = decoder.step(last, state).float().view(len(active), beam, -1)  # [b, K, V]
+        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id)
+        cand = _top_candidates(scores, logp)
+        _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
+        scores, origin, token = _continue_beams(cand, beam, eos_id)
+        history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
+        keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg)).nonzero().squeeze(1)
+        if len(keep) == 0:
+            break
+        # One reorder per step: pick each kept sentence's chosen origin beams; finished sentences go.
+        state = decoder.reorder(state, (keep[:, None] * beam + origin[keep]).view(-1))
+        active, scores, history, last = active[keep], scores[keep], history[keep], token[keep].view(-1)
+    return finished.hypotheses(cfg.nbest)
+
+
+def _decode_rows(
+    decoder: Decoder, state: Any, max_len: Tensor, pick: Callable[[Tensor], Tensor],
+    bos_id: int, eos_id: int, pad_id: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N]."""
+    n, device = max_len.size(0), max_len.device
+    longest = int(max_len.max()) if n else 0
+    tokens = torch.full((n, longest), pad_id, dtype=torch.long, device=device)  # [N, L]
+    length = max_len.clone()
+    logprob = torch.zeros(n, device=device)
+    active = torch.arange(n, device=device)  # [N'] original index of each live row
+    last = torch.full((n,), bos_id, dtype=torch.long, device=device)
+    for t in range(longest + 1 if n else 0):
+        logp = _mask_logprobs(decoder.step(last, state).float(), max_len[active] <= t, eos_id, pad_id)  # [N', V]
+        token = pick(logp)  # [N']
+        logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
+        ended = token == eos_id
+        length[active[ended]] = t
+        keep = (~ended).nonzero().squeeze(1)
+        if len(keep) == 0:
+            break
+        tokens[active[keep], t] = token[keep]
+        if len(keep) < len(active):  # drop ended rows so later steps compute less
+            state = decoder.reorder(state, keep)
+        active, last = active[keep], token[keep]
+    return tokens, length, logprob
+
+
+def _to_hypotheses(tokens: Tensor, length: Tensor, logprob: Tensor, alpha: float, per_sentence: int) -> list[list[Hypothesis]]:
+    """Group rows (per_sentence consecutive rows each) into per-sentence lists, best first."""
+    score = logprob / length_penalty(length + 1, alpha)
+    rows = [
+        Hypothesis(row[:n], s, lp)
+        for row, n, s, lp in zip(tokens.tolist(), length.tolist(), score.tolist(), logprob.tolist())
+    ]
+    groups = [rows[i : i + per_sentence] for i in range(0, len(rows), per_sentence)]
+    return [sorted(group, key=lambda h: -h.score) for group in groups]
+
+
+@torch.inference_mode()
+def greedy_search(
+    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+) -> list[list[Hypothesis]]:
+    """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
+    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device)
+    argmax = lambda logp: logp.max(dim=1).indices  # noqa: E731
+    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, argmax, bos_id, eos_id, pad_id)
+    return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
+
+
+def _truncate(logits: Tensor, top_k: int, top_p: float) -> Tensor:
+    """Keep the top_k tokens, then the smallest set whose probability reaches top_p (always the best)."""
+    if 0 < top_k < logits.size(1):
+        kth = logits.topk(top_k, dim=1).values[:, -1:]  # [N, 1]
+        logits = logits.masked_fill(logits < kth, -math.inf)
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=1, descending=True)
+        probs = sorted_logits.softmax(dim=1)
+        drop = probs.cumsum(dim=1) - probs >= top_p  # the mass before this token already reaches top_p
+        logits = logits.masked_fill(drop.scatter(1, order, drop), -math.inf)
+    return logits
+
+
+@torch.inference_mode()
+def sample_search(
+    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+) -> list[list[Hypothesis]]:
+    """cfg.nbest samples per sentence (best first) from temperature-scaled, top-k/top-p truncated log-probs.
+
+    Reproducible for the same batch and cfg.seed; one generator serves all rows, so unlike beam search
+    the draws depend on the batch. Scores use the decoder's own log-probs, not the truncated ones.
+    """
+    per_sentence = cfg.nbest
+    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device)
+    expand = torch.arange(src.size(0), device=src.device).repeat_interleave(per_sentence)
+    state = decoder.reorder(decoder.start(src), expand)
+    generator = torch.Generator(device=src.device).manual_seed(cfg.seed)
+
+    def draw(logp: Tensor) -> Tensor:
+        probs = _truncate(logp / cfg.temperature, cfg.top_k, cfg.top_p).softmax(dim=1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+    rows = _decode_rows(decoder, state, max_len[expand], draw, bos_id, eos_id, pad_id)
+    return _to_hypotheses(*rows, cfg.length_penalty, per_sentence)
+
+
+def search(
+    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+) -> list[list[Hypothesis]]:
+    """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg."""
+    if cfg.sampling:
+        return sample_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)
+    if cfg.beam == 1 and cfg.early_stop:
+        return greedy_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)
+    return beam_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)

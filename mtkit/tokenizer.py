@@ -1,0 +1,156 @@
+"""Joint sentencepiece BPE: train on a bounded sample of both sides, load, batch encode/decode.
+
+Identity normalization with whitespace kept and byte fallback make decode(encode(x)) == x for every
+string except those containing U+2581 "▁" (sentencepiece's space marker), which decodes as a space.
+No input maps to <unk>: characters outside the vocabulary become UTF-8 byte pieces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import sentencepiece as spm
+
+from mtkit.errors import UserError, check
+from mtkit.files import atomic_write
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+class Tokenizer:
+    """A loaded sentencepiece model with mtkit's special ids (pad 0, unk 1, bos 2, eos 3)."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor, name: str = "<bytes>") -> None:
+        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        check(
+            ids == (PAD_ID, UNK_ID, BOS_ID, EOS_ID),
+            f"{name}: sentencepiece model has pad/unk/bos/eos ids {ids}, mtkit needs "
+            f"{(PAD_ID, UNK_ID, BOS_ID, EOS_ID)} (train it with `mtkit preprocess`)",
+        )
+        self._processor = processor
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokenizer:
+        """Load a .model file; a missing or corrupt file is a UserError naming it."""
+        path = Path(path)
+        check(path.is_file(), f"{path}: no such sentencepiece model")
+        return cls.from_bytes(path.read_bytes(), name=str(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<bytes>") -> Tokenizer:
+        """Rebuild from a serialized model proto (checkpoints embed one)."""
+        try:
+            processor = spm.SentencePieceProcessor(model_proto=data)
+        except RuntimeError:
+            raise UserError(f"{name}: not a valid sentencepiece model") from None
+        return cls(processor, name)
+
+    def to_bytes(self) -> bytes:
+        """The serialized model proto."""
+        return self._processor.serialized_model_proto()
+
+    @property
+    def vocab_size(self) -> int:
+        return self._processor.get_piece_size()
+
+    @property
+    def pad_id(self) -> int:
+        return PAD_ID
+
+    @property
+    def unk_id(self) -> int:
+        return UNK_ID
+
+    @property
+    def bos_id(self) -> int:
+        return BOS_ID
+
+    @property
+    def eos_id(self) -> int:
+        return EOS_ID
+
+    def encode(self, texts: list[str], num_threads: int = 1) -> list[list[int]]:
+        """Piece ids of each text, without bos/eos; spm encodes the batch in C++."""
+        return self._processor.encode(texts, out_type=int, num_threads=num_threads)
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        """Texts of id sequences; pad/bos/eos are control pieces, which decode to nothing."""
+        return self._processor.decode([list(map(int, seq)) for seq in ids])
+
+
+def train_tokenizer(
+    sentences: Iterable[str],
+    out_path: Path,
+    vocab_size: int,
+    character_coverage: float = 1.0,
+    input_sentence_size: int = 2_000_000,
+    seed: int = 1,
+    num_threads: int = 1,
+) -> Path:
+    """Train a joint BPE model on `sentences` (both sides) and write it atomically to `out_path`.
+
+    `sentences` is streamed: sentencepiece keeps a seeded reservoir sample of `input_sentence_size`
+    of them, so memory is bounded however large the corpus. The pieces are a function of
+    (sentences, options, seed); the file also records `num_threads`, so its hash depends on it.
+    """
+    check(vocab_size > 0, f"vocab size must be positive, got {vocab_size}")
+    check(input_sentence_size > 0, f"input sentence size must be positive, got {input_sentence_size}")
+    check(0.0 < character_coverage <= 1.0, f"character coverage must be in (0, 1], got {character_coverage}")
+    source = _CapturingIterator(sentences)
+    model = io.BytesIO()
+    spm.set_random_generator_seed(seed)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(source),
+            model_writer=model,
+            model_type="bpe",
+            vocab_size=vocab_size,
+            character_coverage=character_coverage,
+            byte_fallback=True,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            # Identity + kept whitespace: decoding restores the text exactly (see module docstring).
+            normalization_rule_name="identity",
+            remove_extra_whitespaces=False,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            num_threads=num_threads,
+            minloglevel=2,
+        )
+    except RuntimeError as exc:
+        if source.error is not None:
+            raise source.error from None  # a UserError (bad UTF-8, missing file) from the reader
+        reason = str(exc).split("] ")[-1].strip()
+        raise UserError(f"sentencepiece training failed: {reason}") from None
+    with atomic_write(out_path, "wb") as handle:
+        handle.write(model.getvalue())
+    return Path(out_path)
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _CapturingIterator:
+    """Remembers the exception its source raised: sentencepiece turns it into a bare RuntimeError."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        self._items = items
+        self.error: Exception | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self._items
+        except Exception as exc:
+            self.error = exc
+            raise
