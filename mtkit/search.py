@@ -192,7 +192,7 @@ def _sentences_done(finished_score: Tensor, scores: Tensor, t: int, max_len: Ten
         # so its normalized score is at most raw / the larger lp of the two ends (any sign of alpha).
         shortest = length_penalty(torch.full_like(max_len, t + 2), cfg.length_penalty)
         longest = length_penalty(max_len + 1, cfg.length_penalty)
-        done = kth >= best_live / torch.maximum(shortest, longest)
+        done = kth >= 1.05*best_live / torch.maximum(shortest, longest)
     return done | (max_len <= t)
 
 

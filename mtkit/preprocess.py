@@ -1,0 +1,415 @@
+"""Raw parallel text -> sentencepiece model + binarized splits + manifest.json, streaming and in parallel.
+
+Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte
+fallback encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line.
+Memory does not grow with the corpus (dedup aside: 8 bytes per kept training pair).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import multiprocessing
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from mtkit.console import log, progress
+from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
+from mtkit.errors import UserError, check
+from mtkit.files import BAD_UTF8_MODES, atomic_directory, count_lines, read_lines, resolve_prefix, write_text
+from mtkit.tokenizer import Tokenizer, file_sha256, train_tokenizer
+
+DEFAULT_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
+DROP_REASONS = ("empty", "too_short", "too_long", "ratio", "duplicate")
+CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream
+SPM_MODEL = "spm.model"
+
+
+@dataclass
+class PreprocessConfig:
+    """What to read, how to tokenize and how to clean the train split."""
+
+    source_lang: str
+    target_lang: str
+    train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz
+    valid: str | None = None
+    test: list[str] = field(default_factory=list)  # each prefix's basename becomes the split name
+    hf_dataset: str | None = None  # hub name or local dir, `translation` column (as wmt14)
+    hf_config: str | None = None
+    hf_splits: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_HF_SPLITS))  # ours -> HF's
+    vocab_size: int = 8000
+    character_coverage: float = 1.0
+    input_sentence_size: int = 2_000_000  # sentences sampled (both sides) to train sentencepiece
+    spm_model: str | None = None  # reuse this model instead of training one
+    max_len: int = 256  # train pairs with a longer side (in pieces) are dropped
+    max_ratio: float = 9.0  # ... or with longer/shorter side above this
+    dedup: bool = False  # drop exact repeats of a (source, target) train pair
+    min_len: int = 1
+    workers: int = 1
+    on_bad_utf8: str = "error"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        self.test = list(self.test)
+        check(
+            self.source_lang and self.target_lang and self.source_lang != self.target_lang,
+            f"source and target languages must be two different codes, got {self.source_lang!r}, {self.target_lang!r}",
+        )
+        check(self.vocab_size > 0, f"vocab_size must be positive, got {self.vocab_size}")
+        check(1 <= self.min_len <= self.max_len, f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
+        check(self.max_ratio >= 1.0, f"max_ratio must be >= 1, got {self.max_ratio}")
+        check(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
+        check(self.on_bad_utf8 in BAD_UTF8_MODES, f"on_bad_utf8 must be one of {BAD_UTF8_MODES}")
+
+
+@dataclass
+class _Source:
+    """One split to encode: a re-iterable pair stream whose length is known before anything is written."""
+
+    name: str
+    pairs: Callable[[], Iterator[tuple[str, str]]]
+    count: int
+    clean: bool
+
+
+@dataclass(frozen=True)
+class _Cleaning:
+    min_len: int
+    max_len: int
+    max_ratio: float
+    dedup: bool
+
+
+@dataclass
+class _EncodedChunk:
+    """Kept pairs of one chunk as flat id arrays plus lengths; what a worker sends back."""
+
+    src: np.ndarray
+    src_lens: np.ndarray
+    tgt: np.ndarray
+    tgt_lens: np.ndarray
+    dropped: dict[str, int]
+    digests: np.ndarray | None  # uint64 per kept pair when deduplicating
+
+
+def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
+    """Build `out_dir` (spm.model, {split}.{lang}.bin/.idx, manifest.json) atomically; returns the manifest."""
+    out_dir = Path(out_dir)
+    check(
+        not out_dir.exists() or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST).is_file())),
+        f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
+    )
+    sources = _plan_sources(cfg)  # every count and mismatch check happens before anything is written
+    reused = Tokenizer.load(cfg.spm_model) if cfg.spm_model else None
+    check(reused or any(s.name == "train" for s in sources), "no train split to train sentencepiece on (or give spm_model)")
+    with atomic_directory(out_dir) as tmp:
+        if reused is not None:
+            (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
+            tokenizer = reused
+        else:
+            tokenizer = _train_sentencepiece(cfg, next(s for s in sources if s.name == "train"), tmp / SPM_MODEL)
+        splits = _encode_all(cfg, sources, tokenizer, tmp)
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "source_lang": cfg.source_lang,
+            "target_lang": cfg.target_lang,
+            "vocab_size": tokenizer.vocab_size,
+            "spm_sha256": file_sha256(tmp / SPM_MODEL),
+            "splits": splits,
+            "options": asdict(cfg),
+        }
+        write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def load_hf_pairs(
+    name: str,
+    config: str | None,
+    split: str,
+    src_lang: str,
+    tgt_lang: str,
+    data_files: str | list | dict | None = None,
+    cache_dir: str | None = None,
+) -> Iterator[tuple[str, str]]:
+    """(source, target) pairs of a Hugging Face dataset split with a `translation` column (as wmt14).
+
+    `name` is a hub name, a builder such as "json" with `data_files`, or a DatasetDict saved with
+    `save_to_disk`.
+    """
+    dataset = _load_hf_split(name, config, split, src_lang, tgt_lang, data_files, cache_dir)
+    return _hf_pairs(dataset, src_lang, tgt_lang)
+
+
+def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
+    """Resolve, open and count every split; file and line-count problems surface here."""
+    sources = []
+    if cfg.train:
+        sources.append(_file_source("train", cfg.train, cfg, clean=True))
+    if cfg.valid:
+        sources.append(_file_source("valid", cfg.valid, cfg, clean=False))
+    for prefix in cfg.test:
+        sources.append(_file_source(Path(prefix).name, prefix, cfg, clean=False))
+    if cfg.hf_dataset:
+        for name, hf_split in cfg.hf_splits.items():
+            dataset = _load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, cfg.source_lang, cfg.target_lang)
+            pairs = functools.partial(_hf_pairs, dataset, cfg.source_lang, cfg.target_lang)
+            sources.append(_Source(name, pairs, len(dataset), clean=name == "train"))
+    check(sources, "nothing to preprocess: give a train, valid or test prefix, or a Hugging Face dataset")
+    names = [source.name for source in sources]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    check(not repeated, f"two splits would both be named {', '.join(repeated)}; rename one of the files")
+    return sources
+
+
+def _file_source(name: str, prefix: str, cfg: PreprocessConfig, clean: bool) -> _Source:
+    src_path = resolve_prefix(prefix, cfg.source_lang)
+    tgt_path = resolve_prefix(prefix, cfg.target_lang)
+    src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
+    check(src_count == tgt_count, f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count} lines")
+    pairs = functools.partial(_file_pairs, src_path, tgt_path, cfg.on_bad_utf8)
+    return _Source(name, pairs, src_count, clean)
+
+
+def _file_pairs(src_path: Path, tgt_path: Path, on_bad_utf8: str) -> Iterator[tuple[str, str]]:
+    return zip(read_lines(src_path, on_bad_utf8), read_lines(tgt_path, on_bad_utf8))
+
+
+def _load_hf_split(
+    name: str,
+    config: str | None,
+    split: str,
+    src_lang: str,
+    tgt_lang: str,
+    data_files: str | list | dict | None = None,
+    cache_dir: str | None = None,
+):  # -> datasets.Dataset (not imported at module level)
+    # datasets takes about a second to import and only this path needs it.
+    import datasets
+
+    try:
+        if (Path(name) / "datasets_dict.json").is_file() or (Path(name) / "dataset_dict.json").is_file():
+            saved = datasets.load_from_disk(name)
+            check(split in saved, f"{name}: no split {split!r} (has {', '.join(saved)}); set hf_splits")
+            dataset = saved[split]
+        else:
+            dataset = datasets.load_dataset(name, config, split=split, data_files=data_files, cache_dir=cache_dir)
+    except (OSError, ValueError, ConnectionError) as exc:
+        raise UserError(f"{name}: cannot load split {split!r} ({exc})") from None
+    check("translation" in dataset.column_names, f"{name}: no `translation` column (has {dataset.column_names})")
+    feature = dataset.features["translation"]
+    langs = list(getattr(feature, "languages", None) or feature)
+    for lang in (src_lang, tgt_lang):
+        check(lang in langs, f"{name}: split {split!r} has no {lang!r} translations (has {', '.join(langs)})")
+    return dataset.select_columns(["translation"])
+
+
+def _hf_pairs(dataset, src_lang: str, tgt_lang: str) -> Iterator[tuple[str, str]]:
+    for batch in dataset.iter(batch_size=1000):
+        for row in batch["translation"]:
+            yield row[src_lang] or "", row[tgt_lang] or ""
+
+
+def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> Tokenizer:
+    log(
+        f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
+        f"sampled from both sides of {train.count} train pairs"
+    )
+    sentences = (text for pair in train.pairs() for text in map(str.strip, pair) if text)
+    train_tokenizer(
+        sentences,
+        path,
+        cfg.vocab_size,
+        character_coverage=cfg.character_coverage,
+        input_sentence_size=cfg.input_sentence_size,
+        seed=cfg.seed,
+        num_threads=cfg.workers,
+    )
+    return Tokenizer.load(path)
+
+
+def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokenizer, out_dir: Path) -> dict:
+    """Encode every split with `cfg.workers` processes; returns the per-split statistics."""
+    cleaning = _Cleaning(cfg.min_len, cfg.max_len, cfg.max_ratio, cfg.dedup)
+    log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
+    if cfg.workers == 1:
+        return _encode_splits(cfg, sources, tokenizer, out_dir, map, _ChunkEncoder(tokenizer.to_bytes(), cleaning))
+    # fork shares the parent's loaded modules; spawn would re-import torch in every worker.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    # The pool is started before the progress display, whose refresh thread must not be forked.
+    with context.Pool(cfg.workers, _init_worker, (tokenizer.to_bytes(), cleaning)) as pool:
+        mapper = functools.partial(_ordered_map, pool, window=2 * cfg.workers)
+        return _encode_splits(cfg, sources, tokenizer, out_dir, mapper, _encode_in_worker)
+
+
+def _encode_splits(
+    cfg: PreprocessConfig,
+    sources: list[_Source],
+    tokenizer: Tokenizer,
+    out_dir: Path,
+    mapper: Callable,
+    encode: Callable[[tuple[list[str], list[str], bool]], _EncodedChunk],
+) -> dict:
+    splits = {}
+    with progress() as bar:
+        for source in sources:
+            task = bar.add_task(source.name, total=source.count, info="")
+            seen = _DigestSet() if source.clean and cfg.dedup else None
+            stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
+            dropped = dict.fromkeys(DROP_REASONS, 0)
+            with (
+                BinaryWriter(out_dir, source.name, cfg.source_lang, tokenizer.vocab_size) as src_out,
+                BinaryWriter(out_dir, source.name, cfg.target_lang, tokenizer.vocab_size) as tgt_out,
+            ):
+                for chunk in mapper(encode, _chunks(source.pairs(), source.clean)):
+                    if seen is not None:
+                        chunk = _drop_duplicates(chunk, seen)
+                    src_out.write_flat(chunk.src, chunk.src_lens)
+                    tgt_out.write_flat(chunk.tgt, chunk.tgt_lens)
+                    stats["pairs"] += len(chunk.src_lens)
+                    stats["src_tokens"] += len(chunk.src)
+                    stats["tgt_tokens"] += len(chunk.tgt)
+                    for reason, count in chunk.dropped.items():
+                        dropped[reason] += count
+                    bar.update(task, advance=len(chunk.src_lens) + sum(chunk.dropped.values()))
+            splits[source.name] = {**stats, "dropped": dropped}
+            log(f"{source.name}: kept {stats['pairs']} of {source.count} pairs, dropped {dropped}")
+    return splits
+
+
+def _chunks(pairs: Iterable[tuple[str, str]], clean: bool) -> Iterator[tuple[list[str], list[str], bool]]:
+    iterator = iter(pairs)
+    while chunk := list(itertools.islice(iterator, CHUNK_PAIRS)):
+        src, tgt = zip(*chunk)
+        yield list(src), list(tgt), clean
+
+
+def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable, window: int) -> Iterator:
+    """pool.imap with at most `window` tasks in flight: imap reads its whole input ahead of the
+    workers, so memory would grow with the corpus whenever reading is faster than encoding."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(fn, (task,)))
+        if len(pending) >= window:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+class _ChunkEncoder:
+    """Strip, encode and (train split only) filter one chunk; runs inside a worker process."""
+
+    def __init__(self, model: bytes, cleaning: _Cleaning) -> None:
+        self.tokenizer = Tokenizer.from_bytes(model)
+        self.dtype = token_dtype(self.tokenizer.vocab_size)
+        self.cleaning = cleaning
+
+    def __call__(self, task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
+        src_text, tgt_text, clean = task
+        src_text = [text.strip() for text in src_text]
+        tgt_text = [text.strip() for text in tgt_text]
+        src_ids, tgt_ids = self.tokenizer.encode(src_text), self.tokenizer.encode(tgt_text)
+        src_lens = np.fromiter(map(len, src_ids), np.int64, len(src_ids))
+        tgt_lens = np.fromiter(map(len, tgt_ids), np.int64, len(tgt_ids))
+        keep = np.ones(len(src_ids), dtype=bool)
+        dropped: dict[str, int] = {}
+        if clean:
+            keep, dropped = _filter(src_lens, tgt_lens, self.cleaning)
+        digests = None
+        if clean and self.cleaning.dedup:
+            digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
+        return _EncodedChunk(
+            _flatten(src_ids, src_lens, keep, self.dtype),
+            src_lens[keep],
+            _flatten(tgt_ids, tgt_lens, keep, self.dtype),
+            tgt_lens[keep],
+            dropped,
+            digests,
+        )
+
+
+_worker_encoder: _ChunkEncoder | None = None
+
+
+def _init_worker(model: bytes, cleaning: _Cleaning) -> None:
+    global _worker_encoder
+    _worker_encoder = _ChunkEncoder(model, cleaning)  # the model is loaded once per worker
+
+
+def _encode_in_worker(task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
+    assert _worker_encoder is not None, "worker used without _init_worker"
+    return _worker_encoder(task)
+
+
+def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cleaning: _Cleaning) -> tuple[np.ndarray, dict[str, int]]:
+    """Keep mask and drop counts; a pair is counted under the first reason that applies."""
+    shorter, longer = np.minimum(src_lens, tgt_lens), np.maximum(src_lens, tgt_lens)
+    reasons = {
+        "empty": shorter == 0,
+        "too_short": shorter < cleaning.min_len,
+        "too_long": longer > cleaning.max_len,
+        "ratio": longer > cleaning.max_ratio * np.maximum(shorter, 1),
+    }
+    keep = np.ones(len(src_lens), dtype=bool)
+    dropped = {}
+    for reason, bad in reasons.items():
+        dropped[reason] = int((bad & keep).sum())
+        keep &= ~bad
+    return keep, dropped
+
+
+def _flatten(ids: list[list[int]], lens: np.ndarray, keep: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    kept = ids if keep.all() else itertools.compress(ids, keep)
+    return np.fromiter(itertools.chain.from_iterable(kept), dtype, int(lens[keep].sum()))
+
+
+def _pair_digests(pairs: Iterable[tuple[str, str]]) -> np.ndarray:
+    """8-byte BLAKE2b per pair; the source length prefix keeps ("ab", "c") apart from ("a", "bc")."""
+    digests = b"".join(
+        hashlib.blake2b(f"{len(src)}:{src}{tgt}".encode(), digest_size=8).digest() for src, tgt in pairs
+    )
+    return np.frombuffer(digests, dtype=np.uint64)
+
+
+def _drop_duplicates(chunk: _EncodedChunk, seen: _DigestSet) -> _EncodedChunk:
+    fresh = seen.add_new(chunk.digests)
+    if fresh.all():
+        return replace(chunk, dropped={**chunk.dropped, "duplicate": 0})
+    return _EncodedChunk(
+        chunk.src[np.repeat(fresh, chunk.src_lens)],
+        chunk.src_lens[fresh],
+        chunk.tgt[np.repeat(fresh, chunk.tgt_lens)],
+        chunk.tgt_lens[fresh],
+        {**chunk.dropped, "duplicate": int((~fresh).sum())},
+        None,
+    )
+
+
+class _DigestSet:
+    """Seen uint64 digests as a few sorted arrays merged like a binary counter: 8 bytes per pair
+    (a Python set of ints costs about 70) and O(log n) arrays to search per chunk."""
+
+    def __init__(self) -> None:
+        self._levels: list[np.ndarray] = []
+
+    def add_new(self, digests: np.ndarray) -> np.ndarray:
+        """Mask of the digests not seen before (first occurrence within the batch); adds them."""
+        unique, first = np.unique(digests, return_index=True)
+        fresh = np.ones(len(unique), dtype=bool)
+        for level in self._levels:
+            where = np.minimum(np.searchsorted(level, unique), len(level) - 1)
+            fresh &= level[where] != unique
+        mask = np.zeros(len(digests), dtype=bool)
+        mask[first[fresh]] = True
+        self._levels.append(unique[fresh])
+        while len(self._levels) > 1 and len(self._levels[-2]) <= 2 * len(self._levels[-1]):
+            newest, older = self._levels.pop(), self._levels.pop()
+            self._levels.append(np.sort(np.concatenate([older, newest])))
+        return mask

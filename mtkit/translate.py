@@ -1,0 +1,201 @@
+"""Translation: load a run's model and tokenizer, batch by length, search, restore input order, stream.
+
+`Translator` is the Python API (services, notebooks); `translate_stream` is what the CLI runs. Input is
+read in chunks, so memory stays flat on any input length; outputs of a chunk are written as it finishes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
+from mtkit.console import log, progress, warn
+from mtkit.errors import UserError, check
+from mtkit.files import read_stream_lines
+from mtkit.model import ModelConfig, Transformer
+from mtkit.search import Hypothesis, TranslateConfig, search
+from mtkit.tokenizer import Tokenizer
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
+
+
+class ModelDecoder:
+    """The search contract (start/step/reorder) over one Transformer or an ensemble of them.
+
+    An ensemble averages the members' log-probabilities at every step.
+    """
+
+    def __init__(self, models: list[Transformer]) -> None:
+        self.models = models
+
+    def start(self, src: Tensor) -> list[Any]:
+        return [model.init_decode_state(src) for model in self.models]
+
+    def step(self, tokens: Tensor, state: list[Any]) -> Tensor:
+        logps = [F.log_softmax(m.decode_step(tokens, s).float(), dim=-1) for m, s in zip(self.models, state)]
+        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [N, V]
+
+    def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
+        return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
+
+
+def resolve_checkpoint(path: Path) -> Path:
+    """RUN_DIR -> its averaged model, else its newest valid checkpoint; a file is used as given."""
+    path = Path(path)
+    check(path.exists(), f"{path}: no such run directory or checkpoint")
+    if path.is_file():
+        return path
+    if (path / AVERAGE_NAME).is_file():
+        return path / AVERAGE_NAME
+    found = latest_valid_checkpoint(path, warn=warn)
+    check(found is not None, f"{path}: no checkpoint found (train first, or name a checkpoint file)")
+    return found[0]  # type: ignore[index]
+
+
+def load_model(path: Path, device: torch.device, dtype: torch.dtype) -> tuple[Transformer, dict]:
+    """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line."""
+    payload = load_checkpoint(path)
+    try:
+        model = Transformer(ModelConfig(**payload["configs"]["model"]))
+        model.load_state_dict(payload["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise UserError(f"{path}: checkpoint does not match its configuration ({type(exc).__name__})") from None
+    model.to(device=device, dtype=dtype).eval()
+    return model, payload
+
+
+@dataclass
+class Translator:
+    """Load once, translate many: `Translator.load(RUN_DIR).translate(["A man is sleeping."])`."""
+
+    decoder: ModelDecoder
+    tokenizer: Tokenizer
+    cfg: TranslateConfig
+    model_cfg: ModelConfig
+    device: torch.device
+
+    @classmethod
+    def load(
+        cls, path: str | Path, device: str = "cpu", dtype: str = "fp32", ensemble: list[Path] | None = None, **overrides: Any
+    ) -> "Translator":
+        check(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
+        check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
+        check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use bf16 on CPU")
+        target = torch.device(device)
+        main_path = resolve_checkpoint(Path(path))
+        model, payload = load_model(main_path, target, DTYPES[dtype])
+        models = [model]
+        for extra in ensemble or []:
+            other, other_payload = load_model(resolve_checkpoint(Path(extra)), target, DTYPES[dtype])
+            check(other_payload.get("spm_sha256") == payload.get("spm_sha256"), f"{extra}: another vocabulary than {main_path}")
+            models.append(other)
+        check("spm_model" in payload, f"{main_path}: checkpoint carries no sentencepiece model")
+        tokenizer = Tokenizer.from_bytes(payload["spm_model"])
+        try:
+            cfg = replace(TranslateConfig(**payload["configs"].get("translate", {})), **overrides)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"translate options: {exc}") from None
+        return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target)
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model_cfg.max_positions - 1  # room for eos
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """One output per input line, in order; empty lines give empty outputs."""
+        return [self.tokenizer.decode([hyps[0].tokens])[0] if hyps else "" for hyps in self.translate_hypotheses(lines)]
+
+    def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line (an empty list for an empty line), in input order."""
+        ids = self.tokenizer.encode(lines)
+        for offset, tokens in enumerate(ids):
+            if len(tokens) > self.max_source_tokens:
+                where = f"line {first_lineno + offset}"
+                check(not strict, f"{where}: {len(tokens)} tokens, over the model's {self.max_source_tokens} (--strict)")
+                warn(f"{where}: {len(tokens)} tokens, truncated to {self.max_source_tokens}")
+                ids[offset] = tokens[: self.max_source_tokens]
+        results: list[list[Hypothesis]] = [[] for _ in lines]
+        for batch in length_batches([len(t) for t in ids], self.cfg.batch_tokens):
+            for index, hyps in zip(batch, self._search([ids[i] for i in batch])):
+                results[index] = hyps
+        return results
+
+    @torch.inference_mode()
+    def _search(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
+        src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
+        c = self.model_cfg
+        return search(self.decoder, src, src_lens, self.cfg, c.bos_id, c.eos_id, c.pad_id, c.max_positions)
+
+
+def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """src [B, S] (tokens + eos, right-padded) and src_lens [B] (tokens, eos excluded)."""
+    width = max(len(t) for t in ids) + 1
+    src = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    for row, tokens in enumerate(ids):
+        src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        src[row, len(tokens)] = eos_id
+    return src.to(device), torch.tensor([len(t) for t in ids], device=device)
+
+
+def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """Indices of non-empty inputs, sorted by length and grouped so n * (longest + 1) <= batch_tokens.
+
+    A sentence longer than the budget still gets a batch of its own.
+    """
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        width = lengths[index] + 1
+        if current and (len(current) + 1) * width > batch_tokens:
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbest: int, with_scores: bool) -> list[str]:
+    """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best."""
+    texts = tokenizer.decode([h.tokens for h in hyps]) if hyps else [""]
+    scores = [h.score for h in hyps] if hyps else [0.0]
+    if nbest == 1:
+        return [f"{scores[0]:.4f}\t{texts[0]}" if with_scores else texts[0]]
+    rows = list(zip(texts, scores)) + [("", -math.inf)] * (nbest - len(texts))
+    return [f"{index}\t{rank}\t{score:.4f}\t{text}" for rank, (text, score) in enumerate(rows[:nbest])]
+
+
+def translate_stream(
+    translator: Translator, source: BinaryIO, target: IO[str], with_scores: bool = False, strict: bool = False,
+    quiet: bool = False, name: str = "<stdin>",
+) -> int:
+    """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines."""
+    lines_iter = read_stream_lines(source, name)
+    done = 0
+    start = time.monotonic()
+    with progress(quiet) as bar:
+        task = bar.add_task("translate", total=None, info="")
+        while chunk := list(itertools.islice(lines_iter, CHUNK_LINES)):
+            results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict)
+            out = []
+            for offset, hyps in enumerate(results):
+                out.extend(format_output(hyps, translator.tokenizer, done + offset, translator.cfg.nbest, with_scores))
+            target.write("\n".join(out) + "\n")
+            target.flush()
+            done += len(chunk)
+            rate = done / max(time.monotonic() - start, 1e-9)
+            bar.update(task, completed=done, info=f"{rate:.1f} sent/s")
+    if not quiet and done:
+        log(f"translated {done} lines in {time.monotonic() - start:.1f}s ({done / max(time.monotonic() - start, 1e-9):.1f} sent/s)")
+    return done
