@@ -107,7 +107,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
     )
     sources = _plan_sources(cfg)  # every count and mismatch check happens before anything is written
     reused = Tokenizer.load(cfg.spm_model) if cfg.spm_model else None
-    check(reused or any(s.name == "train" for s in sources), "no train split to train sentencepiece on (or give spm_model)")
+    check(reused is not None or any(s.name == "train" for s in sources), "no train split to train sentencepiece on (or give spm_model)")
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
             (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
@@ -194,7 +194,7 @@ def _load_hf_split(
     import datasets
 
     try:
-        if (Path(name) / "datasets_dict.json").is_file() or (Path(name) / "dataset_dict.json").is_file():
+        if (Path(name) / "dataset_dict.json").is_file():
             saved = datasets.load_from_disk(name)
             check(split in saved, f"{name}: no split {split!r} (has {', '.join(saved)}); set hf_splits")
             dataset = saved[split]
@@ -408,8 +408,9 @@ class _DigestSet:
             fresh &= level[where] != unique
         mask = np.zeros(len(digests), dtype=bool)
         mask[first[fresh]] = True
-        self._levels.append(unique[fresh])
-        while len(self._levels) > 1 and len(self._levels[-2]) <= 2 * len(self._levels[-1]):
+        if fresh.any():
+            self._levels.append(unique[fresh])
+        while len(self._levels) > 1 and len(self._levels[-2]) <= len(self._levels[-1]):
             newest, older = self._levels.pop(), self._levels.pop()
             self._levels.append(np.sort(np.concatenate([older, newest])))
         return mask

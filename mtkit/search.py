@@ -97,6 +97,8 @@ def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int) -> Te
     """Never emit pad; rows where `forced` [b] (at max length) may emit only eos."""
     is_pad = torch.arange(logp.size(-1), device=logp.device) == pad_id  # [V]
     logp = logp.masked_fill(is_pad, -math.inf)
+    if not bool(forced.any()):  # most steps: skip building the eos-only table
+        return logp
     only_eos = torch.full_like(logp, -math.inf)
     only_eos[..., eos_id] = logp[..., eos_id].clamp(min=FORCED_EOS_FLOOR)
     forced = forced.view(forced.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
@@ -192,7 +194,7 @@ def _sentences_done(finished_score: Tensor, scores: Tensor, t: int, max_len: Ten
         # so its normalized score is at most raw / the larger lp of the two ends (any sign of alpha).
         shortest = length_penalty(torch.full_like(max_len, t + 2), cfg.length_penalty)
         longest = length_penalty(max_len + 1, cfg.length_penalty)
-        done = kth >= 1.05*best_live / torch.maximum(shortest, longest)
+        done = kth >= best_live / torch.maximum(shortest, longest)
     return done | (max_len <= t)
 
 
@@ -213,7 +215,7 @@ def beam_search(
     last = torch.full((n * beam,), bos_id, dtype=torch.long, device=device)
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
-        logp = decoder.step(last, state).float().view(len(active), beam, -1)  # [b, K, V]
+        logp = decoder.step(last, state).float().reshape(len(active), beam, -1)  # [b, K, V]
         logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id)
         cand = _top_candidates(scores, logp)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
@@ -256,7 +258,9 @@ def _decode_rows(
     return tokens, length, logprob
 
 
-def _to_hypotheses(tokens: Tensor, length: Tensor, logprob: Tensor, alpha: float, per_sentence: int) -> list[list[Hypothesis]]:
+def _to_hypotheses(
+    tokens: Tensor, length: Tensor, logprob: Tensor, alpha: float, per_sentence: int
+) -> list[list[Hypothesis]]:
     """Group rows (per_sentence consecutive rows each) into per-sentence lists, best first."""
     score = logprob / length_penalty(length + 1, alpha)
     rows = [
@@ -267,6 +271,10 @@ def _to_hypotheses(tokens: Tensor, length: Tensor, logprob: Tensor, alpha: float
     return [sorted(group, key=lambda h: -h.score) for group in groups]
 
 
+def _argmax(logp: Tensor) -> Tensor:
+    return logp.max(dim=1).indices
+
+
 @torch.inference_mode()
 def greedy_search(
     decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
@@ -274,8 +282,7 @@ def greedy_search(
 ) -> list[list[Hypothesis]]:
     """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device)
-    argmax = lambda logp: logp.max(dim=1).indices  # noqa: E731
-    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, argmax, bos_id, eos_id, pad_id)
+    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, _argmax, bos_id, eos_id, pad_id)
     return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
 
 

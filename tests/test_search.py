@@ -36,8 +36,8 @@ WORDS = (A, B)
 Table = Callable[[tuple[int, ...], tuple[int, ...]], Tensor]  # (source, prefix) -> log-probs [V]
 
 
-def random_table(seed: int, sharpness: float = 2.0, forbid_eos: bool = False) -> Table:
-    """A fixed random next-token distribution for every (source, prefix); pad and bos impossible."""
+def random_table(seed: int, sharpness: float = 2.0, forbid_eos: bool = False, likely_pad: bool = False) -> Table:
+    """A fixed random next-token distribution for every (source, prefix); bos impossible, pad too unless likely_pad."""
     cache: dict[tuple, Tensor] = {}
 
     def table(source: tuple[int, ...], prefix: tuple[int, ...]) -> Tensor:
@@ -46,6 +46,8 @@ def random_table(seed: int, sharpness: float = 2.0, forbid_eos: bool = False) ->
             generator = torch.Generator().manual_seed(hash(key) % 2**61)  # int tuples hash the same every run
             logits = torch.randn(VOCAB, generator=generator) * sharpness
             logits[PAD] = logits[BOS] = -math.inf
+            if likely_pad:
+                logits[PAD] = 4.0
             if forbid_eos:
                 logits[EOS] = -math.inf
             cache[key] = logits.log_softmax(0)
@@ -129,7 +131,9 @@ def exhaustive_best(table: Table, source: tuple[int, ...], max_len: int, alpha: 
     return best
 
 
-def check_consistent(table: Table, sources: list[list[int]], results: list[list[Hypothesis]], cfg: TranslateConfig) -> None:
+def check_consistent(
+    table: Table, sources: list[list[int]], results: list[list[Hypothesis]], cfg: TranslateConfig
+) -> None:
     """Every hypothesis' log-prob and score agree with the table; sorted best first; within max length."""
     src_lens = torch.tensor([len(s) for s in sources])
     limits = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b).tolist()
@@ -175,8 +179,9 @@ def test_config_rejects_bad_values() -> None:
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0, -0.5])
 def test_large_beam_equals_exhaustive_search(alpha: float) -> None:
-    # 2 words, at most 5 tokens: beam 48 holds every prefix and candidate, so only the stopping rule
-    # (early_stop=False: stop when no live beam can beat the K-th finished) can lose the optimum.
+    # 2 words, at most 5 tokens: beam 48 holds every prefix and candidate, so the search is exact and
+    # checks bookkeeping, reorder and normalization. check_consistent ties hyps[0].score to its tokens'
+    # table log-prob, so equal best scores mean the returned tokens are an optimum.
     cfg = TranslateConfig(beam=48, nbest=3, length_penalty=alpha, early_stop=False, max_len_a=1.0, max_len_b=0)
     sources = [[A, B, A, B, A], [B, B], [A, A, B, B], [A]]
     for seed in range(12):
@@ -230,7 +235,8 @@ def test_beam_finds_what_greedy_misses() -> None:
     cfg = TranslateConfig(beam=2, length_penalty=0.0, max_len_b=5, max_len_a=0.0)
     greedy = run(search, table, [[A]], TranslateConfig(beam=1, length_penalty=0.0, max_len_b=5, max_len_a=0.0))
     beam = run(search, table, [[A]], cfg)
-    assert greedy[0][0].tokens == [A, A] and greedy[0][0].logprob == pytest.approx(math.log(0.6 * 0.36 * 0.98), abs=1e-5)
+    assert greedy[0][0].tokens == [A, A]
+    assert greedy[0][0].logprob == pytest.approx(math.log(0.6 * 0.36 * 0.98), abs=1e-5)
     assert beam[0][0].tokens == [B] and beam[0][0].logprob == pytest.approx(math.log(0.4 * 0.9), abs=1e-5)
 
 
@@ -283,6 +289,14 @@ def test_never_eos_ends_at_max_length_and_drops_finished_rows(beam: int) -> None
     assert decoder.step_rows == [beam * sum(t <= m for m in (2, 5, 3)) for t in range(6)]
     clipped = search(FakeDecoder(table), src, src_lens, cfg, BOS, EOS, PAD, max_positions=3)
     assert [len(hyps[0].tokens) for hyps in clipped] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_pad_is_never_emitted(beam: int) -> None:
+    sources = [[A, B, A], [B]]
+    cfg = TranslateConfig(beam=beam, nbest=beam, max_len_a=1.0, max_len_b=1)
+    table = random_table(5, likely_pad=True)
+    check_consistent(table, sources, run(search, table, sources, cfg), cfg)  # tokens are words only
 
 
 def test_nbest_distinct_sorted_and_bounded_by_beam() -> None:
