@@ -72,6 +72,7 @@ def save_checkpoint(path: str | Path, payload: dict) -> None:
     payload = {**payload, "format": FORMAT, "version": VERSION}
     buffer = io.BytesIO()
     torch.save({"payload": payload, "sha256": content_sha256(payload)}, buffer)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as handle:
         _write_bytes(handle, buffer.getvalue())
 

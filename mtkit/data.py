@@ -31,8 +31,7 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 def data_paths(data_dir: str | Path, split: str, lang: str) -> tuple[Path, Path]:
     """The (.bin, .idx) paths of one split and side."""
-    stem = Path(data_dir) / f"{split}.{lang}"
-    return stem.with_name(stem.name + ".bin"), stem.with_name(stem.name + ".idx")
+    return Path(data_dir) / f"{split}.{lang}.bin", Path(data_dir) / f"{split}.{lang}.idx"
 
 
 class BinaryWriter:
@@ -130,7 +129,9 @@ class ParallelData:
         return np.asarray(self._tgt_tokens[self._tgt_offsets[i] : self._tgt_offsets[i + 1]])
 
 
-def _map_side(data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+def _map_side(
+    data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(tokens, offsets) of one side, memory-mapped, after checking that the sizes agree."""
     bin_path, idx_path = data_paths(data_dir, split, lang)
     for path in (bin_path, idx_path):

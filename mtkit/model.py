@@ -22,6 +22,7 @@ PRESETS: dict[str, dict[str, int | float]] = {
     "small": dict(d_model=256, n_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3, dropout=0.1),
     "tiny": dict(d_model=64, n_heads=2, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.1),
 }
+_FIRST_CAPACITY = 32  # decoder cache positions allocated up front; doubled when full
 _CHOICES = {
     "norm": ("post", "pre"),
     "positions": ("sinusoidal", "learned"),
@@ -169,15 +170,15 @@ class SelfAttention(nn.Module):
         y = attention(q, k, v, mask, causal, dropout_p)  # [B, H, L, D/H]
         return self.out(y.transpose(1, 2).reshape(B, L, D))
 
-    def step(self, x: Tensor, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """One new position: x [N, 1, D], cache [N, H, t, D/H] -> ([N, 1, D], cache [N, H, t+1, D/H])."""
+    def step(self, x: Tensor, keys: Tensor, values: Tensor, t: int) -> Tensor:
+        """Position t: x [N, 1, D] -> [N, 1, D]; writes its key/value into the cache [N, H, >t, D/H]."""
         N, _, D = x.shape
-        q, k, v = self.qkv(x).view(N, 3, self.n_heads, 1, D // self.n_heads).unbind(1)  # 3 x [N, H, 1, D/H]
-        keys = torch.cat([keys, k], dim=2)  # [N, H, t+1, D/H]
-        values = torch.cat([values, v], dim=2)
+        q, k, v = self.qkv(x).view(N, 3, self.n_heads, D // self.n_heads).unbind(1)  # 3 x [N, H, D/H]
+        keys[:, :, t] = k
+        values[:, :, t] = v
         # The single query is the newest position: every cached key is legal, so no mask.
-        y = attention(q, keys, values, None, False, 0.0)  # [N, H, 1, D/H]
-        return self.out(y.reshape(N, 1, D)), keys, values
+        y = attention(q[:, :, None], keys[:, :, : t + 1], values[:, :, : t + 1], None, False, 0.0)  # [N, H, 1, D/H]
+        return self.out(y.reshape(N, 1, D))
 
 
 class CrossAttention(nn.Module):
@@ -281,11 +282,10 @@ class DecoderLayer(nn.Module):
         x = r_cross.after(x, self.cross_attn(r_cross.before(x), keys, values, mask))
         return r_ff.after(x, self.feed_forward(r_ff.before(x)))
 
-    def step(self, x: Tensor, cache: LayerCache, mask: Tensor) -> Tensor:
-        """x [N, 1, D] -> [N, 1, D]; appends this position's self-attention keys/values to the cache."""
+    def step(self, x: Tensor, cache: LayerCache, mask: Tensor, t: int) -> Tensor:
+        """Position t: x [N, 1, D] -> [N, 1, D]; writes its self-attention keys/values into the cache."""
         r_self, r_cross, r_ff = self.residuals
-        y, cache.keys, cache.values = self.self_attn.step(r_self.before(x), cache.keys, cache.values)
-        x = r_self.after(x, y)
+        x = r_self.after(x, self.self_attn.step(r_self.before(x), cache.keys, cache.values, t))
         x = r_cross.after(x, self.cross_attn(r_cross.before(x), cache.cross_keys, cache.cross_values, mask))
         return r_ff.after(x, self.feed_forward(r_ff.before(x)))
 
@@ -302,7 +302,8 @@ class Stack(nn.Module):
 
 @dataclass
 class LayerCache:
-    """One decoder layer's keys/values: self-attention [N, H, t, D/H], cross-attention [N, H, S, D/H]."""
+    """One decoder layer's keys/values: self-attention [N, H, capacity, D/H] of which the first t
+    positions are filled, cross-attention [N, H, S, D/H]."""
 
     keys: Tensor
     values: Tensor
@@ -375,16 +376,18 @@ class Transformer(nn.Module):
         layers = []
         for layer in self.decoder.layers:
             cross_keys, cross_values = layer.cross_attn.project_memory(memory)  # [B, H, S, D/H]
-            empty = cross_keys.new_empty(cross_keys.shape[:2] + (0, cross_keys.shape[3]))  # [B, H, 0, D/H]
-            layers.append(LayerCache(empty, empty, cross_keys, cross_values))
+            shape = cross_keys.shape[:2] + (_FIRST_CAPACITY, cross_keys.shape[3])  # [B, H, capacity, D/H]
+            layers.append(LayerCache(cross_keys.new_empty(shape), cross_keys.new_empty(shape), cross_keys, cross_values))
         rows = torch.arange(src.shape[0], device=src.device)
         return DecodeState(attend_mask(src_pad), layers, rows)
 
     def decode_step(self, tokens: Tensor, state: DecodeState) -> Tensor:
         """tokens [N] (the last token of each row, bos first) -> logits [N, V]; advances the state."""
         x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
+        if state.position == state.layers[0].keys.shape[2]:
+            _grow(state)
         for layer, cache in zip(self.decoder.layers, state.layers):
-            x = layer.step(x, cache, state.memory_mask)
+            x = layer.step(x, cache, state.memory_mask, state.position)
         state.position += 1
         return self.project(self.decoder.final_norm(x[:, 0]))
 
@@ -397,11 +400,24 @@ class Transformer(nn.Module):
         def pick(tensor: Tensor, keep: bool = False) -> Tensor:
             return tensor if keep else tensor.index_select(0, order)
 
+        def pick_filled(cache: Tensor) -> Tensor:  # copies only the t filled positions
+            picked = cache.new_empty((len(order),) + cache.shape[1:])
+            t = state.position
+            torch.index_select(cache[:, :, :t], 0, order, out=picked[:, :, :t])
+            return picked
+
         layers = [
-            LayerCache(pick(c.keys), pick(c.values), pick(c.cross_keys, same), pick(c.cross_values, same))
+            LayerCache(pick_filled(c.keys), pick_filled(c.values), pick(c.cross_keys, same), pick(c.cross_values, same))
             for c in state.layers
         ]
         return DecodeState(pick(state.memory_mask, same), layers, rows, state.position)
+
+
+def _grow(state: DecodeState) -> None:
+    """Double the self-attention caches: amortised O(1) appends instead of a full copy per step."""
+    for cache in state.layers:
+        cache.keys = torch.cat([cache.keys, torch.empty_like(cache.keys)], dim=2)
+        cache.values = torch.cat([cache.values, torch.empty_like(cache.values)], dim=2)
 
 
 def count_parameters(model: nn.Module) -> int:

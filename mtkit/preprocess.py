@@ -18,11 +18,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from rich.progress import Progress
 
 from mtkit.console import log, progress
 from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
 from mtkit.errors import UserError, check
-from mtkit.files import BAD_UTF8_MODES, atomic_directory, count_lines, read_lines, resolve_prefix, write_text
+from mtkit.files import (
+    BAD_UTF8_MODES,
+    atomic_directory,
+    count_lines,
+    decode_line,
+    open_binary,
+    resolve_prefix,
+    write_text,
+)
 from mtkit.tokenizer import Tokenizer, file_sha256, train_tokenizer
 
 DEFAULT_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
@@ -70,20 +79,12 @@ class PreprocessConfig:
 
 @dataclass
 class _Source:
-    """One split to encode: a re-iterable pair stream whose length is known before anything is written."""
+    """One split to encode: (source lines, target lines) chunks, re-readable, counted before any write."""
 
     name: str
-    pairs: Callable[[], Iterator[tuple[str, str]]]
+    chunks: Callable[[], Iterator[tuple[list[str], list[str]]]]
     count: int
     clean: bool
-
-
-@dataclass(frozen=True)
-class _Cleaning:
-    min_len: int
-    max_len: int
-    max_ratio: float
-    dedup: bool
 
 
 @dataclass
@@ -107,7 +108,8 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
     )
     sources = _plan_sources(cfg)  # every count and mismatch check happens before anything is written
     reused = Tokenizer.load(cfg.spm_model) if cfg.spm_model else None
-    check(reused is not None or any(s.name == "train" for s in sources), "no train split to train sentencepiece on (or give spm_model)")
+    has_train = any(source.name == "train" for source in sources)
+    check(reused is not None or has_train, "no train split to train sentencepiece on (give one, or an spm_model)")
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
             (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
@@ -144,7 +146,7 @@ def load_hf_pairs(
     `save_to_disk`.
     """
     dataset = _load_hf_split(name, config, split, src_lang, tgt_lang, data_files, cache_dir)
-    return _hf_pairs(dataset, src_lang, tgt_lang)
+    return (pair for src, tgt in _hf_chunks(dataset, src_lang, tgt_lang) for pair in zip(src, tgt))
 
 
 def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
@@ -159,8 +161,8 @@ def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
     if cfg.hf_dataset:
         for name, hf_split in cfg.hf_splits.items():
             dataset = _load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, cfg.source_lang, cfg.target_lang)
-            pairs = functools.partial(_hf_pairs, dataset, cfg.source_lang, cfg.target_lang)
-            sources.append(_Source(name, pairs, len(dataset), clean=name == "train"))
+            chunks = functools.partial(_hf_chunks, dataset, cfg.source_lang, cfg.target_lang)
+            sources.append(_Source(name, chunks, len(dataset), clean=name == "train"))
     check(sources, "nothing to preprocess: give a train, valid or test prefix, or a Hugging Face dataset")
     names = [source.name for source in sources]
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -173,12 +175,36 @@ def _file_source(name: str, prefix: str, cfg: PreprocessConfig, clean: bool) -> 
     tgt_path = resolve_prefix(prefix, cfg.target_lang)
     src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
     check(src_count == tgt_count, f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count} lines")
-    pairs = functools.partial(_file_pairs, src_path, tgt_path, cfg.on_bad_utf8)
-    return _Source(name, pairs, src_count, clean)
+    chunks = functools.partial(_file_chunks, src_path, tgt_path, cfg.on_bad_utf8)
+    return _Source(name, chunks, src_count, clean)
 
 
-def _file_pairs(src_path: Path, tgt_path: Path, on_bad_utf8: str) -> Iterator[tuple[str, str]]:
-    return zip(read_lines(src_path, on_bad_utf8), read_lines(tgt_path, on_bad_utf8))
+def _file_chunks(src_path: Path, tgt_path: Path, on_bad_utf8: str) -> Iterator[tuple[list[str], list[str]]]:
+    """CHUNK_PAIRS lines of both files at a time, as files.read_lines splits and decodes them."""
+    with open_binary(src_path) as src, open_binary(tgt_path) as tgt:
+        lineno = 1
+        while src_raw := list(itertools.islice(src, CHUNK_PAIRS)):
+            tgt_raw = list(itertools.islice(tgt, CHUNK_PAIRS))
+            check(len(src_raw) == len(tgt_raw), f"{src_path}, {tgt_path}: files changed while being read")
+            yield (
+                _decode_lines(src_raw, src_path, lineno, on_bad_utf8),
+                _decode_lines(tgt_raw, tgt_path, lineno, on_bad_utf8),
+            )
+            lineno += len(src_raw)
+
+
+def _decode_lines(raw: list[bytes], path: Path, first_lineno: int, on_bad_utf8: str) -> list[str]:
+    """One decode and split for the whole chunk (8x faster than line by line); on invalid UTF-8,
+    line by line again so that the error names its line."""
+    try:
+        lines = b"".join(raw).decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return [decode_line(line.rstrip(b"\n"), path, first_lineno + i, on_bad_utf8) for i, line in enumerate(raw)]
+    if not lines[-1]:
+        lines.pop()  # the chunk's last "\n" (a final line without one is never empty)
+    if any(line.endswith("\r") for line in lines):
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]  # CRLF files
+    return lines
 
 
 def _load_hf_split(
@@ -210,10 +236,10 @@ def _load_hf_split(
     return dataset.select_columns(["translation"])
 
 
-def _hf_pairs(dataset, src_lang: str, tgt_lang: str) -> Iterator[tuple[str, str]]:
-    for batch in dataset.iter(batch_size=1000):
-        for row in batch["translation"]:
-            yield row[src_lang] or "", row[tgt_lang] or ""
+def _hf_chunks(dataset, src_lang: str, tgt_lang: str) -> Iterator[tuple[list[str], list[str]]]:
+    for batch in dataset.iter(batch_size=CHUNK_PAIRS):
+        rows = batch["translation"]
+        yield [row[src_lang] or "" for row in rows], [row[tgt_lang] or "" for row in rows]
 
 
 def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> Tokenizer:
@@ -221,7 +247,7 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> T
         f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
         f"sampled from both sides of {train.count} train pairs"
     )
-    sentences = (text for pair in train.pairs() for text in map(str.strip, pair) if text)
+    sentences = (text for chunk in train.chunks() for side in chunk for text in map(str.strip, side) if text)
     train_tokenizer(
         sentences,
         path,
@@ -235,60 +261,52 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> T
 
 
 def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokenizer, out_dir: Path) -> dict:
-    """Encode every split with `cfg.workers` processes; returns the per-split statistics."""
-    cleaning = _Cleaning(cfg.min_len, cfg.max_len, cfg.max_ratio, cfg.dedup)
+    """Encode and write every split with `cfg.workers` processes; returns the per-split statistics."""
     log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
     if cfg.workers == 1:
-        return _encode_splits(cfg, sources, tokenizer, out_dir, map, _ChunkEncoder(tokenizer.to_bytes(), cleaning))
+        encoder = _ChunkEncoder(tokenizer.to_bytes(), cfg)
+        return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, functools.partial(map, encoder))
     # fork shares the parent's loaded modules; spawn would re-import torch in every worker.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    context = multiprocessing.get_context(method)
-    # The pool is started before the progress display, whose refresh thread must not be forked.
-    with context.Pool(cfg.workers, _init_worker, (tokenizer.to_bytes(), cleaning)) as pool:
-        mapper = functools.partial(_ordered_map, pool, window=2 * cfg.workers)
-        return _encode_splits(cfg, sources, tokenizer, out_dir, mapper, _encode_in_worker)
+    # The pool starts before the progress display, whose refresh thread must not be forked.
+    with multiprocessing.get_context(method).Pool(cfg.workers, _init_worker, (tokenizer.to_bytes(), cfg)) as pool:
+        encode_chunks = functools.partial(_ordered_map, pool, _encode_in_worker, window=2 * cfg.workers)
+        return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, encode_chunks)
 
 
-def _encode_splits(
-    cfg: PreprocessConfig,
-    sources: list[_Source],
-    tokenizer: Tokenizer,
-    out_dir: Path,
-    mapper: Callable,
-    encode: Callable[[tuple[list[str], list[str], bool]], _EncodedChunk],
+def _write_splits(
+    cfg: PreprocessConfig, sources: list[_Source], vocab_size: int, out_dir: Path, encode_chunks: Callable
 ) -> dict:
-    splits = {}
     with progress() as bar:
-        for source in sources:
-            task = bar.add_task(source.name, total=source.count, info="")
-            seen = _DigestSet() if source.clean and cfg.dedup else None
-            stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
-            dropped = dict.fromkeys(DROP_REASONS, 0)
-            with (
-                BinaryWriter(out_dir, source.name, cfg.source_lang, tokenizer.vocab_size) as src_out,
-                BinaryWriter(out_dir, source.name, cfg.target_lang, tokenizer.vocab_size) as tgt_out,
-            ):
-                for chunk in mapper(encode, _chunks(source.pairs(), source.clean)):
-                    if seen is not None:
-                        chunk = _drop_duplicates(chunk, seen)
-                    src_out.write_flat(chunk.src, chunk.src_lens)
-                    tgt_out.write_flat(chunk.tgt, chunk.tgt_lens)
-                    stats["pairs"] += len(chunk.src_lens)
-                    stats["src_tokens"] += len(chunk.src)
-                    stats["tgt_tokens"] += len(chunk.tgt)
-                    for reason, count in chunk.dropped.items():
-                        dropped[reason] += count
-                    bar.update(task, advance=len(chunk.src_lens) + sum(chunk.dropped.values()))
-            splits[source.name] = {**stats, "dropped": dropped}
-            log(f"{source.name}: kept {stats['pairs']} of {source.count} pairs, dropped {dropped}")
-    return splits
+        return {source.name: _write_split(cfg, source, vocab_size, out_dir, encode_chunks, bar) for source in sources}
 
 
-def _chunks(pairs: Iterable[tuple[str, str]], clean: bool) -> Iterator[tuple[list[str], list[str], bool]]:
-    iterator = iter(pairs)
-    while chunk := list(itertools.islice(iterator, CHUNK_PAIRS)):
-        src, tgt = zip(*chunk)
-        yield list(src), list(tgt), clean
+def _write_split(
+    cfg: PreprocessConfig, source: _Source, vocab_size: int, out_dir: Path, encode_chunks: Callable, bar: Progress
+) -> dict:
+    """Stream one split through the encoders into its two binary files; returns its statistics."""
+    task = bar.add_task(source.name, total=source.count, info="")
+    seen = _DigestSet() if source.clean and cfg.dedup else None
+    stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    with (
+        BinaryWriter(out_dir, source.name, cfg.source_lang, vocab_size) as src_out,
+        BinaryWriter(out_dir, source.name, cfg.target_lang, vocab_size) as tgt_out,
+    ):
+        for chunk in encode_chunks((src, tgt, source.clean) for src, tgt in source.chunks()):
+            if seen is not None:
+                chunk = _drop_duplicates(chunk, seen)
+            src_out.write_flat(chunk.src, chunk.src_lens)
+            tgt_out.write_flat(chunk.tgt, chunk.tgt_lens)
+            stats["pairs"] += len(chunk.src_lens)
+            stats["src_tokens"] += len(chunk.src)
+            stats["tgt_tokens"] += len(chunk.tgt)
+            for reason, count in chunk.dropped.items():
+                dropped[reason] += count
+            bar.update(task, advance=len(chunk.src_lens) + sum(chunk.dropped.values()))
+    reasons = ", ".join(f"{reason} {count}" for reason, count in dropped.items() if count) or "none"
+    log(f"{source.name}: kept {stats['pairs']} of {source.count} pairs (dropped: {reasons})")
+    return {**stats, "dropped": dropped}
 
 
 def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable, window: int) -> Iterator:
@@ -306,10 +324,10 @@ def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable,
 class _ChunkEncoder:
     """Strip, encode and (train split only) filter one chunk; runs inside a worker process."""
 
-    def __init__(self, model: bytes, cleaning: _Cleaning) -> None:
+    def __init__(self, model: bytes, cfg: PreprocessConfig) -> None:
         self.tokenizer = Tokenizer.from_bytes(model)
         self.dtype = token_dtype(self.tokenizer.vocab_size)
-        self.cleaning = cleaning
+        self.cfg = cfg
 
     def __call__(self, task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
         src_text, tgt_text, clean = task
@@ -321,9 +339,9 @@ class _ChunkEncoder:
         keep = np.ones(len(src_ids), dtype=bool)
         dropped: dict[str, int] = {}
         if clean:
-            keep, dropped = _filter(src_lens, tgt_lens, self.cleaning)
+            keep, dropped = _filter(src_lens, tgt_lens, self.cfg)
         digests = None
-        if clean and self.cleaning.dedup:
+        if clean and self.cfg.dedup:
             digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
         return _EncodedChunk(
             _flatten(src_ids, src_lens, keep, self.dtype),
@@ -338,9 +356,9 @@ class _ChunkEncoder:
 _worker_encoder: _ChunkEncoder | None = None
 
 
-def _init_worker(model: bytes, cleaning: _Cleaning) -> None:
+def _init_worker(model: bytes, cfg: PreprocessConfig) -> None:
     global _worker_encoder
-    _worker_encoder = _ChunkEncoder(model, cleaning)  # the model is loaded once per worker
+    _worker_encoder = _ChunkEncoder(model, cfg)  # the model is loaded once per worker
 
 
 def _encode_in_worker(task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
@@ -348,14 +366,14 @@ def _encode_in_worker(task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
     return _worker_encoder(task)
 
 
-def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cleaning: _Cleaning) -> tuple[np.ndarray, dict[str, int]]:
+def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: PreprocessConfig) -> tuple[np.ndarray, dict[str, int]]:
     """Keep mask and drop counts; a pair is counted under the first reason that applies."""
     shorter, longer = np.minimum(src_lens, tgt_lens), np.maximum(src_lens, tgt_lens)
     reasons = {
         "empty": shorter == 0,
-        "too_short": shorter < cleaning.min_len,
-        "too_long": longer > cleaning.max_len,
-        "ratio": longer > cleaning.max_ratio * np.maximum(shorter, 1),
+        "too_short": shorter < cfg.min_len,
+        "too_long": longer > cfg.max_len,
+        "ratio": longer > cfg.max_ratio * np.maximum(shorter, 1),
     }
     keep = np.ones(len(src_lens), dtype=bool)
     dropped = {}

@@ -38,3 +38,54 @@ def write_slice(src_dir: Path, split: str, out_prefix: Path, n: int, langs=("en"
         lines = read_gz_lines(src_dir / f"{split}.{lang}.gz", n)
         Path(f"{out_prefix}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out_prefix
+
+
+@pytest.fixture(scope="session")
+def multi30k_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """A small joint en-de sentencepiece model (vocab 1000, first 3000 train pairs), trained once."""
+    from mtkit.tokenizer import train_tokenizer
+
+    lines = read_gz_lines(multi30k / "train.en.gz", 3000) + read_gz_lines(multi30k / "train.de.gz", 3000)
+    return train_tokenizer(lines, tmp_path_factory.mktemp("spm") / "spm.model", vocab_size=1000)
+
+
+@pytest.fixture(scope="session")
+def multi30k_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
+    """All of Multi30k en-de (train, valid, test_2016_flickr) preprocessed with `multi30k_spm`."""
+    from mtkit.preprocess import PreprocessConfig, preprocess
+
+    cfg = PreprocessConfig(
+        "en", "de", train=str(multi30k / "train"), valid=str(multi30k / "val"),
+        test=[str(multi30k / "test_2016_flickr")], spm_model=str(multi30k_spm),
+    )
+    out = tmp_path_factory.mktemp("data") / "multi30k-en-de"
+    preprocess(cfg, out)
+    return out
+
+
+def preprocess_slice(out: Path, src_dir: Path, spm: Path, train_pairs: int, valid_pairs: int, valid_from_train: bool = False) -> Path:
+    """Preprocess the first `train_pairs` Multi30k train pairs (and valid pairs) with a given spm model."""
+    from mtkit.preprocess import PreprocessConfig, preprocess
+
+    raw = out.parent / f"{out.name}-raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    write_slice(src_dir, "train", raw / "train", train_pairs)
+    if valid_from_train:
+        write_slice(src_dir, "train", raw / "valid", valid_pairs)
+    else:
+        write_slice(src_dir, "val", raw / "valid", valid_pairs)
+    cfg = PreprocessConfig("en", "de", train=str(raw / "train"), valid=str(raw / "valid"), spm_model=str(spm))
+    preprocess(cfg, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def small_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
+    """2,000 train / 200 valid Multi30k pairs, binarized with the vocab-1000 model."""
+    return preprocess_slice(tmp_path_factory.mktemp("small") / "data", multi30k, multi30k_spm, 2000, 200)
+
+
+@pytest.fixture(scope="session")
+def overfit_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
+    """64 train pairs, validated on the same 64 pairs (for overfitting tests)."""
+    return preprocess_slice(tmp_path_factory.mktemp("overfit") / "data", multi30k, multi30k_spm, 64, 64, valid_from_train=True)

@@ -1,0 +1,277 @@
+"""Preprocess on real Multi30k: manifest, exact valid/test round trips, drop accounting, errors, HF input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mtkit import preprocess as preprocess_module
+from mtkit.data import ParallelData, data_paths, read_manifest
+from mtkit.errors import UserError
+from mtkit.preprocess import PreprocessConfig, load_hf_pairs, preprocess
+from mtkit.tokenizer import Tokenizer, file_sha256
+from tests.conftest import read_gz_lines, write_slice
+
+
+def write_pair(prefix: Path, src: list[str], tgt: list[str], newline: str = "\n") -> str:
+    Path(f"{prefix}.en").write_text("".join(line + newline for line in src), encoding="utf-8")
+    Path(f"{prefix}.de").write_text("".join(line + newline for line in tgt), encoding="utf-8")
+    return str(prefix)
+
+
+def decoded_split(data_dir: Path, split: str) -> tuple[list[str], list[str]]:
+    data = ParallelData.open(data_dir, split, "en", "de")
+    tokenizer = Tokenizer.load(data_dir / "spm.model")
+    src = tokenizer.decode([data.src(i) for i in range(len(data))])
+    tgt = tokenizer.decode([data.tgt(i) for i in range(len(data))])
+    return src, tgt
+
+
+def assert_nothing_written(parent: Path) -> None:
+    assert not (parent / "out").exists()
+    assert not [p.name for p in parent.iterdir() if p.name.startswith(".out")]
+
+
+def test_manifest(multi30k_data: Path, multi30k_spm: Path) -> None:
+    manifest = read_manifest(multi30k_data)
+    assert (manifest["format"], manifest["version"]) == ("mtkit-data", 1)
+    assert (manifest["source_lang"], manifest["target_lang"], manifest["vocab_size"]) == ("en", "de", 1000)
+    assert (multi30k_data / "spm.model").read_bytes() == multi30k_spm.read_bytes()
+    assert manifest["spm_sha256"] == file_sha256(multi30k_data / "spm.model")
+    assert set(manifest["splits"]) == {"train", "valid", "test_2016_flickr"}
+    train = manifest["splits"]["train"]
+    assert train["input_pairs"] == 29000
+    assert train["pairs"] == train["input_pairs"] - sum(train["dropped"].values())
+    data = ParallelData.open(multi30k_data, "train", "en", "de")
+    assert train["src_tokens"] == data.src_lens.sum() and train["tgt_tokens"] == data.tgt_lens.sum()
+    assert manifest["options"]["max_len"] == 256 and manifest["options"]["spm_model"] == str(multi30k_spm)
+    assert json.loads((multi30k_data / "manifest.json").read_text()) == manifest
+
+
+@pytest.mark.parametrize(("split", "stem"), [("valid", "val"), ("test_2016_flickr", "test_2016_flickr")])
+def test_valid_and_test_round_trip_line_for_line(multi30k_data: Path, multi30k: Path, split: str, stem: str) -> None:
+    src, tgt = decoded_split(multi30k_data, split)
+    expected_src = [line.strip() for line in read_gz_lines(multi30k / f"{stem}.en.gz")]
+    expected_tgt = [line.strip() for line in read_gz_lines(multi30k / f"{stem}.de.gz")]
+    manifest = read_manifest(multi30k_data)["splits"][split]
+    assert manifest["pairs"] == manifest["input_pairs"] == len(expected_src)
+    assert src == expected_src and tgt == expected_tgt
+
+
+def test_valid_is_never_filtered(tmp_path: Path, multi30k_spm: Path) -> None:
+    src = ["", "   ", "a b", "a b", "x " * 400, "only source", "  padded  "]
+    tgt = ["", "y", "c d", "c d", "short", "", "kept"]
+    valid = write_pair(tmp_path / "valid", src, tgt, newline="\r\n")
+    cfg = PreprocessConfig("en", "de", valid=valid, spm_model=str(multi30k_spm), max_len=10, dedup=True)
+    manifest = preprocess(cfg, tmp_path / "out")
+    assert manifest["splits"]["valid"]["pairs"] == len(src)
+    assert decoded_split(tmp_path / "out", "valid") == ([s.strip() for s in src], [t.strip() for t in tgt])
+
+
+def reference_drops(src: list[str], tgt: list[str], tokenizer: Tokenizer, cfg: PreprocessConfig) -> dict[str, int]:
+    """The cleaning rules, one pair at a time."""
+    drops = dict.fromkeys(preprocess_module.DROP_REASONS, 0)
+    seen = set()
+    for s, t in zip(src, tgt):
+        s, t = s.strip(), t.strip()
+        a, b = (len(ids) for ids in tokenizer.encode([s, t]))
+        if min(a, b) == 0:
+            drops["empty"] += 1
+        elif min(a, b) < cfg.min_len:
+            drops["too_short"] += 1
+        elif max(a, b) > cfg.max_len:
+            drops["too_long"] += 1
+        elif max(a, b) > cfg.max_ratio * min(a, b):
+            drops["ratio"] += 1
+        elif (s, t) in seen:
+            drops["duplicate"] += 1
+        else:
+            seen.add((s, t))
+    return drops
+
+
+def test_drop_counts_add_up(tmp_path: Path, multi30k: Path, multi30k_spm: Path, monkeypatch) -> None:
+    monkeypatch.setattr(preprocess_module, "CHUNK_PAIRS", 300)  # duplicates across chunk boundaries
+    src = read_gz_lines(multi30k / "train.en.gz", 1500)
+    tgt = read_gz_lines(multi30k / "train.de.gz", 1500)
+    src += ["", "  ", "source only", "Hi", "a", src[0], src[1] + "  ", src[1000]] + src[:700:7]
+    tgt += ["", "target", "", "Ein sehr langer deutscher Satz mit vielen Wörtern darin", "b", tgt[0], tgt[1], "x"]
+    tgt += tgt[:700:7]
+    train = write_pair(tmp_path / "train", src, tgt)
+    cfg = PreprocessConfig("en", "de", train=train, spm_model=str(multi30k_spm), max_len=30, max_ratio=2.5,
+                           min_len=2, dedup=True)
+    split = preprocess(cfg, tmp_path / "out")["splits"]["train"]
+    expected = reference_drops(src, tgt, Tokenizer.load(multi30k_spm), cfg)
+    assert split["dropped"] == expected
+    assert all(expected.values())  # every rule was exercised
+    assert split["input_pairs"] == len(src)
+    assert split["pairs"] == len(src) - sum(expected.values())
+    kept = list(zip(*decoded_split(tmp_path / "out", "train")))
+    assert len(kept) == split["pairs"] == len(set(kept))
+    data = ParallelData.open(tmp_path / "out", "train", "en", "de")
+    shorter, longer = np.minimum(data.src_lens, data.tgt_lens), np.maximum(data.src_lens, data.tgt_lens)
+    assert shorter.min() >= 2 and longer.max() <= 30 and (longer <= 2.5 * shorter).all()
+
+
+def test_two_workers_write_the_same_files(tmp_path: Path, multi30k: Path, multi30k_spm: Path, monkeypatch) -> None:
+    monkeypatch.setattr(preprocess_module, "CHUNK_PAIRS", 400)
+    train = write_slice(multi30k, "train", tmp_path / "train", 3000)
+    valid = write_slice(multi30k, "val", tmp_path / "valid", 500)
+    outputs = []
+    for workers in (1, 2):
+        cfg = PreprocessConfig("en", "de", train=str(train), valid=str(valid), spm_model=str(multi30k_spm),
+                               max_len=20, dedup=True, workers=workers)
+        outputs.append((preprocess(cfg, tmp_path / f"out{workers}"), tmp_path / f"out{workers}"))
+    (first, first_dir), (second, second_dir) = outputs
+    assert first["splits"] == second["splits"]
+    for split in ("train", "valid"):
+        for lang in ("en", "de"):
+            for a, b in zip(data_paths(first_dir, split, lang), data_paths(second_dir, split, lang)):
+                assert a.read_bytes() == b.read_bytes()
+
+
+def test_trains_a_deterministic_tokenizer(tmp_path: Path, multi30k: Path) -> None:
+    train = write_slice(multi30k, "train", tmp_path / "train", 1000)
+    cfg = PreprocessConfig("en", "de", train=str(train), vocab_size=600, input_sentence_size=1500)
+    first, second = preprocess(cfg, tmp_path / "a"), preprocess(cfg, tmp_path / "b")
+    assert first["vocab_size"] == 600 and Tokenizer.load(tmp_path / "a" / "spm.model").vocab_size == 600
+    assert first["spm_sha256"] == second["spm_sha256"] == file_sha256(tmp_path / "a" / "spm.model")
+    assert first["splits"] == second["splits"]
+
+
+def test_line_count_mismatch(tmp_path: Path, multi30k_spm: Path) -> None:
+    train = write_pair(tmp_path / "train", ["a", "b", "c"], ["x", "y", "z"])
+    test = write_pair(tmp_path / "test", ["a", "b", "c"], ["x", "y"])
+    cfg = PreprocessConfig("en", "de", train=train, test=[test], spm_model=str(multi30k_spm))
+    with pytest.raises(UserError, match=r"test\.en has 3 lines but .*test\.de has 2 lines"):
+        preprocess(cfg, tmp_path / "out")
+    assert_nothing_written(tmp_path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    Path(tmp_path / "train.en").write_text("a\n")
+    cfg = PreprocessConfig("en", "de", train=str(tmp_path / "train"))
+    with pytest.raises(UserError, match=r"train\.de: no such file"):
+        preprocess(cfg, tmp_path / "out")
+    valid = write_pair(tmp_path / "valid", ["a"], ["b"])
+    cfg = PreprocessConfig("en", "de", valid=valid, spm_model=str(tmp_path / "nope.model"))
+    with pytest.raises(UserError, match="nope.model"):
+        preprocess(cfg, tmp_path / "out")
+    assert_nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize("split", ["train", "valid"])
+def test_bad_utf8_names_file_and_line(tmp_path: Path, multi30k: Path, monkeypatch, split: str) -> None:
+    monkeypatch.setattr(preprocess_module, "CHUNK_PAIRS", 2)  # line numbers must survive chunking
+    train = write_slice(multi30k, "train", tmp_path / "train", 300)
+    valid = write_slice(multi30k, "val", tmp_path / "valid", 10)
+    bad = Path(f"{tmp_path / split}.de")
+    lines = bad.read_bytes().split(b"\n")
+    lines[4] = b"caf\xe9 " + lines[4]
+    bad.write_bytes(b"\n".join(lines))
+    cfg = PreprocessConfig("en", "de", train=str(train), valid=str(valid), vocab_size=400)
+    with pytest.raises(UserError, match=rf"{split}\.de:5: invalid UTF-8"):
+        preprocess(cfg, tmp_path / "out")
+    assert_nothing_written(tmp_path)
+    cfg.on_bad_utf8 = "replace"
+    preprocess(cfg, tmp_path / "out")
+    split_name = "train" if split == "train" else "valid"
+    assert "caf\ufffd" in decoded_split(tmp_path / "out", split_name)[1][4]
+
+
+def test_output_directory_safety(tmp_path: Path, multi30k_spm: Path) -> None:
+    valid = write_pair(tmp_path / "valid", ["a"], ["b"])
+    cfg = PreprocessConfig("en", "de", valid=valid, spm_model=str(multi30k_spm))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "notes.txt").write_text("precious")
+    with pytest.raises(UserError, match="not a preprocessed data directory"):
+        preprocess(cfg, tmp_path / "home")
+    assert (tmp_path / "home" / "notes.txt").read_text() == "precious"
+    preprocess(cfg, tmp_path / "out")
+    preprocess(cfg, tmp_path / "out")  # a previous result is replaced
+    assert read_manifest(tmp_path / "out")["splits"]["valid"]["pairs"] == 1
+
+
+def test_config_and_split_errors(tmp_path: Path, multi30k_spm: Path) -> None:
+    for bad in ({"target_lang": "en"}, {"workers": 0}, {"on_bad_utf8": "ignore"}, {"max_len": 0}):
+        with pytest.raises(UserError):
+            PreprocessConfig(**{"source_lang": "en", "target_lang": "de", **bad})
+    valid = write_pair(tmp_path / "valid", ["a"], ["b"])
+    with pytest.raises(UserError, match="no train split"):
+        preprocess(PreprocessConfig("en", "de", valid=valid), tmp_path / "out")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    tests = [write_pair(tmp_path / d / "test", ["a"], ["b"]) for d in ("a", "b")]
+    with pytest.raises(UserError, match="both be named test"):
+        preprocess(PreprocessConfig("en", "de", test=tests, spm_model=str(multi30k_spm)), tmp_path / "out")
+    assert_nothing_written(tmp_path)
+
+
+def translation_rows(multi30k: Path, stem: str, n: int) -> dict[str, list]:
+    en, de = read_gz_lines(multi30k / f"{stem}.en.gz", n), read_gz_lines(multi30k / f"{stem}.de.gz", n)
+    return {"translation": [{"de": d, "en": e} for e, d in zip(en, de)]}
+
+
+def test_hf_dataset_matches_the_same_files(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    splits = {"train": ("train", 500), "validation": ("val", 200), "test": ("test_2016_flickr", 100)}
+    saved = datasets.DatasetDict(
+        {name: datasets.Dataset.from_dict(translation_rows(multi30k, stem, n)) for name, (stem, n) in splits.items()}
+    )
+    saved.save_to_disk(str(tmp_path / "wmt-like"))
+    cfg = PreprocessConfig("en", "de", hf_dataset=str(tmp_path / "wmt-like"), spm_model=str(multi30k_spm), dedup=True)
+    from_hf = preprocess(cfg, tmp_path / "hf")
+    prefixes = {ours: str(write_slice(multi30k, stem, tmp_path / ours, n))
+                for ours, (stem, n) in zip(("train", "valid", "test"), splits.values())}
+    cfg = PreprocessConfig("en", "de", train=prefixes["train"], valid=prefixes["valid"], test=[prefixes["test"]],
+                           spm_model=str(multi30k_spm), dedup=True)
+    from_files = preprocess(cfg, tmp_path / "files")
+    assert from_hf["splits"] == from_files["splits"]
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            for a, b in zip(data_paths(tmp_path / "hf", split, lang), data_paths(tmp_path / "files", split, lang)):
+                assert a.read_bytes() == b.read_bytes()
+    cfg = PreprocessConfig("en", "de", hf_dataset=str(tmp_path / "wmt-like"), spm_model=str(multi30k_spm),
+                           hf_splits={"train": "train", "valid": "dev"})
+    with pytest.raises(UserError, match="no split 'dev'"):
+        preprocess(cfg, tmp_path / "out")
+
+
+def test_load_hf_pairs_from_json_files(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    rows = [{"translation": {"de": f"Satz {i}", "en": f"sentence {i}"}} for i in range(5)]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    files = {"train": str(path)}
+    pairs = list(load_hf_pairs("json", None, "train", "en", "de", data_files=files, cache_dir=str(tmp_path / "c")))
+    assert pairs == [(f"sentence {i}", f"Satz {i}") for i in range(5)]
+    with pytest.raises(UserError, match="no 'fr' translations"):
+        load_hf_pairs("json", None, "train", "en", "fr", data_files=files, cache_dir=str(tmp_path / "c"))
+
+
+def test_last_line_without_newline_and_gzip(tmp_path: Path, multi30k_spm: Path) -> None:
+    import gzip
+
+    Path(tmp_path / "valid.en").write_bytes(b"one\n\ntwo")
+    with gzip.open(tmp_path / "valid.de.gz", "wb") as handle:
+        handle.write(b"eins\r\n\r\nzwei\r\n")
+    cfg = PreprocessConfig("en", "de", valid=str(tmp_path / "valid"), spm_model=str(multi30k_spm))
+    preprocess(cfg, tmp_path / "out")
+    assert decoded_split(tmp_path / "out", "valid") == (["one", "", "two"], ["eins", "", "zwei"])
+
+
+def test_digest_set_matches_a_python_set() -> None:
+    rng = np.random.default_rng(0)
+    seen_set: set[int] = set()
+    digests = preprocess_module._DigestSet()
+    for _ in range(200):
+        batch = rng.integers(0, 3000, rng.integers(0, 40)).astype(np.uint64)
+        expected = []
+        for value in batch.tolist():
+            expected.append(value not in seen_set)
+            seen_set.add(value)
+        assert digests.add_new(batch).tolist() == expected
+    assert len(digests._levels) <= 12

@@ -1,0 +1,136 @@
+"""Tokenizer: exact round trips on real text, no <unk>, cached encode == sentencepiece, errors name files."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+
+from mtkit import tokenizer as tokenizer_module
+from mtkit.errors import UserError
+from mtkit.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, file_sha256, train_tokenizer
+from tests.conftest import read_gz_lines
+
+TRICKY = [
+    "",
+    " ",
+    "  two  spaces  ",
+    " leading",
+    "trailing ",
+    "tab\there",
+    "ctrl\x01\x1f chars",
+    "emoji 🚲 and 日本語",
+    "combining e\u0301 vs é",
+    "nbsp\u00a0and\u3000wide space",
+    "<s> </s> <pad> <unk>",
+    "ends with cr\r",
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(multi30k_spm: Path) -> Tokenizer:
+    return Tokenizer.load(multi30k_spm)
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_round_trip_on_every_valid_and_test_line(tokenizer: Tokenizer, multi30k: Path, lang: str) -> None:
+    lines = read_gz_lines(multi30k / f"val.{lang}.gz") + read_gz_lines(multi30k / f"test_2016_flickr.{lang}.gz")
+    assert len(lines) == 2014
+    decoded = tokenizer.decode(tokenizer.encode(lines))
+    exceptions = [(line, out) for line, out in zip(lines, decoded) if line != out]
+    assert 1 - len(exceptions) / len(lines) >= 0.999, exceptions
+    # The only documented inexact case: U+2581, sentencepiece's own space marker.
+    assert all("\u2581" in line for line, _ in exceptions), exceptions
+
+
+def test_round_trip_on_unusual_text_without_unk(tokenizer: Tokenizer) -> None:
+    ids = tokenizer.encode(TRICKY)
+    assert all(UNK_ID not in seq for seq in ids)
+    assert tokenizer.decode(ids) == TRICKY
+    assert ids[0] == []
+
+
+def test_space_marker_is_the_documented_exception(tokenizer: Tokenizer) -> None:
+    assert tokenizer.decode(tokenizer.encode(["a\u2581b"])) == ["a b"]
+
+
+def test_cached_encode_equals_sentencepiece(tokenizer: Tokenizer, multi30k_spm: Path, multi30k: Path) -> None:
+    reference = spm.SentencePieceProcessor(model_file=str(multi30k_spm))
+    lines = read_gz_lines(multi30k / "val.de.gz") + TRICKY + ["x\u2581y z", "a \u2581b"]
+    assert tokenizer.encode(lines) == reference.encode(lines)
+    assert tokenizer.encode(lines) == reference.encode(lines)  # warm cache, same ids
+
+
+def test_word_cache_stays_bounded(tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokenizer_module, "MAX_CACHED_WORDS", 50)
+    fresh = Tokenizer.from_bytes(tokenizer.to_bytes())
+    texts = [f"word{i} other{i} w{i}" for i in range(200)]
+    for start in range(0, 200, 10):
+        assert fresh.encode(texts[start : start + 10]) == tokenizer.encode(texts[start : start + 10])
+        assert len(fresh._word_ids) <= 50 + 30
+
+
+def test_decode_ignores_special_ids(tokenizer: Tokenizer) -> None:
+    ids = tokenizer.encode(["Ein Mann fährt Fahrrad."])[0]
+    assert tokenizer.decode([[BOS_ID, *ids, EOS_ID, PAD_ID, PAD_ID]]) == ["Ein Mann fährt Fahrrad."]
+
+
+def test_special_ids_and_vocab(tokenizer: Tokenizer) -> None:
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.bos_id, tokenizer.eos_id) == (0, 1, 2, 3)
+    assert tokenizer.vocab_size == 1000
+
+
+def test_bytes_round_trip(tokenizer: Tokenizer) -> None:
+    copy = Tokenizer.from_bytes(tokenizer.to_bytes())
+    assert copy.to_bytes() == tokenizer.to_bytes()
+    assert copy.encode(TRICKY) == tokenizer.encode(TRICKY)
+
+
+def test_load_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="missing.model"):
+        Tokenizer.load(tmp_path / "missing.model")
+    corrupt = tmp_path / "corrupt.model"
+    corrupt.write_bytes(b"not a model")
+    with pytest.raises(UserError, match="corrupt.model"):
+        Tokenizer.load(corrupt)
+
+
+def test_foreign_special_ids_are_refused(tmp_path: Path, multi30k: Path) -> None:
+    model = io.BytesIO()
+    lines = read_gz_lines(multi30k / "train.en.gz", 500)
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=300, minloglevel=2)
+    path = tmp_path / "default-ids.model"
+    path.write_bytes(model.getvalue())
+    with pytest.raises(UserError, match="default-ids.model.*pad/unk/bos/eos"):
+        Tokenizer.load(path)
+
+
+def test_training_is_deterministic_for_a_seed(tmp_path: Path, multi30k: Path) -> None:
+    lines = read_gz_lines(multi30k / "train.en.gz", 1000) + read_gz_lines(multi30k / "train.de.gz", 1000)
+    # input_sentence_size < len(lines): the seeded reservoir sample decides what is trained on.
+    first = train_tokenizer(iter(lines), tmp_path / "a.model", 500, input_sentence_size=1500, seed=3)
+    second = train_tokenizer(iter(lines), tmp_path / "b.model", 500, input_sentence_size=1500, seed=3)
+    assert first.read_bytes() == second.read_bytes()
+    assert Tokenizer.load(first).vocab_size == 500
+
+
+def test_training_errors_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="[Vv]ocabulary size"):
+        train_tokenizer(["a b c"] * 20, tmp_path / "x.model", vocab_size=5000)
+    assert not (tmp_path / "x.model").exists()
+
+    def failing_reader():
+        yield "some text"
+        raise UserError("corpus.en:2: invalid UTF-8")
+
+    with pytest.raises(UserError, match="corpus.en:2"):
+        train_tokenizer(failing_reader(), tmp_path / "y.model", vocab_size=300)
+
+
+def test_file_sha256(tmp_path: Path) -> None:
+    path = tmp_path / "blob"
+    path.write_bytes(b"x" * 3_000_000)
+    assert file_sha256(path) == hashlib.sha256(b"x" * 3_000_000).hexdigest()

@@ -1,0 +1,146 @@
+"""The trainer: schedule and loss by hand, overfitting, exact resume, DDP == accumulation, faults."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mtkit.checkpoint import list_checkpoints, load_checkpoint
+from mtkit.recipe import resolve_recipe
+from mtkit.train import label_smoothed_loss, learning_rate, noam_peak_lr, train
+
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+
+def tiny_recipe(*overrides: str, vocab: int = 1000):
+    base = ["train.warmup_steps=20", "train.log_interval=5", "train.save_interval_minutes=0", "train.max_tokens=1024"]
+    return resolve_recipe(None, "tiny", base + list(overrides), vocab_size=vocab)
+
+
+def model_params(path: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path)["model"]
+
+
+def test_learning_rate_is_the_papers_formula() -> None:
+    d_model, warmup = 512, 4000
+    peak = noam_peak_lr(d_model, warmup)
+    for step in (1, 100, 3999, 4000, 4001, 10_000, 100_000):
+        paper = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert learning_rate(step, peak, warmup) == pytest.approx(paper, rel=1e-12)
+    assert learning_rate(500, 1e-3, 1000) == pytest.approx(5e-4)
+    assert learning_rate(4000, 1e-3, 1000) == pytest.approx(5e-4)
+
+
+def test_label_smoothed_loss_matches_explicit_distribution() -> None:
+    torch.manual_seed(0)
+    logits, target, eps = torch.randn(7, 11), torch.randint(0, 11, (7,)), 0.1
+    loss, nll = label_smoothed_loss(logits, target, eps)
+    lprobs = F.log_softmax(logits, -1)
+    q = torch.full_like(lprobs, eps / 10)
+    q[torch.arange(7), target] += 1 - eps - eps / 10  # fairseq's smoothed target distribution
+    assert torch.allclose(q.sum(-1), torch.ones(7))
+    assert loss.item() == pytest.approx(-(q * lprobs).sum().item(), rel=1e-5)
+    assert nll.item() == pytest.approx(F.cross_entropy(logits, target, reduction="sum").item(), rel=1e-5)
+    plain, _ = label_smoothed_loss(logits, target, 0.0)
+    assert plain.item() == pytest.approx(nll.item())
+
+
+def test_overfits_64_pairs(tmp_path: Path, overfit_data: Path) -> None:
+    recipe = tiny_recipe("model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=300", "train.lr=3e-3",
+                         "train.warmup_steps=30", "train.average_last=1")
+    summary = train(overfit_data, tmp_path / "run", recipe)
+    assert summary["step"] == 300
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in records if "loss" in r]
+    assert losses[0] > 5.0 and losses[-1] < 0.15, losses[::10]
+    assert summary["best_valid_loss"] < 0.15  # valid = the same 64 pairs
+    for record in records:
+        if "loss" in record:
+            assert {"step", "wall", "lr", "src_tokens", "tgt_tokens", "tokens_per_s"} <= set(record)
+
+
+def test_resume_is_exact(tmp_path: Path, small_data: Path) -> None:
+    """20 steps straight == 10 steps, stop, resume to 20 (dropout on, float32 CPU: bit-identical)."""
+    common = ("train.save_interval_steps=5", "train.keep_last=3", "train.average_last=2")
+    train(small_data, tmp_path / "straight", tiny_recipe(*common, "train.max_steps=20"))
+    train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=10"))
+    train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=20"))
+    a = model_params(list_checkpoints(tmp_path / "straight")[-1])
+    b = model_params(list_checkpoints(tmp_path / "split")[-1])
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])]
+    # the optimizer state continued too, and keep_last pruned older checkpoints
+    assert len(list_checkpoints(tmp_path / "straight")) == 3
+
+
+def test_average_is_mean_of_last_checkpoints(tmp_path: Path, small_data: Path) -> None:
+    train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=15", "train.save_interval_steps=5", "train.average_last=3"))
+    paths = list_checkpoints(tmp_path / "run")[-3:]
+    averaged = load_checkpoint(tmp_path / "run" / "average.pt")
+    assert averaged["averaged_steps"] == [5, 10, 15]
+    for key, value in averaged["model"].items():
+        mean = torch.stack([model_params(p)[key].float() for p in paths]).mean(0)
+        assert torch.allclose(value, mean, atol=1e-6), key
+
+
+def cli(*args: str, env: dict | None = None, launcher: list[str] | None = None) -> subprocess.CompletedProcess:
+    command = (launcher or [sys.executable, "-m"]) + ["mtkit", *args]
+    # torchrun --no-python runs `mtkit` from PATH: the virtual environment's bin, even when not activated.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PATH": path, **(env or {})}, timeout=300)
+
+
+@pytest.mark.slow
+def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> None:
+    common = ["--arch", "tiny", "--max-steps", "6", "--set", "model.dropout=0.0", "--set", "train.warmup_steps=3",
+              "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0", "--set", "train.average_last=1"]
+    single = cli("train", str(small_data), "--save-dir", str(tmp_path / "one"), *common, "--set", "train.update_freq=2")
+    assert single.returncode == 0, single.stderr[-2000:]
+    launcher = [str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29533", "--no-python"]
+    ddp = cli("train", str(small_data), "--save-dir", str(tmp_path / "two"), *common, launcher=launcher,
+              env={"OMP_NUM_THREADS": "1"})
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    a = model_params(list_checkpoints(tmp_path / "one")[-1])
+    b = model_params(list_checkpoints(tmp_path / "two")[-1])
+    assert load_checkpoint(list_checkpoints(tmp_path / "two")[-1])["step"] == 6
+    worst = max((a[k] - b[k]).abs().max().item() for k in a)
+    assert worst < 1e-5, worst
+    moved = max((a[k] - model_params(list_checkpoints(tmp_path / "one")[0])[k]).abs().max().item() for k in a)
+    assert moved > 0 or len(list_checkpoints(tmp_path / "one")) == 1
+
+
+def test_injected_nan_is_skipped_and_logged(tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTKIT_FAULT_NAN_STEPS", "3")
+    summary = train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=5", "train.log_interval=1"))
+    assert summary["step"] == 5  # the skipped attempt did not count as an update
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert any(r.get("skipped") == "nonfinite" and r["attempt"] == 3 for r in records)
+    payload = load_checkpoint(list_checkpoints(tmp_path / "run")[-1])
+    assert payload["state"]["attempts"] == 6
+
+
+def test_repeated_nan_exits_75_and_keeps_last_checkpoint(tmp_path: Path, small_data: Path) -> None:
+    args = ["train", str(small_data), "--save-dir", str(tmp_path / "run"), "--arch", "tiny", "--max-steps", "30",
+            "--set", "train.save_interval_steps=2", "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0"]
+    run = cli(*args, env={"MTKIT_FAULT_NAN_STEPS": ",".join(str(i) for i in range(5, 20))})
+    assert run.returncode == 75, run.stderr[-2000:]
+    assert "non-finite loss at step 5" in run.stderr and "Traceback" not in run.stderr
+    assert [p.name for p in list_checkpoints(tmp_path / "run")][-1] == "step_00000004.pt"
+    load_checkpoint(list_checkpoints(tmp_path / "run")[-1])
+
+
+def test_resume_with_other_architecture_is_refused(tmp_path: Path, small_data: Path) -> None:
+    train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=2"))
+    before = sorted(p.name for p in (tmp_path / "run").rglob("*"))
+    run = cli("train", str(small_data), "--save-dir", str(tmp_path / "run"), "--arch", "small", "--max-steps", "4")
+    assert run.returncode == 2 and "architecture differs" in run.stderr and "Traceback" not in run.stderr
+    assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == before
