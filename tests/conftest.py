@@ -89,3 +89,33 @@ def small_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30
 def overfit_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
     """64 train pairs, validated on the same 64 pairs (for overfitting tests)."""
     return preprocess_slice(tmp_path_factory.mktemp("overfit") / "data", multi30k, multi30k_spm, 64, 64, valid_from_train=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path:
+    """A tiny model trained for 150 steps on 2,000 Multi30k pairs (a few seconds); RUN_DIR with average.pt."""
+    from mtkit.recipe import resolve_recipe
+    from mtkit.train import train
+
+    recipe = resolve_recipe(None, "tiny", [
+        "train.max_steps=150", "train.warmup_steps=30", "train.lr=3e-3", "train.max_tokens=2048",
+        "train.save_interval_steps=50", "train.save_interval_minutes=0", "train.average_last=2", "train.log_interval=50",
+    ], vocab_size=1000)
+    run = tmp_path_factory.mktemp("tiny-run") / "run"
+    train(small_data, run, recipe)
+    return run
+
+
+@pytest.fixture(scope="session")
+def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) -> Path:
+    """A tiny model trained to memorize 64 Multi30k pairs."""
+    from mtkit.recipe import resolve_recipe
+    from mtkit.train import train
+
+    recipe = resolve_recipe(None, "tiny", [
+        "model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=400", "train.lr=3e-3", "train.warmup_steps=30",
+        "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=100",
+    ], vocab_size=1000)
+    run = tmp_path_factory.mktemp("overfit-run") / "run"
+    train(overfit_data, run, recipe)
+    return run

@@ -54,15 +54,13 @@ def test_label_smoothed_loss_matches_explicit_distribution() -> None:
     assert plain.item() == pytest.approx(nll.item())
 
 
-def test_overfits_64_pairs(tmp_path: Path, overfit_data: Path) -> None:
-    recipe = tiny_recipe("model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=300", "train.lr=3e-3",
-                         "train.warmup_steps=30", "train.average_last=1")
-    summary = train(overfit_data, tmp_path / "run", recipe)
-    assert summary["step"] == 300
-    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+def test_overfits_64_pairs(overfit_run: Path) -> None:
+    """The overfit_run fixture trains 400 steps on 64 pairs (no dropout, no smoothing); its loss must reach ~0."""
+    records = [json.loads(line) for line in (overfit_run / "metrics.jsonl").read_text().splitlines()]
     losses = [r["loss"] for r in records if "loss" in r]
-    assert losses[0] > 5.0 and losses[-1] < 0.15, losses[::10]
-    assert summary["best_valid_loss"] < 0.15  # valid = the same 64 pairs
+    valid = [r["valid_loss"] for r in records if "valid_loss" in r]
+    assert losses[0] > 5.0 and losses[-1] < 0.1, losses
+    assert valid and valid[-1] < 0.1  # valid = the same 64 pairs
     for record in records:
         if "loss" in record:
             assert {"step", "wall", "lr", "src_tokens", "tgt_tokens", "tokens_per_s"} <= set(record)

@@ -1,0 +1,130 @@
+"""The translator: batching never changes a translation, order and empty lines kept, cache == no cache, CLI formats."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mtkit.search import TranslateConfig, search
+from mtkit.translate import Translator, length_batches, pad_batch
+from tests.conftest import read_gz_lines
+
+
+class NoCacheDecoder:
+    """The decoder contract without a key/value cache: re-decode the whole prefix every step."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def start(self, src):
+        memory, src_pad = self.model.encode(src)
+        return {"memory": memory, "src_pad": src_pad, "prefix": torch.empty(src.size(0), 0, dtype=torch.long)}
+
+    def step(self, tokens, state):
+        state["prefix"] = torch.cat([state["prefix"], tokens[:, None]], dim=1)
+        hidden = self.model.decode(state["prefix"], state["memory"], state["src_pad"])
+        return torch.log_softmax(self.model.project(hidden[:, -1]).float(), dim=-1)
+
+    def reorder(self, state, order):
+        return {k: v.index_select(0, order) for k, v in state.items()}
+
+
+def test_length_batches_respects_budget() -> None:
+    lengths = [5, 0, 3, 9, 3, 1]
+    batches = length_batches(lengths, batch_tokens=8)
+    assert sorted(i for b in batches for i in b) == [0, 2, 3, 4, 5]  # the empty line is not translated
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 8
+
+
+def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
+    translator = Translator.load(tiny_run)
+    model = translator.decoder.models[0]
+    lines = read_gz_lines(multi30k / "val.en.gz", 12)
+    ids = translator.tokenizer.encode(lines)
+    src, src_lens = pad_batch(ids, 0, 3, torch.device("cpu"))
+    cfg = TranslateConfig(beam=3, max_len_b=20)
+    with torch.inference_mode():
+        cached = search(translator.decoder, src, src_lens, cfg, 2, 3, 0, 1024)
+        plain = search(NoCacheDecoder(model), src, src_lens, cfg, 2, 3, 0, 1024)
+    for a, b in zip(cached, plain):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
+
+
+@pytest.mark.slow
+def test_batching_never_changes_translations(tiny_run: Path, multi30k: Path) -> None:
+    """All 1,000 test_2016_flickr sentences: one sentence per batch, 500 and 8,000 tokens give identical output."""
+    lines = read_gz_lines(multi30k / "test_2016_flickr.en.gz")
+    outputs = {}
+    for budget in (1, 500, 8000):
+        outputs[budget] = Translator.load(tiny_run, batch_tokens=budget, max_len_b=30).translate(lines)
+    assert len(outputs[1]) == 1000
+    differ = [i for i in range(1000) if not outputs[1][i] == outputs[500][i] == outputs[8000][i]]
+    assert differ == [], f"{len(differ)} lines differ, e.g. {differ[:5]}"
+
+
+def test_order_and_empty_lines(tiny_run: Path, multi30k: Path) -> None:
+    translator = Translator.load(tiny_run, batch_tokens=200)
+    lines = read_gz_lines(multi30k / "val.en.gz", 40)
+    alone = {line: translator.translate([line])[0] for line in lines}
+    mixed = lines[:] + ["", "", lines[0] + " " + lines[1]]
+    random.Random(3).shuffle(mixed)
+    out = translator.translate(mixed)
+    assert len(out) == len(mixed)
+    for src, hyp in zip(mixed, out):
+        if src == "":
+            assert hyp == ""
+        elif src in alone:
+            assert hyp == alone[src]
+
+
+def test_overfit_model_translates_its_training_pairs(overfit_run: Path, multi30k: Path, tmp_path: Path) -> None:
+    sources = read_gz_lines(multi30k / "train.en.gz", 64)
+    refs = tmp_path / "ref.de"
+    refs.write_text("\n".join(read_gz_lines(multi30k / "train.de.gz", 64)) + "\n", encoding="utf-8")
+    src = tmp_path / "src.en"
+    src.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    hyp = tmp_path / "hyp.de"
+    run = mtkit("translate", str(overfit_run), "--input", str(src), "--output", str(hyp), "--quiet")
+    assert run.returncode == 0, run.stderr
+    score = mtkit("score", "--ref", str(refs), str(hyp), "--json")
+    import json
+
+    assert json.loads(score.stdout)["bleu"] >= 90
+
+
+def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtkit", *args], input=stdin, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
+
+
+def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
+    text = "A man is sleeping.\n\nTwo dogs play in the snow.\n"
+    plain = mtkit("translate", str(tiny_run), "--beam", "2", stdin=text)
+    assert plain.returncode == 0, plain.stderr
+    assert len(plain.stdout.split("\n")) == 4 and plain.stdout.split("\n")[1] == ""
+    nbest = mtkit("translate", str(tiny_run), "--beam", "3", "--nbest", "2", stdin=text)
+    rows = [line.split("\t") for line in nbest.stdout.splitlines()]
+    assert [(r[0], r[1]) for r in rows] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")]
+    assert float(rows[0][2]) >= float(rows[1][2])
+    scored = mtkit("translate", str(tiny_run), "--scores", stdin="A dog runs.\n")
+    assert float(scored.stdout.split("\t")[0]) < 0
+    empty = mtkit("translate", str(tiny_run), stdin="")
+    assert empty.returncode == 0 and empty.stdout == ""
+    missing = mtkit("translate", str(tmp_path / "nothing"), stdin="x\n")
+    assert missing.returncode == 2 and "nothing" in missing.stderr and "Traceback" not in missing.stderr
+    greedy = mtkit("translate", str(tiny_run), "--beam", "1", stdin=text)
+    assert greedy.returncode == 0 and len(greedy.stdout.splitlines()) == 3
+
+
+def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
+    single = Translator.load(tiny_run).translate(["A man is sleeping.", "A dog."])
+    double = Translator.load(tiny_run, ensemble=[tiny_run]).translate(["A man is sleeping.", "A dog."])
+    assert single == double
