@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -98,9 +99,10 @@ def matmul_peak_tflops(device: torch.device, size: int, repeats: int) -> float:
 
 
 def time_training(
-    model: nn.Module, batch: tuple[Tensor, Tensor, Tensor], dtype: torch.dtype | None, steps: int, warmup: int
+    model: nn.Module, batch: tuple[Tensor, ...], dtype: torch.dtype | None, steps: int, warmup: int
 ) -> float:
-    """Seconds per forward+backward step, after `warmup` untimed steps."""
+    """Median seconds of a forward+backward step, after `warmup` untimed steps (the median resists
+    other processes on a shared machine)."""
     src, tgt_in, tgt_out = batch
     device = src.device
 
@@ -113,12 +115,14 @@ def time_training(
 
     for _ in range(warmup):
         step()
-    synchronize(device)
-    start = time.perf_counter()
+    seconds = []
     for _ in range(steps):
+        synchronize(device)
+        start = time.perf_counter()
         step()
-    synchronize(device)
-    return (time.perf_counter() - start) / steps
+        synchronize(device)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
 
 
 def make_batch(cfg: ModelConfig, sentences: int, src_len: int, tgt_len: int, device: torch.device) -> tuple:
@@ -133,12 +137,15 @@ def make_batch(cfg: ModelConfig, sentences: int, src_len: int, tgt_len: int, dev
 def run(args: argparse.Namespace) -> dict:
     """All measurements of one invocation, as a JSON-ready dict."""
     device = torch.device(args.device)
-    cfg = ModelConfig.preset(args.preset, vocab_size=args.vocab)
+    dropout = ModelConfig.preset(args.preset).dropout
+    # nn.Transformer also drops out attention weights and FFN activations: same work on both sides.
+    cfg = ModelConfig.preset(args.preset, vocab_size=args.vocab, attention_dropout=dropout, activation_dropout=dropout)
     batch = make_batch(cfg, args.sentences, args.src_len, args.tgt_len, device)
     dtypes: dict[str, torch.dtype | None] = {"fp32": None, "bf16": torch.bfloat16}
     if device.type == "cuda":
         dtypes = {"bf16": torch.bfloat16}
-    builders: dict[str, Callable[[ModelConfig], nn.Module]] = {"nn.Transformer": TorchTransformer, "mtkit": Transformer}
+    builders: dict[str, Callable[[ModelConfig], nn.Module]] = {"nn.Transformer": TorchTransformer}
+    builders["mtkit"] = Transformer
     rows = []
     for name, build in builders.items():
         torch.manual_seed(0)
@@ -193,12 +200,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tgt-len", type=int, default=None, help="16 on CPU, 64 on CUDA")
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--steps", type=int, default=None, help="timed steps: 3 on CPU, 20 on CUDA")
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=None, help="untimed steps: 1 on CPU, 5 on CUDA")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     args = parser.parse_args(argv)
     cuda = args.device == "cuda"
     defaults = {"preset": ("small", "base"), "sentences": (128, 256), "src_len": (16, 64), "tgt_len": (16, 64)}
-    defaults["steps"] = (3, 20)
+    defaults.update(steps=(3, 20), warmup=(1, 5))
     for name, (cpu_value, cuda_value) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, cuda_value if cuda else cpu_value)

@@ -105,19 +105,23 @@ def prepare_data(out: Path = BENCH_OUT / "data", fresh: bool = False) -> Path:
     return out
 
 
-def matmul_gflops(dtype_name: str, threads: int, seconds: float, n: int = 2048) -> float:
-    """Sustained torch.matmul GFLOP/s of n x n matrices on `threads` threads (2 n^3 FLOPs each)."""
+def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "cpu") -> float:
+    """Sustained torch.matmul GFLOP/s of n x n matrices (2 n^3 FLOPs each): n 2048 on CPU threads, 8192 on GPU."""
     import torch
 
     torch.set_num_threads(threads)
+    n = 8192 if device == "cuda" else 2048
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    out = torch.empty(n, n, dtype=dtype)
-    for _ in range(2):  # warm-up: thread pool, oneDNN kernel selection
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    out = torch.empty(n, n, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(2):  # warm-up: thread pool, oneDNN / cuBLAS kernel selection
         torch.matmul(a, b, out=out)
+    sync()
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         torch.matmul(a, b, out=out)
+        sync()
         count += 1
     return 2 * n**3 * count / (time.perf_counter() - start) / 1e9
 
@@ -128,8 +132,8 @@ class FlopModel:
 
     per_src_token: float
     per_tgt_token: float
-    params: int
-    non_embedding_params: int
+    matmul_weights: int  # weights that multiply activations (biases and norms left out), tied embedding once
+    non_embedding_matmul_weights: int
 
 
 def attention_keys(data_dir: Path) -> tuple[float, float, float]:
@@ -157,7 +161,7 @@ def corpus_tokens(data_dir: Path) -> dict[str, int]:
     return {"sentences": len(data), "src": int(data.src_lens.sum()) + len(data), "tgt": int(data.tgt_lens.sum()) + len(data)}
 
 
-def flop_model(data_dir: Path) -> FlopModel:
+def flop_model(data_dir: Path, arch: str | None) -> FlopModel:
     """Model FLOPs per non-pad token for one training update (forward + backward = 3x forward).
 
     Forward, per token, 2 FLOPs per weight it meets; training triples it:
@@ -170,7 +174,7 @@ def flop_model(data_dir: Path) -> FlopModel:
     from mtkit.data import read_manifest
     from mtkit.recipe import resolve_recipe
 
-    cfg = resolve_recipe(RECIPE, None, [], vocab_size=read_manifest(data_dir)["vocab_size"]).model
+    cfg = resolve_recipe(RECIPE, arch, [], vocab_size=read_manifest(data_dir)["vocab_size"]).model
     d, f, v = cfg.d_model, cfg.d_ff, cfg.vocab_size
     enc_layer, dec_layer, cross_kv = 4 * d * d + 2 * d * f, 6 * d * d + 2 * d * f, 2 * d * d
     keys_enc, keys_causal, keys_cross = attention_keys(data_dir)
@@ -204,21 +208,33 @@ def measure_window(records: list[dict], first: int, last: int) -> dict:
     }
 
 
-def train_once(data_dir: Path, precision: str, updates: int, threads: int) -> tuple[TimedRun, list[dict], Path]:
-    """A fresh `mtkit train` run of `updates` updates; returns the timing and its per-update records."""
-    run_dir = BENCH_OUT / f"train-{precision}"
+def variant(args: argparse.Namespace) -> str:
+    """Empty for the workload itself; other devices, sizes or options name their run directories and curves."""
+    parts = (args.arch, args.device if args.device != "cpu" else None,
+             f"{args.max_tokens}tok" if args.max_tokens else None, "compile" if args.compile else None)
+    return "".join(f"{part}-" for part in parts if part)
+
+
+def train_once(data_dir: Path, precision: str, args: argparse.Namespace) -> tuple[TimedRun, list[dict], Path]:
+    """A fresh `mtkit train` run of args.updates updates; returns the timing and its per-update records."""
+    run_dir = BENCH_OUT / f"train-{variant(args)}{precision}"
     if run_dir.exists():
         shutil.rmtree(run_dir)  # a leftover run would be resumed, not retrained
-    cmd = mtkit_command() + [
-        "train", str(data_dir), "--save-dir", str(run_dir), "--config", str(RECIPE),
-        "--set", f"train.precision={precision}", "--set", "train.log_interval=1",
-        "--set", "train.max_time_minutes=0", "--set", "train.save_interval_minutes=0",
-        "--max-steps", str(updates), "--json",
-    ]
-    print(f"training {updates} updates in {precision} on {threads} threads -> {run_dir}", file=sys.stderr)
-    run = run_timed(cmd, thread_env(threads), BENCH_OUT / f"train-{precision}.log")
+    options = {"precision": precision, "device": args.device, "log_interval": 1, "max_time_minutes": 0,
+               "save_interval_minutes": 0, "max_tokens": args.max_tokens, "compile": args.compile or None}
+    cmd = mtkit_command() + ["train", str(data_dir), "--save-dir", str(run_dir), "--config", str(RECIPE)]
+    cmd += [x for key, value in options.items() if value is not None for x in ("--set", f"train.{key}={value}")]
+    cmd += (["--arch", args.arch] if args.arch else []) + ["--max-steps", str(args.updates), "--json"]
+    print(f"training {args.updates} updates in {precision} on {args.device} ({args.threads} threads) -> {run_dir}",
+          file=sys.stderr)
+    run = run_timed(cmd, thread_env(args.threads), run_dir.with_suffix(".log"))
     check_run(run, f"mtkit train ({precision})")
     return run, read_metrics(run_dir), run_dir
+
+
+def finite(value: float, digits: int) -> float | None:
+    """Rounded, or None where /usr/bin/time was missing (NaN)."""
+    return round(value, digits or None) if math.isfinite(value) else None
 
 
 def summarize(precision: str, run: TimedRun, records: list[dict], flops: FlopModel, peaks: dict, updates: int) -> dict:
@@ -232,8 +248,8 @@ def summarize(precision: str, run: TimedRun, records: list[dict], flops: FlopMod
         "achieved_gflops": round(achieved, 1),
         "pct_of_peak": round(100 * achieved / peaks[precision], 1),  # against the same dtype's matmul peak
         "pct_of_fp32_peak": round(100 * achieved / peaks["fp32"], 1),
-        "peak_rss_mib": round(run.peak_rss_mib), "process_wall_s": round(run.wall_s, 1),
-        "cpu_s": round(run.cpu_s, 1), "avg_cores": round(run.cpu_s / max(run.wall_s, 1e-9), 2),
+        "peak_rss_mib": finite(run.peak_rss_mib, 0), "process_wall_s": round(run.wall_s, 1),
+        "cpu_s": finite(run.cpu_s, 1), "avg_cores": finite(run.cpu_s / max(run.wall_s, 1e-9), 2),
         "loss_at": {str(s): loss[s] for s in LOSS_STEPS if s in loss},
         "final_loss": loss.get(updates),
     })
@@ -253,7 +269,7 @@ def fairseq_losses(peers: Path) -> dict[int, float]:
     return losses
 
 
-def write_loss_curves(curves: dict[str, dict[int, float]]) -> Path:
+def write_loss_curves(curves: dict[str, dict[int, float]], name: str) -> Path:
     """One TSV per curve (step, loss) and loss-curves.tsv with every curve side by side (nats)."""
     for name, curve in curves.items():
         lines = [f"{s}\t{v}" for s, v in sorted(curve.items())]
@@ -262,7 +278,7 @@ def write_loss_curves(curves: dict[str, dict[int, float]]) -> Path:
     steps = sorted({s for curve in curves.values() for s in curve})
     rows = ["\t".join(["step"] + names)]
     rows += ["\t".join([str(s)] + [str(curves[n].get(s, "")) for n in names]) for s in steps]
-    path = BENCH_OUT / "loss-curves.tsv"
+    path = BENCH_OUT / f"loss-curves{name}.tsv"
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -288,11 +304,15 @@ def print_text(report: dict) -> None:
     print(f"loss curves: {report['loss_curves']}")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=300, help="updates per run (peers: 300)")
     parser.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16")
     parser.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of the runs and the matmul peak")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (train.device)")
+    parser.add_argument("--arch", help="model preset instead of the recipe's small (e.g. base, big on a GPU)")
+    parser.add_argument("--max-tokens", type=int, help="train.max_tokens instead of the recipe's 4096")
+    parser.add_argument("--compile", action="store_true", help="train.compile=True (torch.compile)")
     parser.add_argument("--matmul-seconds", type=float, default=3.0, help="seconds per matmul peak measurement")
     parser.add_argument("--peers", type=Path, default=PEERS, help="peer runs root (fairseq A.log for the loss curve)")
     parser.add_argument("--fresh-data", action="store_true", help="preprocess again instead of reusing bench-out/data")
@@ -300,23 +320,33 @@ def main() -> None:
     args = parser.parse_args()
     if args.updates < 4:
         parser.error("--updates must be at least 4")
-    precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
+    if not set(args.precision.split(",")) <= {"fp32", "bf16"}:
+        parser.error("--precision takes fp32 and/or bf16 (the matmul peaks are measured for those)")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    tag = variant(args)
     data_dir = prepare_data(fresh=args.fresh_data)
-    peaks = {p: round(matmul_gflops(p, args.threads, args.matmul_seconds), 1) for p in ("fp32", "bf16")}
-    flops = flop_model(data_dir)
+    peaks = {p: round(matmul_gflops(p, args.threads, args.matmul_seconds, args.device), 1) for p in ("fp32", "bf16")}
+    flops = flop_model(data_dir, args.arch)
     runs, curves = [], {}
-    for precision in precisions:
-        run, records, run_dir = train_once(data_dir, precision, args.updates, args.threads)
+    for precision in [p.strip() for p in args.precision.split(",") if p.strip()]:
+        run, records, run_dir = train_once(data_dir, precision, args)
         runs.append({**summarize(precision, run, records, flops, peaks, args.updates), "run_dir": str(run_dir)})
-        curves[f"mtkit-{precision}"] = {r["step"]: r["loss"] for r in records}
-    fairseq = fairseq_losses(args.peers)
-    if fairseq:
+        curves[f"mtkit-{tag}{precision}"] = {r["step"]: r["loss"] for r in records}
+    if fairseq := fairseq_losses(args.peers):
         curves["fairseq-fp32"] = fairseq
     report = {
-        "workload": "multi30k-small", "threads": args.threads, "matmul_peak_gflops": peaks,
-        "model": {"params": flops.params, "non_embedding_params": flops.non_embedding_params,
-                  "train_flop_per_src_token": round(flops.per_src_token), "train_flop_per_tgt_token": round(flops.per_tgt_token)},
-        "train_corpus_tokens": corpus_tokens(data_dir), "runs": runs, "loss_curves": str(write_loss_curves(curves)), "loss_unit": "nats per target token (fairseq's bits x ln 2)",
+        "workload": f"multi30k-small{' with ' + tag.rstrip('-') if tag else ''}", "device": args.device,
+        "threads": args.threads, "matmul_peak_gflops": peaks,
+        "model": {"matmul_weights": flops.matmul_weights, "non_embedding_matmul_weights": flops.non_embedding_matmul_weights,
+                  "train_flop_per_src_token": round(flops.per_src_token),
+                  "train_flop_per_tgt_token": round(flops.per_tgt_token)},
+        "train_corpus_tokens": corpus_tokens(data_dir), "runs": runs,
+        "loss_curves": str(write_loss_curves(curves, f"-{tag.rstrip('-')}" if tag else "")),
+        "loss_unit": "nats per target token (fairseq's bits x ln 2)",
     }
     if args.json:
         print(json.dumps(report, indent=2))

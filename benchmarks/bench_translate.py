@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_train import (  # noqa: E402  (sibling script, not a package)
-    BENCH_OUT, RECIPE, check_run, multi30k_dir, mtkit_command, prepare_data, run_timed, thread_env,
+    BENCH_OUT, RECIPE, check_run, finite, multi30k_dir, mtkit_command, prepare_data, run_timed, thread_env,
 )
 
 IDENTITY_BATCH_TOKENS = (1, 500, 8000)  # 1: every sentence alone (a batch never splits a sentence)
@@ -61,7 +61,7 @@ class NoCacheDecoder:
         return NoCacheState(*(t.index_select(0, order) for t in (state.memory, state.src_pad, state.prefix)))
 
 
-def test_lines(limit: int | None) -> tuple[Path, list[str], list[str]]:
+def read_test_set(limit: int | None) -> tuple[Path, list[str], list[str]]:
     """test_2016_flickr source file (first `limit` lines) under bench-out, its lines and the references."""
     from mtkit.files import read_lines
 
@@ -107,7 +107,7 @@ def cli_translate(run_dir: Path, source: Path, dtype: str, device: str, batch_to
     seconds = float(found.group(2)) if found else run.wall_s
     lines = hyp.read_text(encoding="utf-8").split("\n")[:-1]
     return {"seconds": seconds, "wall_s": round(run.wall_s, 2), "load_s": round(run.wall_s - seconds, 2),
-            "peak_rss_mib": round(run.peak_rss_mib), "cpu_s": round(run.cpu_s, 1), "hyps": lines, "hyp_path": str(hyp)}
+            "peak_rss_mib": finite(run.peak_rss_mib, 0), "cpu_s": finite(run.cpu_s, 1), "hyps": lines, "hyp_path": str(hyp)}
 
 
 def timed_translate(translator: Any, lines: list[str]) -> tuple[float, list[str], int]:
@@ -183,7 +183,8 @@ def print_text(report: dict) -> None:
         print(f"BLEU={r['bleu']} chrF={r['chrf']} hyp_tokens/sentence={r['hyp_tokens_per_sentence']}")
         print(f"kv cache: {kv['cached_sent_per_s']} vs {kv['no_cache_sent_per_s']} sent/s without "
               f"({kv['speedup']}x, {kv['lines']} lines, {kv['lines_differing']} outputs differ)")
-        print(f"batch identity over {same['lines']} lines, lines differing from 1-sentence batches: {same['differing_from_alone']}")
+        print(f"batch identity over {same['lines']} lines, lines differing from 1-sentence batches: "
+              f"{same['differing_from_alone']}")
 
 
 def main() -> None:
@@ -201,7 +202,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     run_dir = ensure_model(args.model, args.train_steps, args.train_minutes, args.threads)
-    source, lines, refs = test_lines(args.lines)
+    source, lines, refs = read_test_set(args.lines)
     runs = [bench_dtype(run_dir, d.strip(), args, source, lines, refs) for d in args.dtype.split(",") if d.strip()]
     report = {"workload": "multi30k-small", "model": str(run_dir), "threads": args.threads, "beam": 4, "runs": runs}
     if args.json:

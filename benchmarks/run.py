@@ -30,8 +30,9 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
                    ["--pairs", "20000", "--sizes", "1", "--workers", "1"]),
     "pipeline": ("bench_pipeline.py", ["--data", str(DATA)],
                  ["--data", str(DATA), "--epochs", "1", "--sampler-sentences", "100000"]),
-    "model": ("bench_model.py", [], ["--quick"]),
-    "train": ("bench_train.py", ["--updates", "300"], ["--updates", "12", "--precision", "fp32,bf16", "--matmul-seconds", "0.5"]),
+    "model": ("bench_model.py", [], ["--sentences", "16", "--steps", "1", "--warmup", "0"]),
+    "train": ("bench_train.py", ["--updates", "300"],
+              ["--updates", "12", "--precision", "fp32,bf16", "--matmul-seconds", "0.5"]),
     "translate": ("bench_translate.py", ["--baseline-lines", "250", "--identity-lines", "250"],
                   ["--lines", "24", "--train-steps", "10", "--dtype", "fp32"]),
 }
@@ -82,6 +83,16 @@ def rows_pipeline(r: dict) -> list[tuple[str, str]]:
             (f"make_batches, {sampler['sentences']} lengths", f"{sampler['make_batches_seconds']} s")]
 
 
+def rows_model(r: dict) -> list[tuple[str, str]]:
+    rows = []
+    for x in r["results"]:
+        mfu = f", MFU {x['mfu']:.1%}" if x.get("mfu") is not None else ""
+        rows.append((f"{x['model']} {x['dtype']} fwd+bwd ({r['preset']}, {r['device']})",
+                     f"{x['step_s'] * 1e3:.0f} ms/step, {x['tgt_tokens_per_s']:.0f} tgt tok/s, "
+                     f"{x['ratio_to_baseline']:.2f}x {r['baseline']}{mfu}"))
+    return rows
+
+
 def rows_train(r: dict) -> list[tuple[str, str]]:
     rows = []
     for x in r["runs"]:
@@ -120,19 +131,23 @@ def rows_generic(r: Any, prefix: str = "") -> list[tuple[str, str]]:
     return rows[:12]
 
 
-SUMMARIES = {"preprocess": rows_preprocess, "pipeline": rows_pipeline, "train": rows_train, "translate": rows_translate}
+SUMMARIES = {"preprocess": rows_preprocess, "pipeline": rows_pipeline, "model": rows_model, "train": rows_train,
+             "translate": rows_translate}
 
 
-def print_table(title: str, rows: list[tuple[str, str, str]]) -> None:
+TABLE_COLUMNS = ("benchmark", "measure", "value")
+
+
+def print_table(title: str, rows: list[tuple[str, str, str]], columns: tuple[str, ...] = TABLE_COLUMNS) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
-    for column in ("benchmark", "measure", "value"):
+    for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 140).print(table)  # a pipe or file gets full rows
 
 
 def summary_rows(results: dict[str, dict]) -> list[tuple[str, str, str]]:
@@ -194,3 +209,154 @@ def parse_ct2_results(text: str) -> dict[str, dict[str, float | str]]:
     """ct2 C.result: `== SOURCE COMPUTE_TYPE` sections -> {"fairseq float32": {"sent/s": ..., ...}}."""
     sections = re.split(r"^== (.+)$", text, flags=re.MULTILINE)
     return {name.strip(): parse_key_values(body) for name, body in zip(sections[1::2], sections[2::2])}
+
+
+def read_peer_results(peers: Path) -> dict[str, dict[str, float | str]]:
+    """The peers' results under $PEERS/runs: "fairseq A", "fairseq C", "onmt A", "onmt C", "ct2 fairseq float32", ..."""
+    runs = peers / "runs"
+
+    def read(path: Path) -> str:
+        return path.read_text(errors="replace") if path.is_file() else ""
+
+    found: dict[str, dict[str, float | str]] = {}
+    for peer, parse in (("fairseq", parse_fairseq_translate), ("onmt", parse_onmt_translate)):
+        if speed := read(runs / peer / "A.result"):
+            found[f"{peer} A"] = parse_key_values(speed)
+        if translate := read(runs / peer / "C.result"):
+            found[f"{peer} C"] = parse_key_values(read(runs / peer / "B.score")) | parse(translate)
+    for name, values in parse_ct2_results(read(runs / "ct2" / "C.result")).items():
+        found[f"ct2 {name}"] = values
+    return found
+
+
+def ratio_row(comparison: str, mtkit: float, peer: float) -> dict[str, Any]:
+    """mtkit / peer: above 1 means mtkit is faster."""
+    return {"comparison": comparison, "mtkit": mtkit, "peer": peer, "ratio": round(mtkit / peer, 2) if peer else None}
+
+
+TRANSLATE_PEERS = (("fairseq C", "fairseq-generate"), ("onmt C", "onmt_translate"),
+                   ("ct2 fairseq float32", "CTranslate2 fp32"), ("ct2 fairseq int8", "CTranslate2 int8"))
+
+
+def peer_ratios(train: dict, translate: dict, peers: dict[str, dict]) -> list[dict[str, Any]]:
+    """Training tok/s against fairseq (and OpenNMT-py) fp32; translation sent/s against each decoder."""
+    rows = []
+    for run in train.get("runs", []):
+        for peer in ("fairseq", "onmt"):
+            speed = peers.get(f"{peer} A", {})
+            if isinstance(speed.get("src+tgt_tok/s"), float):
+                rows.append(ratio_row(f"train {run['precision']} vs {peer} fp32: src+tgt tok/s",
+                                      run["src_tgt_tok_per_s"], speed["src+tgt_tok/s"]))
+    for run in translate.get("runs", []):
+        for key, label in TRANSLATE_PEERS:
+            peer = peers.get(key, {})
+            if not isinstance(peer.get("sent/s"), float):
+                continue
+            rows.append(ratio_row(f"translate {run['dtype']} vs {label}: sent/s (after load)",
+                                  run["sent_per_s"], peer["sent/s"]))
+            if isinstance(peer.get("wall_s"), float):
+                sents = peer.get("sents", 1000.0)
+                mtkit_rate = round(run["sentences"] / run["whole_process_wall_s"], 1)
+                rows.append(ratio_row(f"translate {run['dtype']} vs {label}: sent/s (whole process)",
+                                      mtkit_rate, round(sents / peer["wall_s"], 1)))
+            if isinstance(peer.get("BLEU"), float):
+                rows.append({"comparison": f"BLEU {run['dtype']} vs {label} (not a ratio)", "mtkit": run["bleu"],
+                             "peer": peer["BLEU"], "ratio": None})
+    return rows
+
+
+def compare_with_peers(peers_dir: Path) -> None:
+    """Print and save the mtkit/peer ratios from bench-out/peers/{train,translate}.json (peers.sh writes them)."""
+    def load(name: str) -> dict:
+        path = BENCH_OUT / "peers" / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    peers = read_peer_results(peers_dir)
+    rows = peer_ratios(load("train"), load("translate"), peers)
+    (BENCH_OUT / "peers").mkdir(parents=True, exist_ok=True)
+    (BENCH_OUT / "peers" / "ratios.json").write_text(json.dumps({"peers": peers, "ratios": rows}, indent=2) + "\n")
+    if not peers:
+        print(f"no peer results under {peers_dir}/runs (run the peer scripts first)", file=sys.stderr)
+    rows_text = [(r["comparison"], f"{r['mtkit']} vs {r['peer']}", "-" if r["ratio"] is None else f"{r['ratio']}x")
+                 for r in rows]
+    print_table(f"mtkit / peers ({peers_dir})", rows_text, ("comparison", "mtkit vs peer", "mtkit / peer"))
+
+
+# Sample lines of each *.result format, from the peers' RESULTS.md (checked by --check-peer-parsing).
+SAMPLE_RESULTS = {
+    "fairseq/A.result": "updates=51-300 n=250 seconds=377.36 src_tok=829841 tgt_tok=857788 src+tgt_tok/s=4472 "
+                        "tgt_tok/s=2273 s/update=1.509 tgt_tok/update=3431\npeak_rss_mib=1629 wall_s=461.4 cpu_s=900.0\n",
+    "fairseq/C.result": "Translated 1,000 sentences (14,164 tokens) in 18.3s (54.78 sentences/s, 775.94 tokens/s)\n"
+                        "peak_rss_mib=616 wall_s=24.5 cpu_s=41.9 avg_cores=1.71\n",
+    "fairseq/B.score": "BLEU=24.33 chrF=46.59 hyp_spm_tokens=13164 (no EOS) lines=1000\n",
+    "onmt/C.result": "PRED SCORE: -1.2610, PRED PPL: 3.53 NB SENTENCES: 1000\nTotal translation time (s): 14.3\n"
+                     "peak_rss_mib=560 wall_s=20.1 cpu_s=33.8 avg_cores=1.68\n",
+    "ct2/C.result": "== fairseq float32\nctranslate2 4.8.5 compute_type=float32 beam=4 max_batch_size=64 intra_threads=2\n"
+                    "import_s=0.10 load_s=0.02 translate_s=8.43 sents=1000 sent/s=118.7 gen_tokens=13500 (no EOS) tok/s=1602\n"
+                    "peak_rss_mib=168 wall_s=8.6 cpu_s=16.9 avg_cores=1.96\nBLEU=23.84 chrF=46.39\n== fairseq int8\n"
+                    "import_s=0.05 load_s=0.03 translate_s=10.47 sents=1000 sent/s=95.5 gen_tokens=13495 (no EOS)\n",
+}
+
+
+def check_peer_parsing() -> None:
+    """Parse SAMPLE_RESULTS laid out as $PEERS/runs and compare with the numbers RESULTS.md states."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in SAMPLE_RESULTS.items():
+            (Path(tmp) / "runs" / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / "runs" / name).write_text(text)
+        peers = read_peer_results(Path(tmp))
+    expected = {("fairseq A", "src+tgt_tok/s"): 4472.0, ("fairseq A", "peak_rss_mib"): 1629.0,
+                ("fairseq C", "sent/s"): 54.78, ("fairseq C", "wall_s"): 24.5, ("fairseq C", "BLEU"): 24.33,
+                ("onmt C", "sent/s"): 69.9, ("ct2 fairseq float32", "sent/s"): 118.7,
+                ("ct2 fairseq float32", "BLEU"): 23.84, ("ct2 fairseq int8", "sent/s"): 95.5}
+    wrong = {key: peers.get(key[0], {}).get(key[1]) for key, value in expected.items()
+             if peers.get(key[0], {}).get(key[1]) != value}
+    train = {"runs": [{"precision": "bf16", "src_tgt_tok_per_s": 8944.0}]}
+    translate = {"runs": [{"dtype": "fp32", "sent_per_s": 109.56, "sentences": 1000, "whole_process_wall_s": 20.0,
+                           "bleu": 24.0}]}
+    ratios = {r["comparison"]: r["ratio"] for r in peer_ratios(train, translate, peers)}
+    for comparison, value in (("train bf16 vs fairseq fp32: src+tgt tok/s", 2.0),
+                              ("translate fp32 vs fairseq-generate: sent/s (after load)", 2.0)):
+        if ratios.get(comparison) != value:
+            wrong[comparison] = ratios.get(comparison)
+    if wrong:
+        raise SystemExit(f"peer parsing disagrees with RESULTS.md: {wrong}")
+    print(f"peer parsing OK: {len(expected)} values and {len(ratios)} ratios from the RESULTS.md sample lines")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the harness (minutes)")
+    parser.add_argument("--only", help=f"comma-separated subset of: {', '.join(BENCHES)}")
+    parser.add_argument("--peers-ratios", action="store_true", help="only compare bench-out/peers/*.json with $PEERS")
+    parser.add_argument("--peers", type=Path, default=PEERS, help="peer runs root (default $PEERS or ~/.cache/mtkit-peers)")
+    parser.add_argument("--check-peer-parsing", action="store_true", help="parse RESULTS.md sample lines and exit")
+    args = parser.parse_args()
+    if args.check_peer_parsing:
+        check_peer_parsing()
+        return
+    if args.peers_ratios:
+        compare_with_peers(args.peers)
+        return
+    names = [n.strip() for n in args.only.split(",")] if args.only else list(BENCHES)
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; valid: {', '.join(BENCHES)}")
+    info = machine()
+    print(f"machine: {info['cpu']}, {info['cores']} cores, OMP_NUM_THREADS={info['omp_num_threads']}, torch {info['torch']}, "
+          f"python {info['python']}, {info['date']}, commit {info['commit']}")
+    if "pipeline" in names:
+        prepare_data(DATA)
+    results = {name: run_bench(name, args.quick) for name in names}
+    BENCH_OUT.mkdir(parents=True, exist_ok=True)
+    out = BENCH_OUT / ("results-quick.json" if args.quick else "results.json")
+    out.write_text(json.dumps({"machine": info, "quick": args.quick, "benchmarks": results}, indent=2) + "\n")
+    title = "mtkit benchmarks" + (" (--quick: sizes too small to mean anything)" if args.quick else "")
+    print_table(title, summary_rows(results))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

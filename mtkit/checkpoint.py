@@ -11,6 +11,8 @@ import hashlib
 import io
 import os
 import re
+import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,12 @@ VERSION = 1
 CHECKPOINT_DIR = "checkpoints"
 AVERAGE_NAME = "average.pt"
 _STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
-# Fault injection for the reliability tests: the save fails with ENOSPC after this many bytes.
+# Temporary names of files.atomic_write for step checkpoints and average.pt (left behind by a kill -9).
+_TEMP_FILE = re.compile(r"^\.(step_\d+\.pt|average\.pt)\..*\.tmp$")
+# Fault injection for the reliability tests: the save fails with ENOSPC after this many bytes;
+# or pauses this many milliseconds halfway through the write (so a kill lands inside a save).
 FAULT_SAVE_BYTES = "MTKIT_FAULT_SAVE_FAIL_AFTER_BYTES"
+FAULT_SAVE_DELAY = "MTKIT_FAULT_SAVE_DELAY_MS"
 
 
 def _digest(value: Any, hasher: Any) -> None:
@@ -64,6 +70,12 @@ def _write_bytes(handle: Any, data: bytes) -> None:
         handle.write(data[: int(limit)])
         handle.flush()
         raise OSError(errno.ENOSPC, "No space left on device (injected fault)")
+    delay_ms = os.environ.get(FAULT_SAVE_DELAY)
+    if delay_ms is not None:
+        handle.write(data[: len(data) // 2])
+        handle.flush()
+        time.sleep(int(delay_ms) / 1000)
+        data = data[len(data) // 2 :]
     handle.write(data)
 
 
@@ -82,7 +94,9 @@ def load_checkpoint(path: str | Path) -> dict:
     path = Path(path)
     check(path.is_file(), f"{path}: no such checkpoint")
     try:
-        outer = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a damaged pickle can trigger torch warnings that only add noise
+            warnings.simplefilter("ignore")
+            outer = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for damaged zips; all mean "not loadable"
         raise UserError(f"{path}: corrupted or not an mtkit checkpoint ({type(exc).__name__})") from None
     ok = isinstance(outer, dict) and isinstance(outer.get("payload"), dict)
@@ -115,6 +129,16 @@ def latest_valid_checkpoint(run_dir: str | Path, warn: Any = None) -> tuple[Path
             if warn is not None:
                 warn(f"skipping {exc}")
     return None
+
+
+def remove_stale_temporaries(run_dir: str | Path) -> list[Path]:
+    """Delete half-written checkpoint/average files that a killed process left; call with the run's lock held."""
+    run_dir = Path(run_dir)
+    found = [p for folder in (run_dir, run_dir / CHECKPOINT_DIR) if folder.is_dir() for p in folder.iterdir()]
+    stale = [p for p in found if _TEMP_FILE.match(p.name) and p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def prune_checkpoints(run_dir: str | Path, keep_last: int, protect: Iterable[Path] = ()) -> list[Path]:

@@ -4,8 +4,8 @@ Imports torch only: no IO, data, recipe or search code.
 """
 
 # Shape letters: B batch, S source length, T target length, D d_model, H n_heads, V vocab_size,
-# F d_ff, L length of whichever sequence a layer sees, N decoding rows (sentences x beams),
-# t tokens decoded so far.
+# F d_ff, L length of whichever sequence a layer sees, P max_positions, N decoding rows
+# (sentences x beams), t tokens decoded so far.
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ class ModelConfig:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}")
-        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
+        sizes = ("vocab_size", "d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions")
+        for name in sizes:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
         if self.d_model % self.n_heads:
@@ -66,7 +67,7 @@ class ModelConfig:
                 raise ValueError(f"{name} must be in [0, 1); got {getattr(self, name)}")
         for name in ("pad_id", "bos_id", "eos_id"):
             if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"{name} ({getattr(self, name)}) must be in [0, vocab_size={self.vocab_size})")
+                raise ValueError(f"{name} ({getattr(self, name)}) must be below vocab_size ({self.vocab_size})")
 
     @classmethod
     def preset(cls, name: str, **overrides: int | float | str) -> ModelConfig:
@@ -77,17 +78,17 @@ class ModelConfig:
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
-    """softmax(q k^T / sqrt(d_k)) v; mask [B, 1, 1, S] bool is True where a key may be attended.
+    """softmax(q k^T / sqrt(d_k)) v: q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H].
 
-    q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H]. The one place attention is computed, so
-    tests can swap in an explicit reference.
+    mask [B, 1, 1, S] bool is True where a key may be attended. The one place attention is computed,
+    so tests can swap in an explicit reference.
     """
     if q.device.type == "cpu" and q.requires_grad:
         # CPU training: the math kernel's backward is up to 25% faster per step than the flash kernel's
         # on MT sentence lengths (bf16, 16 tokens; never slower up to 128; benchmarks/bench_model.py).
         with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal=causal)
+    return F.scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal=causal)
 
 
 def attend_mask(pad: Tensor) -> Tensor:
@@ -111,15 +112,15 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
     return table.float()
 
 
-def _init_linear(linear: nn.Linear, blocks: int = 1) -> None:
-    """Xavier-uniform weights, zero biases (fairseq). A fused projection is initialised block by block
-    with gain 1/sqrt(2), exactly as fairseq initialises its separate q, k, v projections."""
-    gain = 1.0 if blocks == 1 else 2**-0.5
+def _linear(d_in: int, d_out: int, blocks: int = 1) -> nn.Linear:
+    """Linear layer with xavier-uniform weights and zero biases (fairseq). A fused projection of `blocks`
+    outputs is initialised block by block with gain 1/sqrt(2), as fairseq does its separate q, k, v."""
+    linear = nn.Linear(d_in, d_out)
     with torch.no_grad():
         for block in linear.weight.chunk(blocks, dim=0):
-            nn.init.xavier_uniform_(block, gain=gain)
-        if linear.bias is not None:
-            linear.bias.zero_()
+            nn.init.xavier_uniform_(block, gain=1.0 if blocks == 1 else 2**-0.5)
+        linear.bias.zero_()
+    return linear
 
 
 def _init_embedding(weight: Tensor, d_model: int, pad_id: int | None) -> None:
@@ -162,10 +163,8 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.dropout_p = cfg.attention_dropout
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.out = nn.Linear(cfg.d_model, cfg.d_model)
-        _init_linear(self.qkv, blocks=3)
-        _init_linear(self.out)
+        self.qkv = _linear(cfg.d_model, 3 * cfg.d_model, blocks=3)
+        self.out = _linear(cfg.d_model, cfg.d_model)
 
     def forward(self, x: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
         """x [B, L, D] -> [B, L, D]."""
@@ -174,7 +173,7 @@ class SelfAttention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, L, D/H]
         dropout_p = self.dropout_p if self.training else 0.0
         y = attention(q, k, v, mask, causal, dropout_p)  # [B, H, L, D/H]
-        return self.out(y.transpose(1, 2).reshape(B, L, D))
+        return self.out(y.transpose(1, 2).reshape(B, L, D))  # [B, L, D]
 
     def step(self, x: Tensor, keys: Tensor, values: Tensor, t: int) -> Tensor:
         """Position t: x [N, 1, D] -> [N, 1, D]; writes its key/value into the cache [N, H, >t, D/H]."""
@@ -184,7 +183,7 @@ class SelfAttention(nn.Module):
         values[:, :, t] = v
         # The single query is the newest position: every cached key is legal, so no mask.
         y = attention(q[:, :, None], keys[:, :, : t + 1], values[:, :, : t + 1], None, False, 0.0)  # [N, H, 1, D/H]
-        return self.out(y.reshape(N, 1, D))
+        return self.out(y.reshape(N, 1, D))  # [N, 1, D]
 
 
 class CrossAttention(nn.Module):
@@ -194,12 +193,9 @@ class CrossAttention(nn.Module):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.dropout_p = cfg.attention_dropout
-        self.q = nn.Linear(cfg.d_model, cfg.d_model)
-        self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
-        self.out = nn.Linear(cfg.d_model, cfg.d_model)
-        _init_linear(self.q)
-        _init_linear(self.kv, blocks=2)
-        _init_linear(self.out)
+        self.q = _linear(cfg.d_model, cfg.d_model)
+        self.kv = _linear(cfg.d_model, 2 * cfg.d_model, blocks=2)
+        self.out = _linear(cfg.d_model, cfg.d_model)
 
     def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """memory [B, S, D] -> keys, values [B, H, S, D/H]."""
@@ -214,7 +210,7 @@ class CrossAttention(nn.Module):
         q = self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # [B, H, L, D/H]
         dropout_p = self.dropout_p if self.training else 0.0
         y = attention(q, keys, values, mask, False, dropout_p)  # [B, H, L, D/H]
-        return self.out(y.transpose(1, 2).reshape(B, L, D))
+        return self.out(y.transpose(1, 2).reshape(B, L, D))  # [B, L, D]
 
 
 class FeedForward(nn.Module):
@@ -222,11 +218,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.inner = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.outer = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.inner = _linear(cfg.d_model, cfg.d_ff)
+        self.outer = _linear(cfg.d_ff, cfg.d_model)
         self.dropout = nn.Dropout(cfg.activation_dropout)
-        _init_linear(self.inner)
-        _init_linear(self.outer)
 
     def forward(self, x: Tensor) -> Tensor:
         """[B, L, D] -> [B, L, D]."""
@@ -376,6 +370,7 @@ class Transformer(nn.Module):
         """hidden [..., D] -> logits [..., V]."""
         return self.output(hidden)
 
+    @torch.no_grad()  # decoding only: the caches are written in place
     def init_decode_state(self, src: Tensor) -> DecodeState:
         """Run the encoder once and project every layer's cross-attention keys/values once."""
         memory, src_pad = self.encode(src)
@@ -383,10 +378,12 @@ class Transformer(nn.Module):
         for layer in self.decoder.layers:
             cross_keys, cross_values = layer.cross_attn.project_memory(memory)  # [B, H, S, D/H]
             shape = cross_keys.shape[:2] + (_FIRST_CAPACITY, cross_keys.shape[3])  # [B, H, capacity, D/H]
-            layers.append(LayerCache(cross_keys.new_empty(shape), cross_keys.new_empty(shape), cross_keys, cross_values))
+            self_keys, self_values = cross_keys.new_empty(shape), cross_keys.new_empty(shape)
+            layers.append(LayerCache(self_keys, self_values, cross_keys, cross_values))
         rows = torch.arange(src.shape[0], device=src.device)
         return DecodeState(attend_mask(src_pad), layers, rows)
 
+    @torch.no_grad()
     def decode_step(self, tokens: Tensor, state: DecodeState) -> Tensor:
         """tokens [N] (the last token of each row, bos first) -> logits [N, V]; advances the state."""
         x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
@@ -397,6 +394,7 @@ class Transformer(nn.Module):
         state.position += 1
         return self.project(self.decoder.final_norm(x[:, 0]))
 
+    @torch.no_grad()
     def reorder_decode_state(self, state: DecodeState, order: Tensor) -> DecodeState:
         """Row n of the result is row order[n] of state: beam reordering, expansion, dropping rows."""
         rows = state.rows.index_select(0, order)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mtkit.checkpoint import latest_valid_checkpoint
+from mtkit.checkpoint import latest_valid_checkpoint, remove_stale_temporaries
 from mtkit.console import log, warn
 from mtkit.errors import check
 from mtkit.files import write_text
@@ -63,6 +63,8 @@ def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_mai
     found = latest_valid_checkpoint(run_dir, warn=warn if is_main else None)
     check_compatible(run_dir, recipe, manifest, found[1] if found else None)
     if is_main:
+        for path in remove_stale_temporaries(run_dir):  # saves a kill -9 interrupted; rank 0 holds the lock
+            warn(f"removed the half-written {path.name} of an interrupted save")
         run_dir.mkdir(parents=True, exist_ok=True)
         write_text(run_dir / CONFIG_NAME, json.dumps(recipe, indent=2) + "\n")
         write_text(run_dir / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")

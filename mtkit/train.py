@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ SCHEDULES = ("inverse_sqrt", "noam")
 # Fault injection for tests: comma-separated update attempts (1-based, skipped ones counted).
 FAULT_NAN = "MTKIT_FAULT_NAN_STEPS"
 FAULT_OOM = "MTKIT_FAULT_OOM_STEPS"
+# "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
+FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
 
 
 @dataclass
@@ -169,6 +172,18 @@ def autocast_context(precision: str, device: torch.device) -> Any:
 def fault_steps(name: str) -> set[int]:
     raw = os.environ.get(name, "")
     return {int(x) for x in raw.split(",") if x.strip()}
+
+
+def fault_kill_rank(rank: int, attempt: int, run_dir: Path) -> None:
+    """Die like a crashed node when FAULT_KILL_RANK names this rank and attempt; a marker file in
+    RUN_DIR makes it happen once, so the restarted rank runs on."""
+    if os.environ.get(FAULT_KILL_RANK, "").replace(" ", "") != f"{rank}:{attempt}":
+        return
+    marker = run_dir / f".fault-killed-rank{rank}-attempt{attempt}"
+    if marker.exists():
+        return
+    marker.touch()
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -437,6 +452,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict:
                         break
                     group = [collate(train_data, idx).to(ctx.device) for idx in batches[state.position : state.position + cfg.update_freq]]
                     state.attempts += 1
+                    fault_kill_rank(ctx.rank, state.attempts, run_dir)
                     lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
                     try:
                         result = train_step(module, optimizer, scaler, group, cfg, ctx, lr, state.attempts)

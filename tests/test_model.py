@@ -169,8 +169,9 @@ def test_all_pad_source_row_is_finite_and_isolated() -> None:
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
-def test_incremental_decoding_equals_full_forward(norm: str) -> None:
-    """decode_step with beam expansion and reorders == forward on the same (src, prefix) rows."""
+def test_incremental_decoding_equals_full_forward(norm: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """decode_step with beam expansion, reorders and cache growth == forward on the same rows."""
+    monkeypatch.setattr(model_module, "_FIRST_CAPACITY", 2)  # the cache grows at steps 2 and 4
     model = tiny_model(norm)
     g = torch.Generator().manual_seed(5)
     beams, steps = 3, 7
@@ -194,17 +195,29 @@ def test_incremental_decoding_equals_full_forward(norm: str) -> None:
 
 
 def test_reorder_can_drop_rows() -> None:
+    """Also runs with autograd on: decoding turns it off itself (its caches are written in place)."""
     model = tiny_model()
     g = torch.Generator().manual_seed(6)
     src = pad_batch([sentence(5, g), sentence(7, g)])
     tgt = torch.stack([sentence(3, g, BOS), sentence(3, g, BOS)])
+    state = model.init_decode_state(src)
+    model.decode_step(tgt[:, 0], state)
+    state = model.reorder_decode_state(state, torch.tensor([1]))  # sentence 0 finished
+    model.decode_step(tgt[1:, 1], state)
+    logits = model.decode_step(tgt[1:, 2], state)
+    torch.testing.assert_close(logits, model(src[1:], tgt[1:])[:, 2], atol=1e-5, rtol=0)
+
+
+def test_decoding_a_sentence_does_not_depend_on_its_batch() -> None:
+    model = tiny_model("pre")
+    g = torch.Generator().manual_seed(11)
+    srcs = [sentence(4, g), sentence(9, g), sentence(6, g)]
+    tokens = torch.randint(4, VOCAB, (5, 3), generator=g)  # [steps, rows]
     with torch.no_grad():
-        state = model.init_decode_state(src)
-        model.decode_step(tgt[:, 0], state)
-        state = model.reorder_decode_state(state, torch.tensor([1]))  # sentence 0 finished
-        model.decode_step(tgt[1:, 1], state)
-        logits = model.decode_step(tgt[1:, 2], state)
-        torch.testing.assert_close(logits, model(src[1:], tgt[1:])[:, 2], atol=1e-5, rtol=0)
+        batched, alone = model.init_decode_state(pad_batch(srcs)), model.init_decode_state(srcs[0][None])
+        for step_tokens in tokens:
+            together = model.decode_step(step_tokens, batched)[0]
+            torch.testing.assert_close(together, model.decode_step(step_tokens[:1], alone)[0], atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
@@ -219,6 +232,20 @@ def test_sdpa_equals_reference_attention(norm: str, monkeypatch: pytest.MonkeyPa
         slow = model(src, tgt)
     real = tgt != PAD
     torch.testing.assert_close(fast[real], slow[real], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_training_kernel_equals_inference_kernel(norm: str) -> None:
+    """With autograd on, CPU attention takes SDPA's math kernel; without, the flash kernel."""
+    model = tiny_model(norm, dropout=0.0).train()
+    g = torch.Generator().manual_seed(12)
+    src = pad_batch([sentence(4, g), sentence(9, g)])
+    tgt = pad_batch([sentence(3, g, BOS), sentence(6, g, BOS)])
+    with_grad = model(src, tgt)
+    with torch.no_grad():
+        without_grad = model(src, tgt)
+    real = tgt != PAD
+    torch.testing.assert_close(with_grad[real], without_grad[real], atol=1e-5, rtol=0)
 
 
 def test_project_only_real_positions() -> None:
@@ -305,6 +332,7 @@ def test_bf16_autocast_training_step_on_cpu(norm: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside torch's compiler
 def test_torch_compile_matches_eager() -> None:
     model = tiny_model("pre", dropout=0.0, encoder_layers=1, decoder_layers=1).train()
     g = torch.Generator().manual_seed(10)

@@ -1,0 +1,25 @@
+"""Fixtures of the reliability tests: one small trained run shared by the checkpoint and translate tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtkit.recipe import resolve_recipe
+from mtkit.train import train
+
+
+def tiny_recipe(*overrides: str):
+    """The recipe of common.TRAIN_ARGS, for in-process runs."""
+    base = ["train.max_tokens=512", "train.warmup_steps=10", "train.save_interval_minutes=0", "train.log_interval=1",
+            "train.threads=1"]
+    return resolve_recipe(None, "tiny", base + list(overrides), vocab_size=1000)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path:
+    """A tiny model trained 4 steps (checkpoints at 2 and 4, average.pt of both)."""
+    run_dir = tmp_path_factory.mktemp("reliability") / "run"
+    train(small_data, run_dir, tiny_recipe("train.max_steps=4", "train.save_interval_steps=2", "train.average_last=2"))
+    return run_dir
