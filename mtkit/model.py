@@ -101,6 +101,28 @@ def attend_mask(pad: Tensor) -> Tensor:
     return keep[:, None, None, :]  # [B, 1, 1, S]
 
 
+class Dropout(nn.Module):
+    """Inverted dropout whose CPU mask costs half of torch's: two 16-bit draws per random int32.
+
+    On CPU, F.dropout's per-element Bernoulli sampling took 10% of a bf16 training step (profile in
+    BENCHMARKS.md); thresholding 16-bit words keeps p exact to 1/65536. Other devices use F.dropout.
+    """
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+        self._threshold = -32768 + round(p * 65536)  # int16 words below this are dropped
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if x.device.type != "cpu":
+            return F.dropout(x, self.p, True)
+        words = torch.randint(-(2**31), 2**31 - 1, ((x.numel() + 1) // 2,), dtype=torch.int32)
+        keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= self._threshold
+        return x * keep * (1.0 / (1.0 - self.p))
+
+
 def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
     """Paper section 3.5: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same)."""
     position = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [P, 1]
@@ -145,7 +167,7 @@ class Embedding(nn.Module):
         # Not persistent: the table is a pure function of the config and stays out of checkpoints.
         table = None if self.learned is not None else sinusoidal_positions(cfg.max_positions, cfg.d_model)
         self.register_buffer("sinusoid", table, persistent=False)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """tokens [B, L] at positions start.. -> [B, L, D]."""
@@ -220,7 +242,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.inner = _linear(cfg.d_model, cfg.d_ff)
         self.outer = _linear(cfg.d_ff, cfg.d_model)
-        self.dropout = nn.Dropout(cfg.activation_dropout)
+        self.dropout = Dropout(cfg.activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         """[B, L, D] -> [B, L, D]."""
@@ -234,7 +256,7 @@ class Residual(nn.Module):
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
         self.norm = nn.LayerNorm(cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def before(self, x: Tensor) -> Tensor:
         """The sub-layer's input."""

@@ -93,10 +93,11 @@ def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
     return ((src != pad_id) & (src != eos_id)).sum(dim=1)
 
 
-def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int) -> Tensor:
-    """Never emit pad; rows where `forced` [b] (at max length) may emit only eos."""
-    is_pad = torch.arange(logp.size(-1), device=logp.device) == pad_id  # [V]
-    logp = logp.masked_fill(is_pad, -math.inf)
+def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_id: int) -> Tensor:
+    """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
+    rows where `forced` [b] (at max length) may emit only eos."""
+    vocab = torch.arange(logp.size(-1), device=logp.device)  # [V]
+    logp = logp.masked_fill((vocab == pad_id) | (vocab == bos_id), -math.inf)
     if not bool(forced.any()):  # most steps: skip building the eos-only table
         return logp
     only_eos = torch.full_like(logp, -math.inf)
@@ -216,7 +217,7 @@ def beam_search(
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
         logp = decoder.step(last, state).float().reshape(len(active), beam, -1)  # [b, K, V]
-        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id)
+        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
         cand = _top_candidates(scores, logp)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
@@ -243,7 +244,8 @@ def _decode_rows(
     active = torch.arange(n, device=device)  # [N'] original index of each live row
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     for t in range(longest + 1 if n else 0):
-        logp = _mask_logprobs(decoder.step(last, state).float(), max_len[active] <= t, eos_id, pad_id)  # [N', V]
+        logp = decoder.step(last, state).float()  # [N', V]
+        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
         token = pick(logp)  # [N']
         logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
         ended = token == eos_id

@@ -88,20 +88,65 @@ def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
 
 
+CE_CHUNK_ROWS = 256  # rows of [N, V] handled at once: 256 x 8000 float32 = 8 MB stays in cache
+
+
+class _SmoothedCrossEntropy(torch.autograd.Function):
+    """Summed label-smoothed cross-entropy, computed in cache-sized row chunks.
+
+    With q the smoothed target distribution, loss = sum_n [lse_n - sum_v q_v z_nv] and its gradient
+    is softmax(z) - q. Working on 256 rows at a time keeps the float32 copy of the logits in cache,
+    instead of several full passes over a [N, V] tensor in main memory (the vocabulary is the widest
+    layer: log_softmax + gather and their backward took 13% of a CPU training step).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+        vocab = logits.size(-1)
+        eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
+        loss = torch.zeros((), dtype=torch.float64, device=logits.device)
+        nll_total = torch.zeros((), dtype=torch.float64, device=logits.device)
+        for start in range(0, logits.size(0), CE_CHUNK_ROWS):
+            # log_softmax converts to float32 inside its kernel: no separate copy of the chunk
+            lprobs = torch.log_softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1, dtype=torch.float32)  # [n, V]
+            t = target[start : start + CE_CHUNK_ROWS]
+            nll = -lprobs.gather(-1, t.unsqueeze(-1)).squeeze(-1)  # [n]
+            nll_total += nll.sum()
+            if epsilon > 0:
+                loss += (1.0 - epsilon - eps_i) * nll.sum() - eps_i * lprobs.sum()
+            else:
+                loss += nll.sum()
+        ctx.save_for_backward(logits, target)
+        ctx.epsilon, ctx.eps_i = epsilon, eps_i
+        nll_out = nll_total.float()
+        ctx.mark_non_differentiable(nll_out)  # logged, never differentiated
+        return loss.float(), nll_out
+
+    @staticmethod
+    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, None, None]:
+        logits, target = ctx.saved_tensors
+        on_target = (1.0 - ctx.epsilon - ctx.eps_i) * grad_loss
+        chunks = []
+        for start in range(0, logits.size(0), CE_CHUNK_ROWS):
+            t = target[start : start + CE_CHUNK_ROWS]
+            # softmax in the logits' dtype (float32 accumulation inside the kernel): the gradient is
+            # rounded to that dtype once, as autograd's own cast back would do
+            g = torch.softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1).mul_(grad_loss)  # [n, V]
+            if ctx.eps_i:
+                g.sub_(ctx.eps_i * grad_loss)
+            g[torch.arange(t.numel(), device=t.device), t] -= on_target.to(g.dtype)
+            chunks.append(g)
+        grad = torch.cat(chunks) if len(chunks) > 1 else chunks[0]
+        return grad, None, None
+
+
 def label_smoothed_loss(logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
     """Summed label-smoothed cross-entropy and summed NLL over the given (non-pad) positions.
 
     As fairseq: the smoothing mass epsilon is spread over the V-1 other classes,
-    loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v).
+    loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v). Computed in float32.
     """
-    lprobs = F.log_softmax(logits.float(), dim=-1)  # [N, V]; float32 for a stable softmax under bf16
-    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # [N]
-    if epsilon == 0.0:
-        return nll.sum(), nll.sum()
-    eps_i = epsilon / (lprobs.size(-1) - 1)
-    smooth = -lprobs.sum(dim=-1)  # [N]
-    loss = (1.0 - epsilon - eps_i) * nll + eps_i * smooth
-    return loss.sum(), nll.sum()
+    return _SmoothedCrossEntropy.apply(logits, target, epsilon)
 
 
 class LossModule(nn.Module):
@@ -158,8 +203,18 @@ def setup_distributed(device_name: str) -> DistContext:
     if world > 1 and not dist.is_initialized():
         backend = "nccl" if use_cuda else "gloo"
         # A dead peer must surface as an error within a minute rather than a hang.
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
+        timeout = datetime.timedelta(seconds=60)
+        dist.init_process_group(backend, store=restart_store(rank, world, timeout), rank=rank, world_size=world, timeout=timeout)
     return DistContext(rank=rank, world_size=world, device=device)
+
+
+def restart_store(rank: int, world: int, timeout: Any) -> dist.Store:
+    """torchrun's rendezvous store under a prefix per restart: after `--max-restarts` it still holds the
+    failed attempt's keys (the dead ranks' gloo addresses), and the new ranks would wait on those."""
+    from torch.distributed.rendezvous import rendezvous
+
+    store, _, _ = next(rendezvous("env://", rank, world, timeout=timeout))
+    return dist.PrefixStore(f"mtkit/restart_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def autocast_context(precision: str, device: torch.device) -> Any:
@@ -361,8 +416,9 @@ def make_payload(model: nn.Module, optimizer: Any, scaler: Any, state: TrainStat
     }
 
 
-def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict:
-    """Train, or resume the run in `run_dir`; returns a summary dict. `recipe` is a resolved mtkit.recipe.Recipe."""
+def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
+    """Train, or resume the run in `run_dir`; returns a summary dict on rank 0 (None on the other ranks).
+    `recipe` is a resolved mtkit.recipe.Recipe."""
     from mtkit.batching import epoch_batches
     from mtkit.checkpoint import load_checkpoint, prune_checkpoints, save_checkpoint, step_path, write_average
     from mtkit.data import ParallelData, collate, read_manifest
@@ -506,11 +562,11 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict:
             save()
         if stop == "signal":
             raise Interrupted(flag.signum)
-        averaged = None
-        if ctx.is_main:
-            averaged, _ = write_average(run_dir, cfg.average_last)
+        if not ctx.is_main:
+            return None  # one summary per run: the CLI prints rank 0's
+        averaged, _ = write_average(run_dir, cfg.average_last)
         return {"stop": stop, "step": state.step, "epoch": state.epoch, "wall": round(metrics.wall(), 1),
-                "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged) if averaged else None}
+                "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged)}
     finally:
         lock.release()
         if ctx.world_size > 1 and dist.is_initialized():

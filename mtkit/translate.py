@@ -113,11 +113,13 @@ class Translator:
 
     def translate(self, lines: list[str]) -> list[str]:
         """One output per input line, in order; empty lines give empty outputs."""
-        return [self.tokenizer.decode([hyps[0].tokens])[0] if hyps else "" for hyps in self.translate_hypotheses(lines)]
+        hypotheses = self.translate_hypotheses(lines)
+        return [one_line(self.tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
 
     def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line (an empty list for an empty line), in input order."""
-        ids = self.tokenizer.encode(lines)
+        """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order."""
+        # Stripped as preprocess strips the training text, so a whitespace-only line translates to nothing.
+        ids = self.tokenizer.encode([line.strip() for line in lines])
         for offset, tokens in enumerate(ids):
             if len(tokens) > self.max_source_tokens:
                 where = f"line {first_lineno + offset}"
@@ -166,9 +168,14 @@ def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     return batches
 
 
+def one_line(text: str) -> str:
+    """A decoded text as one output line: byte-fallback pieces can decode to "\n" or "\r", which would split it."""
+    return text.replace("\r", " ").replace("\n", " ")
+
+
 def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbest: int, with_scores: bool) -> list[str]:
     """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best."""
-    texts = tokenizer.decode([h.tokens for h in hyps]) if hyps else [""]
+    texts = [one_line(text) for text in tokenizer.decode([h.tokens for h in hyps])] if hyps else [""]
     scores = [h.score for h in hyps] if hyps else [0.0]
     if nbest == 1:
         return [f"{scores[0]:.4f}\t{texts[0]}" if with_scores else texts[0]]

@@ -54,6 +54,25 @@ def test_label_smoothed_loss_matches_explicit_distribution() -> None:
     assert plain.item() == pytest.approx(nll.item())
 
 
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_label_smoothed_loss_gradient_equals_autograd_reference(epsilon: float) -> None:
+    """The fused backward (softmax - q) equals autograd through log_softmax; nll is for logging only."""
+    torch.manual_seed(1)
+    logits = torch.randn(9, 13, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, 13, (9,))
+    loss, nll = label_smoothed_loss(logits, target, epsilon)
+    assert not nll.requires_grad
+    (0.7 * loss).backward()
+    fused = logits.grad.clone()
+    logits.grad = None
+    lprobs = F.log_softmax(logits, -1)
+    ref_nll = -lprobs.gather(-1, target[:, None]).squeeze(-1)
+    eps_i = epsilon / 12
+    ref = ((1 - epsilon - eps_i) * ref_nll + eps_i * -lprobs.sum(-1)).sum()
+    (0.7 * ref).backward()
+    assert torch.allclose(fused, logits.grad, atol=1e-6)
+
+
 def test_overfits_64_pairs(overfit_run: Path) -> None:
     """The overfit_run fixture trains 400 steps on 64 pairs (no dropout, no smoothing); its loss must reach ~0."""
     records = [json.loads(line) for line in (overfit_run / "metrics.jsonl").read_text().splitlines()]

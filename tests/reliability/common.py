@@ -162,12 +162,12 @@ def differing_tensors(a: object, b: object, path: str = "") -> list[str]:
     return [] if a == b else [path]
 
 
-def forced_token_checkpoint(source: Path, target: Path, token: int, logit: float) -> Path:
-    """Copy of checkpoint `source` whose decoder gives `token` the logit `logit` at every step.
+def forced_logits_checkpoint(source: Path, target: Path, logits: dict[int, float]) -> Path:
+    """Copy of checkpoint `source` whose decoder gives each token of `logits` that logit at every step.
 
-    The last decoder LayerNorm makes one feature j constant (weight 0, bias 1) and the output row of
-    `token` reads only that feature, so its logit is `logit` whatever the input: -1e4 means the model
-    never ends a sentence by itself, +1e4 that it always emits `token`.
+    The last decoder LayerNorm makes feature 0 constant (weight 0, bias 1) and each listed token's
+    output row reads only that feature, so its logit is fixed whatever the input: -1e4 for eos gives
+    a model that never ends a sentence by itself, +1e4 a model that always emits that token.
     """
     from mtkit.model import ModelConfig, Transformer
 
@@ -178,8 +178,9 @@ def forced_token_checkpoint(source: Path, target: Path, token: int, logit: float
     norm = final if isinstance(final, torch.nn.LayerNorm) else model.decoder.layers[-1].residuals[-1].norm
     with torch.no_grad():
         norm.weight[0], norm.bias[0] = 0.0, 1.0
-        model.output.weight[token] = 0.0
-        model.output.weight[token, 0] = logit
+        for token, logit in logits.items():
+            model.output.weight[token] = 0.0
+            model.output.weight[token, 0] = logit
     payload = {**payload, "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
     payload.pop("format", None), payload.pop("version", None)
     save_checkpoint(target, payload)
