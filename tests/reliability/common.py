@@ -51,7 +51,9 @@ def mtkit_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mtkit", *map(str, args)]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run `mtkit ARGS` to completion; stdout/stderr as text."""
     done = subprocess.run(mtkit_command(*args), input=stdin, capture_output=True, env=cli_env(env), timeout=timeout)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
@@ -72,9 +74,11 @@ class Trainer:
     """A `mtkit train` subprocess whose stderr is read line by line in a thread (step lines are counted)."""
 
     def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(env), text=True)
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(env),
+                                     encoding="utf-8", errors="replace")
         self.lines: list[str] = []
         self.steps: list[int] = []
+        self.step_times: list[float] = []  # time.monotonic() when each step line arrived
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -86,6 +90,7 @@ class Trainer:
                 self.lines.append(line)
                 if match := STEP_LINE.match(line):
                     self.steps.append(int(match.group(1)))
+                    self.step_times.append(time.monotonic())
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()

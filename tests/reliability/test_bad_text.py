@@ -4,6 +4,7 @@ every drop; translate gives one output line per input line, in order. Mismatched
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -64,8 +65,6 @@ def expected_text(raw: bytes) -> str:
 
 
 def test_preprocess_keeps_sides_aligned_and_counts_drops(tmp_path: Path, corpus, multi30k_spm: Path) -> None:
-    import json
-
     prefix, src_raw, tgt_raw = corpus
     out = tmp_path / "data"
     done = run_cli("preprocess", "-s", "en", "-t", "de", "--train", prefix, "--out", out, "--spm-model", multi30k_spm,

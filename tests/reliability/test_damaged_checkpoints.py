@@ -105,7 +105,8 @@ def test_100_damaged_checkpoints_are_detected(tmp_path: Path, tiny_run: Path) ->
         except Exception as exc:  # noqa: BLE001 - counted: anything but UserError is a failure
             other.append(f"{kind}: {type(exc).__name__}: {exc}")
     assert other == [] and len(detected) == 100, other
-    record("damaged_checkpoints", f"{len(detected)}/100 damaged checkpoints detected (UserError), {len(other)} other exceptions",
+    record("damaged_checkpoints",
+           f"{len(detected)}/100 damaged checkpoints detected (UserError), {len(other)} other exceptions",
            detected=len(detected), other=len(other), kinds=dict(Counter(kind for kind, _ in files)))
 
 

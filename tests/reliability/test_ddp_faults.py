@@ -20,7 +20,9 @@ SAVE_EVERY_STEP = "train.save_interval_steps=1"
 
 
 def torchrun(data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", str(restarts), "--no-python"]
+    """`torchrun --standalone` (a free port) of 2 CPU ranks training MAX_STEPS steps, a checkpoint each step."""
+    launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", str(restarts)]
+    launcher.append("--no-python")
     command = launcher + ["mtkit", *train_args(data_dir, run_dir, MAX_STEPS, SAVE_EVERY_STEP)]
     return subprocess.run(command, capture_output=True, text=True, env=cli_env(env), timeout=240)
 

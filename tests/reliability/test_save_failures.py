@@ -62,7 +62,8 @@ def test_disk_full_during_save(tmp_path: Path, small_data: Path, monkeypatch: py
     resumed = load_checkpoint(step_path(run, 8))["model"]
     assert not differing_tensors(resumed, load_checkpoint(step_path(tmp_path / "straight", 8))["model"])
     record("disk_full_save", f"{len(offsets) + 1}/{len(offsets) + 1} failed saves (ENOSPC after 0, 100, 10000, "
-           f"{size // 2} bytes) -> exit 74, 0 corrupt, 0 temporary files; resumed to identical parameters")
+           f"{size // 2} bytes; the CLI one exits 74) -> StorageError naming the file, 0 corrupt, 0 temporary files; "
+           "resumed to identical parameters")
 
 
 def test_kill9_inside_a_save(tmp_path: Path, small_data: Path) -> None:

@@ -19,7 +19,9 @@ from tests.reliability.common import differing_tensors, record
 from tests.reliability.conftest import tiny_recipe
 
 
-def test_skipped_updates_are_logged_and_the_run_completes(tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_skipped_updates_are_logged_and_the_run_completes(
+    tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(FAULT_NAN, "3,4")
     monkeypatch.setenv(FAULT_OOM, "6")
     summary = train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=6"))
@@ -33,7 +35,9 @@ def test_skipped_updates_are_logged_and_the_run_completes(tmp_path: Path, small_
            "completed 6 updates in 9 attempts")
 
 
-def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(small_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
+    small_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset("tiny", vocab_size=1000))
     module = LossModule(model, 0.1, pad_id=0)
@@ -57,4 +61,5 @@ def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(small_data: 
     params = copy.deepcopy(model.state_dict())
     assert not train_step(module, optimizer, None, batch, cfg, ctx, 1e-3, attempt=4).skipped
     assert differing_tensors(model.state_dict(), params)
-    record("skipped_step", "train_step with injected NaN and OOM: 2/2 skipped, parameters, Adam state and gradients untouched")
+    record("skipped_step",
+           "train_step with injected NaN and OOM: 2/2 skipped, parameters, Adam state and gradients untouched")

@@ -39,7 +39,7 @@ def test_empty_input_and_closed_pipe_and_full_disk(tiny_run: Path, source_text: 
     assert head.stderr == "", head.stderr[-2000:]  # no traceback, no BrokenPipeError, nothing at all
 
     full = []
-    for redirect in (f"> /dev/full", f"-o /dev/full"):
+    for redirect in ("> /dev/full", "-o /dev/full"):
         command = f"{shlex.join(mtkit_command('translate', tiny_run, *FAST))} {redirect} < {shlex.quote(str(source_text))}"
         full.append(subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=cli_env(), timeout=300))
     for done in full:
