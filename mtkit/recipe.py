@@ -63,6 +63,8 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     dotted, raw = text.split("=", 1)
     section, key = dotted.strip().split(".", 1)
     check(section in SECTIONS, f"--set {text!r}: unknown section {section!r}; valid: {', '.join(SECTIONS)}")
+    if raw.strip() in ("true", "false"):  # TOML spelling, as in the recipe files
+        return section, key.strip(), raw.strip() == "true"
     try:
         value = ast.literal_eval(raw.strip())
     except (ValueError, SyntaxError):

@@ -18,7 +18,7 @@ mtkit preprocess --source-lang en --target-lang de --train "$DATA/train" --valid
 echo "== train ($MINUTES minutes)" >&2
 mtkit train "$OUT/data" --save-dir "$OUT/run" --config recipes/multi30k-en-de/small.toml --max-time "$MINUTES"
 echo "== average" >&2
-mtkit average "$OUT/run" --last 5
+mtkit average "$OUT/run" --last 3
 echo "== translate test_2016_flickr (beam 4)" >&2
 gzip -dc "$DATA/test_2016_flickr.en.gz" > "$OUT/test.en"
 mtkit translate "$OUT/run" --beam 4 --input "$OUT/test.en" --output "$OUT/test.hyp.de"
