@@ -215,5 +215,23 @@ def score(
     emit(result.as_dict(), as_json, text)
 
 
+def tune_allocator() -> None:
+    """Keep freed tensor memory in the heap instead of returning it to the OS after every step.
+
+    glibc serves blocks above 128 KiB with mmap and unmaps them on free, so every training step
+    page-faults its activations in again (a fifth of CPU time was system time); a high mmap/trim
+    threshold lets the next step reuse them. No-op where glibc is not the allocator.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
+    tune_allocator()
     app()

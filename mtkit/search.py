@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
@@ -35,6 +36,27 @@ class Decoder(Protocol):
     def reorder(self, state: Any, order: Tensor) -> Any:
         """Return the state whose row n is row order[n] (LongTensor [N']; rows may repeat or go)."""
         ...
+
+
+class ModelDecoder:
+    """The search contract over models with init_decode_state / decode_step / reorder_decode_state
+    (mtkit.model.Transformer), one or an ensemble.
+
+    An ensemble averages the members' log-probabilities at every step.
+    """
+
+    def __init__(self, models: list[Any]) -> None:
+        self.models = models
+
+    def start(self, src: Tensor) -> list[Any]:
+        return [model.init_decode_state(src) for model in self.models]
+
+    def step(self, tokens: Tensor, state: list[Any]) -> Tensor:
+        logps = [F.log_softmax(m.decode_step(tokens, s).float(), dim=-1) for m, s in zip(self.models, state)]
+        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [N, V]
+
+    def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
+        return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
 
 
 @dataclass

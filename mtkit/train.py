@@ -324,6 +324,30 @@ def validate(module: LossModule, batches: list[Any], cfg: TrainConfig, ctx: Dist
     return nll_sum / max(tokens, 1.0)
 
 
+@torch.no_grad()
+def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes, tcfg: Any, device: torch.device) -> float:
+    """sacreBLEU of the model's translations of the valid split (search settings of the recipe)."""
+    from mtkit.data import collate
+    from mtkit.score import score
+    from mtkit.search import ModelDecoder, search
+    from mtkit.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_bytes(spm_model)
+    decoder, c = ModelDecoder([model]), model.cfg
+    hyps: list[str] = []
+    refs: list[str] = []
+    was_training = model.training
+    model.eval()
+    for idx in batches:
+        src = collate(data, idx, c.pad_id, c.bos_id, c.eos_id).src.to(device)
+        found = search(decoder, src, torch.as_tensor(data.src_lens[idx], device=device), tcfg,
+                       c.bos_id, c.eos_id, c.pad_id, c.max_positions)
+        hyps += tokenizer.decode([h[0].tokens if h else [] for h in found])
+        refs += tokenizer.decode([data.tgt(i).tolist() for i in idx])
+    model.train(was_training)
+    return score(hyps, [refs]).bleu
+
+
 def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
     """Adam as the paper (fused kernels on GPU, foreach on CPU)."""
     fused = device.type == "cuda"
@@ -483,14 +507,17 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
             if not valid_batches:
                 return False
             loss = validate(module, valid_batches, cfg, ctx)
+            record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
+            if cfg.valid_bleu and ctx.is_main:
+                bleu_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1)
+                record["valid_bleu"] = valid_bleu(model, valid_data, bleu_idx, spm_bytes, recipe.translate, ctx.device)
             if loss < state.best_loss:
                 state.best_loss, state.best_step, state.stale = loss, state.step, 0
             else:
                 state.stale += 1
-            metrics.write(
-                {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)},
-                f"valid | step {state.step} | loss {loss:.3f} | ppl {math.exp(min(loss, 50)):.2f} | best step {state.best_step}",
-            )
+            bleu = f" | bleu {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
+            metrics.write(record, f"valid | step {state.step} | loss {loss:.3f} | ppl {record['valid_ppl']:.2f}{bleu} | "
+                                  f"best step {state.best_step}")
             return cfg.patience > 0 and state.stale >= cfg.patience
 
         flag = SignalFlag()

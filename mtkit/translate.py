@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
@@ -22,31 +21,11 @@ from mtkit.console import log, progress, warn
 from mtkit.errors import UserError, check
 from mtkit.files import read_stream_lines
 from mtkit.model import ModelConfig, Transformer
-from mtkit.search import Hypothesis, TranslateConfig, search
+from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.tokenizer import Tokenizer
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
-
-
-class ModelDecoder:
-    """The search contract (start/step/reorder) over one Transformer or an ensemble of them.
-
-    An ensemble averages the members' log-probabilities at every step.
-    """
-
-    def __init__(self, models: list[Transformer]) -> None:
-        self.models = models
-
-    def start(self, src: Tensor) -> list[Any]:
-        return [model.init_decode_state(src) for model in self.models]
-
-    def step(self, tokens: Tensor, state: list[Any]) -> Tensor:
-        logps = [F.log_softmax(m.decode_step(tokens, s).float(), dim=-1) for m, s in zip(self.models, state)]
-        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [N, V]
-
-    def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
-        return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
 
 
 def resolve_checkpoint(path: Path) -> Path:

@@ -347,3 +347,19 @@ def test_torch_compile_matches_eager() -> None:
     torch.testing.assert_close(compiled_loss, eager_loss, atol=1e-4, rtol=0)
     for compiled, p in zip(compiled_grads, model.parameters()):
         torch.testing.assert_close(compiled, p.grad, atol=1e-4, rtol=0)
+
+
+def test_dropout_rate_scale_and_eval_identity() -> None:
+    from mtkit.model import Dropout
+
+    torch.manual_seed(0)
+    drop = Dropout(0.1)
+    x = torch.ones(1000, 257)  # odd element count: the last 16-bit word is half used
+    y = drop(x)
+    kept = y != 0
+    assert abs(1 - kept.float().mean().item() - 0.1) < 0.005
+    assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / 0.9))
+    assert abs(y.mean().item() - 1.0) < 0.01  # inverted dropout keeps the expectation
+    drop.eval()
+    assert drop(x) is x
+    assert Dropout(0.0)(x) is x

@@ -161,3 +161,13 @@ def test_resume_with_other_architecture_is_refused(tmp_path: Path, small_data: P
     run = cli("train", str(small_data), "--save-dir", str(tmp_path / "run"), "--arch", "small", "--max-steps", "4")
     assert run.returncode == 2 and "architecture differs" in run.stderr and "Traceback" not in run.stderr
     assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == before
+
+
+def test_validation_reports_bleu(tmp_path: Path, overfit_data: Path) -> None:
+    recipe = tiny_recipe("train.max_steps=4", "train.valid_bleu=True", "train.valid_interval_steps=2",
+                         "translate.beam=2", "translate.max_len_b=5")
+    train(overfit_data, tmp_path / "run", recipe)
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    bleus = [r["valid_bleu"] for r in records if "valid_bleu" in r]
+    assert [r["step"] for r in records if "valid_bleu" in r] == [2, 4]
+    assert all(0.0 <= b <= 100.0 for b in bleus)
