@@ -119,7 +119,8 @@ def cli(*args: str, env: dict | None = None, launcher: list[str] | None = None) 
 @pytest.mark.slow
 def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> None:
     common = ["--arch", "tiny", "--max-steps", "6", "--set", "model.dropout=0.0", "--set", "train.warmup_steps=3",
-              "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0", "--set", "train.average_last=1"]
+              "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0", "--set", "train.average_last=1",
+              "--set", "train.threads=1"]  # the same reduction order in every process (make test exports 2 threads)
     single = cli("train", str(small_data), "--save-dir", str(tmp_path / "one"), *common, "--set", "train.update_freq=2")
     assert single.returncode == 0, single.stderr[-2000:]
     launcher = [str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29533", "--no-python"]
