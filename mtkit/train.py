@@ -1,7 +1,7 @@
-"""Training: TrainConfig, the learning-rate schedule, the label-smoothed loss, and the training loop.
+"""Training: TrainConfig, the learning-rate schedule, one update, validation, and the training loop.
 
-The loop in `train()` reads top to bottom: batches -> update -> log -> validate -> save. Run-directory
-bookkeeping (lock, compatibility, resume) is in mtkit/trainrun.py; this module never prints results.
+The loop in `train()` reads top to bottom: batches -> update -> log -> validate -> save. The criterion is in
+mtkit/loss.py, torchrun plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed
+from mtkit.loss import LossModule
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("inverse_sqrt", "noam")
@@ -86,135 +88,6 @@ def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
     if warmup_steps <= 0:
         return peak_lr
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
-
-
-CE_CHUNK_ROWS = 256  # rows of [N, V] handled at once: 256 x 8000 float32 = 8 MB stays in cache
-
-
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Summed label-smoothed cross-entropy, computed in cache-sized row chunks.
-
-    With q the smoothed target distribution, loss = sum_n [lse_n - sum_v q_v z_nv] and its gradient
-    is softmax(z) - q. Working on 256 rows at a time keeps the float32 copy of the logits in cache,
-    instead of several full passes over a [N, V] tensor in main memory (the vocabulary is the widest
-    layer: log_softmax + gather and their backward took 13% of a CPU training step).
-    """
-
-    @staticmethod
-    def forward(ctx: Any, logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-        vocab = logits.size(-1)
-        eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
-        loss = torch.zeros((), dtype=torch.float64, device=logits.device)
-        nll_total = torch.zeros((), dtype=torch.float64, device=logits.device)
-        for start in range(0, logits.size(0), CE_CHUNK_ROWS):
-            # log_softmax converts to float32 inside its kernel: no separate copy of the chunk
-            lprobs = torch.log_softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1, dtype=torch.float32)  # [n, V]
-            t = target[start : start + CE_CHUNK_ROWS]
-            nll = -lprobs.gather(-1, t.unsqueeze(-1)).squeeze(-1)  # [n]
-            nll_total += nll.sum()
-            if epsilon > 0:
-                loss += (1.0 - epsilon - eps_i) * nll.sum() - eps_i * lprobs.sum()
-            else:
-                loss += nll.sum()
-        ctx.save_for_backward(logits, target)
-        ctx.epsilon, ctx.eps_i = epsilon, eps_i
-        nll_out = nll_total.float()
-        ctx.mark_non_differentiable(nll_out)  # logged, never differentiated
-        return loss.float(), nll_out
-
-    @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, None, None]:
-        logits, target = ctx.saved_tensors
-        on_target = (1.0 - ctx.epsilon - ctx.eps_i) * grad_loss
-        chunks = []
-        for start in range(0, logits.size(0), CE_CHUNK_ROWS):
-            t = target[start : start + CE_CHUNK_ROWS]
-            # softmax in the logits' dtype (float32 accumulation inside the kernel): the gradient is
-            # rounded to that dtype once, as autograd's own cast back would do
-            g = torch.softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1).mul_(grad_loss)  # [n, V]
-            if ctx.eps_i:
-                g.sub_(ctx.eps_i * grad_loss)
-            g[torch.arange(t.numel(), device=t.device), t] -= on_target.to(g.dtype)
-            chunks.append(g)
-        grad = torch.cat(chunks) if len(chunks) > 1 else chunks[0]
-        return grad, None, None
-
-
-def label_smoothed_loss(logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-    """Summed label-smoothed cross-entropy and summed NLL over the given (non-pad) positions.
-
-    As fairseq: the smoothing mass epsilon is spread over the V-1 other classes,
-    loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v). Computed in float32.
-    """
-    return _SmoothedCrossEntropy.apply(logits, target, epsilon)
-
-
-class LossModule(nn.Module):
-    """Model + criterion in one forward, so DDP and torch.compile see a single module.
-
-    Only non-pad target positions reach the vocabulary projection, which saves the output-layer
-    FLOPs that padding would cost.
-    """
-
-    def __init__(self, model: nn.Module, label_smoothing: float, pad_id: int) -> None:
-        super().__init__()
-        self.model = model
-        self.label_smoothing = label_smoothing
-        self.pad_id = pad_id
-
-    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
-        memory, src_pad = self.model.encode(src)
-        hidden = self.model.decode(tgt_in, memory, src_pad)  # [B, T, D]
-        keep = tgt_out != self.pad_id  # [B, T]
-        logits = self.model.project(hidden[keep])  # [N, V]
-        return label_smoothed_loss(logits, tgt_out[keep], self.label_smoothing)
-
-
-@dataclass
-class DistContext:
-    rank: int
-    world_size: int
-    device: torch.device
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    def all_sum(self, values: list[float]) -> list[float]:
-        """Sum a few scalars over ranks (identity in a single process)."""
-        if self.world_size == 1:
-            return values
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(tensor)
-        return tensor.tolist()
-
-
-def setup_distributed(device_name: str) -> DistContext:
-    """torchrun sets WORLD_SIZE/RANK/LOCAL_RANK; gloo on CPU, NCCL on GPU."""
-    import datetime
-
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = device_name == "cuda" or (device_name == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    if world > 1 and not dist.is_initialized():
-        backend = "nccl" if use_cuda else "gloo"
-        # A dead peer must surface as an error within a minute rather than a hang.
-        timeout = datetime.timedelta(seconds=60)
-        dist.init_process_group(backend, store=restart_store(rank, world, timeout), rank=rank, world_size=world, timeout=timeout)
-    return DistContext(rank=rank, world_size=world, device=device)
-
-
-def restart_store(rank: int, world: int, timeout: Any) -> dist.Store:
-    """torchrun's rendezvous store under a prefix per restart: after `--max-restarts` it still holds the
-    failed attempt's keys (the dead ranks' gloo addresses), and the new ranks would wait on those."""
-    from torch.distributed.rendezvous import rendezvous
-
-    store, _, _ = next(rendezvous("env://", rank, world, timeout=timeout))
-    return dist.PrefixStore(f"mtkit/restart_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def autocast_context(precision: str, device: torch.device) -> Any:
@@ -362,36 +235,9 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) ->
     )
 
 
-def seconds_since(start: float) -> float:
-    return time.monotonic() - start
-
-
 def set_threads(cfg: TrainConfig) -> None:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
-
-
-def rng_state(ctx: DistContext) -> list[Tensor]:
-    """Every rank's CPU (and CUDA) generator state, gathered so rank 0 can save all of them."""
-    state = torch.get_rng_state()
-    if ctx.device.type == "cuda":
-        state = torch.cat([state, torch.cuda.get_rng_state(ctx.device)])
-    if ctx.world_size == 1:
-        return [state]
-    gathered = [torch.empty_like(state) for _ in range(ctx.world_size)]
-    dist.all_gather_object(gathered, state)
-    return gathered
-
-
-def restore_rng(states: list[Tensor], ctx: DistContext) -> None:
-    if len(states) != ctx.world_size:
-        return  # a different world size cannot continue the same random streams
-    state = states[ctx.rank]
-    cpu_len = torch.get_rng_state().numel()
-    torch.set_rng_state(state[:cpu_len].clone())
-    if ctx.device.type == "cuda" and state.numel() > cpu_len:
-        torch.cuda.set_rng_state(state[cpu_len:].clone(), ctx.device)
-
 
 
 @dataclass
@@ -444,7 +290,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
     """Train, or resume the run in `run_dir`; returns a summary dict on rank 0 (None on the other ranks).
     `recipe` is a resolved mtkit.recipe.Recipe."""
     from mtkit.batching import epoch_batches
-    from mtkit.checkpoint import load_checkpoint, prune_checkpoints, save_checkpoint, step_path, write_average
+    from mtkit.checkpoint import prune_checkpoints, save_checkpoint, step_path, write_average
     from mtkit.data import ParallelData, collate, read_manifest
     from mtkit.errors import Interrupted, NumericalError, StorageError
     from mtkit.files import DirectoryLock

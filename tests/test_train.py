@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +14,8 @@ import torch.nn.functional as F
 
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.recipe import resolve_recipe
-from mtkit.train import label_smoothed_loss, learning_rate, noam_peak_lr, train
+from mtkit.loss import label_smoothed_loss
+from mtkit.train import learning_rate, noam_peak_lr, train
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 

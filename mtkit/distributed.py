@@ -1,0 +1,82 @@
+"""Distributed context under torchrun: process group set-up (gloo on CPU, NCCL on GPU), scalar
+all-reduce, and every rank's RNG state for exact resume. torch only; never a launcher of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+
+@dataclass
+class DistContext:
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def all_sum(self, values: list[float]) -> list[float]:
+        """Sum a few scalars over ranks (identity in a single process)."""
+        if self.world_size == 1:
+            return values
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor)
+        return tensor.tolist()
+
+
+def setup_distributed(device_name: str) -> DistContext:
+    """torchrun sets WORLD_SIZE/RANK/LOCAL_RANK; gloo on CPU, NCCL on GPU."""
+    import datetime
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = device_name == "cuda" or (device_name == "auto" and torch.cuda.is_available())
+    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if use_cuda else "gloo"
+        # A dead peer must surface as an error within a minute rather than a hang.
+        timeout = datetime.timedelta(seconds=60)
+        dist.init_process_group(backend, store=restart_store(rank, world, timeout), rank=rank, world_size=world, timeout=timeout)
+    return DistContext(rank=rank, world_size=world, device=device)
+
+
+def restart_store(rank: int, world: int, timeout: Any) -> dist.Store:
+    """torchrun's rendezvous store under a prefix per restart: after `--max-restarts` it still holds the
+    failed attempt's keys (the dead ranks' gloo addresses), and the new ranks would wait on those."""
+    from torch.distributed.rendezvous import rendezvous
+
+    store, _, _ = next(rendezvous("env://", rank, world, timeout=timeout))
+    return dist.PrefixStore(f"mtkit/restart_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+
+
+def rng_state(ctx: DistContext) -> list[Tensor]:
+    """Every rank's CPU (and CUDA) generator state, gathered so rank 0 can save all of them."""
+    state = torch.get_rng_state()
+    if ctx.device.type == "cuda":
+        state = torch.cat([state, torch.cuda.get_rng_state(ctx.device)])
+    if ctx.world_size == 1:
+        return [state]
+    gathered = [torch.empty_like(state) for _ in range(ctx.world_size)]
+    dist.all_gather_object(gathered, state)
+    return gathered
+
+
+def restore_rng(states: list[Tensor], ctx: DistContext) -> None:
+    if len(states) != ctx.world_size:
+        return  # a different world size cannot continue the same random streams
+    state = states[ctx.rank]
+    cpu_len = torch.get_rng_state().numel()
+    torch.set_rng_state(state[:cpu_len].clone())
+    if ctx.device.type == "cuda" and state.numel() > cpu_len:
+        torch.cuda.set_rng_state(state[cpu_len:].clone(), ctx.device)
