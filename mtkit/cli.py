@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError
+from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError, check
 
 app = typer.Typer(
     name="mtkit",
@@ -182,6 +182,7 @@ def translate(
                "temperature": temperature}
     translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
                                  **{k: v for k, v in options.items() if v is not None})
+    check(input is None or input.is_file(), f"{input}: no such file")
     source = open(input, "rb") if input is not None else sys.stdin.buffer
     target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     try:

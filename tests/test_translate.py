@@ -118,6 +118,8 @@ def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
     assert float(scored.stdout.split("\t")[0]) < 0
     empty = mtkit("translate", str(tiny_run), stdin="")
     assert empty.returncode == 0 and empty.stdout == ""
+    no_input = mtkit("translate", str(tiny_run), "--input", str(tmp_path / "absent.en"))
+    assert no_input.returncode == 2 and "absent.en: no such file" in no_input.stderr
     missing = mtkit("translate", str(tmp_path / "nothing"), stdin="x\n")
     assert missing.returncode == 2 and "nothing" in missing.stderr and "Traceback" not in missing.stderr
     greedy = mtkit("translate", str(tiny_run), "--beam", "1", stdin=text)
