@@ -335,8 +335,10 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
         spm_bytes = (data_dir / "spm.model").read_bytes()
         extra = {"configs": recipe.as_dict(), "spm_model": spm_bytes, "spm_sha256": manifest["spm_sha256"], "manifest": manifest}
         metrics = MetricsLog(run_dir, ctx.is_main, state.wall)
-        valid_batches = []
+        valid_batches, bleu_idx = [], []
         if valid_data is not None:
+            # BLEU is decoded on rank 0 over the whole split; the loss over each rank's shard
+            bleu_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1)
             valid_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size)
             valid_batches = [collate(valid_data, idx).to(ctx.device) for idx in valid_idx]
 
@@ -355,7 +357,6 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
             loss = validate(module, valid_batches, cfg, ctx)
             record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
             if cfg.valid_bleu and ctx.is_main:
-                bleu_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1)
                 record["valid_bleu"] = valid_bleu(model, valid_data, bleu_idx, spm_bytes, recipe.translate, ctx.device)
             if loss < state.best_loss:
                 state.best_loss, state.best_step, state.stale = loss, state.step, 0
