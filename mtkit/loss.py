@@ -11,65 +11,77 @@ import torch
 from torch import Tensor, nn
 
 
-CE_CHUNK_ROWS = 256  # rows of [N, V] handled at once: 256 x 8000 float32 = 8 MB stays in cache
+CE_CHUNK_ROWS = 256  # rows of [N, V] in the softmax passes: 256 x 8000 float32 = 8 MB stays in cache
+PROJECT_CHUNK_ROWS = 1024  # rows per output-projection GEMM: 1.5-1.7x faster than one [N, D] x [D, V] on CPU
 
 
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Summed label-smoothed cross-entropy, computed in cache-sized row chunks.
+class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
+    """Summed label-smoothed cross-entropy of logits = hidden @ weight^T, in row chunks.
 
     With q the smoothed target distribution, loss = sum_n [lse_n - sum_v q_v z_nv] and its gradient
-    is softmax(z) - q. Working on 256 rows at a time keeps the float32 copy of the logits in cache,
-    instead of several full passes over a [N, V] tensor in main memory (the vocabulary is the widest
-    layer: log_softmax + gather and their backward took 13% of a CPU training step).
+    is softmax(z) - q. The vocabulary is the widest layer, so its passes are arranged for the cache:
+    the projection is computed 1,024 rows at a time (its output stays in cache, where one big GEMM
+    writing [N, V] ran at ~60% of the matmul peak), the softmax passes 256 rows at a time, and the
+    backward writes the gradient of the logits chunk by chunk into one buffer before two full GEMMs.
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-        vocab = logits.size(-1)
+    def forward(ctx: Any, hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+        vocab = weight.size(0)
         eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
-        loss = torch.zeros((), dtype=torch.float64, device=logits.device)
-        nll_total = torch.zeros((), dtype=torch.float64, device=logits.device)
-        for start in range(0, logits.size(0), CE_CHUNK_ROWS):
-            # log_softmax converts to float32 inside its kernel: no separate copy of the chunk
-            lprobs = torch.log_softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1, dtype=torch.float32)  # [n, V]
-            t = target[start : start + CE_CHUNK_ROWS]
-            nll = -lprobs.gather(-1, t.unsqueeze(-1)).squeeze(-1)  # [n]
-            nll_total += nll.sum()
-            if epsilon > 0:
-                loss += (1.0 - epsilon - eps_i) * nll.sum() - eps_i * lprobs.sum()
-            else:
-                loss += nll.sum()
-        ctx.save_for_backward(logits, target)
+        loss = torch.zeros((), dtype=torch.float64, device=hidden.device)
+        nll_total = torch.zeros((), dtype=torch.float64, device=hidden.device)
+        logits = hidden.new_empty(hidden.size(0), vocab)  # [N, V]
+        for start in range(0, hidden.size(0), PROJECT_CHUNK_ROWS):
+            end = start + PROJECT_CHUNK_ROWS
+            torch.mm(hidden[start:end], weight.t(), out=logits[start:end])
+            for row in range(start, min(end, hidden.size(0)), CE_CHUNK_ROWS):
+                stop = min(row + CE_CHUNK_ROWS, end)
+                # log_softmax converts to float32 inside its kernel: no separate copy of the chunk
+                lprobs = torch.log_softmax(logits[row:stop], dim=-1, dtype=torch.float32)  # [n, V]
+                nll = -lprobs.gather(-1, target[row:stop].unsqueeze(-1)).squeeze(-1)  # [n]
+                nll_total += nll.sum()
+                if epsilon > 0:
+                    loss += (1.0 - epsilon - eps_i) * nll.sum() - eps_i * lprobs.sum()
+                else:
+                    loss += nll.sum()
+        ctx.save_for_backward(hidden, weight, logits, target)
         ctx.epsilon, ctx.eps_i = epsilon, eps_i
         nll_out = nll_total.float()
         ctx.mark_non_differentiable(nll_out)  # logged, never differentiated
         return loss.float(), nll_out
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, None, None]:
-        logits, target = ctx.saved_tensors
+    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, Tensor, None, None]:
+        hidden, weight, logits, target = ctx.saved_tensors
         on_target = (1.0 - ctx.epsilon - ctx.eps_i) * grad_loss
-        chunks = []
+        grad = torch.empty_like(logits)  # [N, V], written chunk by chunk: no concatenation pass
         for start in range(0, logits.size(0), CE_CHUNK_ROWS):
             t = target[start : start + CE_CHUNK_ROWS]
+            g = grad[start : start + CE_CHUNK_ROWS]  # [n, V]
             # softmax in the logits' dtype (float32 accumulation inside the kernel): the gradient is
             # rounded to that dtype once, as autograd's own cast back would do
-            g = torch.softmax(logits[start : start + CE_CHUNK_ROWS], dim=-1).mul_(grad_loss)  # [n, V]
+            torch.ops.aten._softmax.out(logits[start : start + CE_CHUNK_ROWS], -1, False, out=g)
+            g.mul_(grad_loss)
             if ctx.eps_i:
                 g.sub_(ctx.eps_i * grad_loss)
             g[torch.arange(t.numel(), device=t.device), t] -= on_target.to(g.dtype)
-            chunks.append(g)
-        grad = torch.cat(chunks) if len(chunks) > 1 else chunks[0]
-        return grad, None, None
+        return grad @ weight, grad.t() @ hidden, None, None
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-    """Summed label-smoothed cross-entropy and summed NLL over the given (non-pad) positions.
+def label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+    """Summed label-smoothed cross-entropy and summed NLL of logits = hidden [N, D] @ weight [V, D]^T.
 
     As fairseq: the smoothing mass epsilon is spread over the V-1 other classes,
-    loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v). Computed in float32.
+    loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v). The projection runs in the
+    autocast dtype when autocast is on (as nn.Linear would); the softmax sums in float32.
     """
-    return _SmoothedCrossEntropy.apply(logits, target, epsilon)
+    device = hidden.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+        hidden, weight = hidden.to(dtype), weight.to(dtype)
+    with torch.autocast(device, enabled=False):
+        return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, target, epsilon)
 
 
 class LossModule(nn.Module):
@@ -89,5 +101,4 @@ class LossModule(nn.Module):
         memory, src_pad = self.model.encode(src)
         hidden = self.model.decode(tgt_in, memory, src_pad)  # [B, T, D]
         keep = tgt_out != self.pad_id  # [B, T]
-        logits = self.model.project(hidden[keep])  # [N, V]
-        return label_smoothed_loss(logits, tgt_out[keep], self.label_smoothing)
+        return label_smoothed_loss(hidden[keep], self.model.output.weight, tgt_out[keep], self.label_smoothing)

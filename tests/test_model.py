@@ -124,6 +124,26 @@ def test_reference_attention_agrees_with_sdpa_directly() -> None:
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cpu_training_attention_values_and_gradients_match_reference(dtype: torch.dtype) -> None:
+    """The training path (bf16 GEMMs, float32 softmax) against the float64 reference, with autograd."""
+    torch.manual_seed(3)
+    mask = attend_mask(torch.tensor([[False] * 6, [False, False, False, False, True, True]]))
+    for m, causal in [(mask, False), (None, True)]:
+        leaves = [torch.randn(2, 3, 6, 8, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+        upstream = torch.randn(2, 3, 6, 8, dtype=torch.float64)
+        (reference_attention(*leaves, m, causal, 0.0) * upstream).sum().backward()
+        expected = [x.grad.clone() for x in leaves]
+        inputs = [x.detach().to(dtype).requires_grad_() for x in leaves]
+        out = model_module.attention(*inputs, m, causal, 0.0)
+        assert out.dtype == dtype
+        (out * upstream.to(dtype)).sum().backward()
+        tol = 1e-5 if dtype == torch.float32 else 5e-2
+        torch.testing.assert_close(out.double(), reference_attention(*leaves, m, causal, 0.0).detach(), atol=tol, rtol=tol)
+        for got, want in zip(inputs, expected):
+            torch.testing.assert_close(got.grad.double(), want, atol=tol, rtol=tol)
+
+
 # Whole-model invariants
 
 
@@ -236,7 +256,7 @@ def test_sdpa_equals_reference_attention(norm: str, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_training_kernel_equals_inference_kernel(norm: str) -> None:
-    """With autograd on, CPU attention takes SDPA's math kernel; without, the flash kernel."""
+    """With autograd on, CPU attention is the spelled-out training path; without, SDPA."""
     model = tiny_model(norm, dropout=0.0).train()
     g = torch.Generator().manual_seed(12)
     src = pad_batch([sentence(4, g), sentence(9, g)])
@@ -360,6 +380,12 @@ def test_dropout_rate_scale_and_eval_identity() -> None:
     assert abs(1 - kept.float().mean().item() - 0.1) < 0.005
     assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / 0.9))
     assert abs(y.mean().item() - 1.0) < 0.01  # inverted dropout keeps the expectation
+    xg = torch.ones(1000, 257, dtype=torch.bfloat16, requires_grad=True)
+    torch.manual_seed(0)
+    yg = drop(xg)
+    assert yg.dtype == torch.bfloat16 and torch.equal(yg.float() != 0, kept)  # same torch seed, same mask
+    (yg.float() * 3).sum().backward()
+    assert torch.equal(xg.grad.float(), yg.detach().float() * 3)  # gradient = mask * scale * upstream
     drop.eval()
     assert drop(x) is x
     assert Dropout(0.0)(x) is x
