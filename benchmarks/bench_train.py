@@ -269,8 +269,8 @@ def fairseq_losses(peers: Path) -> dict[int, float]:
     return losses
 
 
-def write_loss_curves(curves: dict[str, dict[int, float]], name: str) -> Path:
-    """One TSV per curve (step, loss) and loss-curves.tsv with every curve side by side (nats)."""
+def write_loss_curves(curves: dict[str, dict[int, float]], tag: str) -> Path:
+    """One TSV per curve (step, loss) and loss-curves{tag}.tsv with every curve side by side (nats)."""
     for name, curve in curves.items():
         lines = [f"{s}\t{v}" for s, v in sorted(curve.items())]
         (BENCH_OUT / f"loss-{name}.tsv").write_text("step\tloss\n" + "\n".join(lines) + "\n")
@@ -278,7 +278,7 @@ def write_loss_curves(curves: dict[str, dict[int, float]], name: str) -> Path:
     steps = sorted({s for curve in curves.values() for s in curve})
     rows = ["\t".join(["step"] + names)]
     rows += ["\t".join([str(s)] + [str(curves[n].get(s, "")) for n in names]) for s in steps]
-    path = BENCH_OUT / f"loss-curves{name}.tsv"
+    path = BENCH_OUT / f"loss-curves{tag}.tsv"
     path.write_text("\n".join(rows) + "\n")
     return path
 
