@@ -30,7 +30,8 @@ class Decoder(Protocol):
         ...
 
     def step(self, tokens: Tensor, state: Any) -> Tensor:
-        """Feed each row's last token [N] (bos first); return log-probs [N, V] float32; advance state."""
+        """Feed each row's last token [N] (bos first); return fresh log-probs [N, V] float32 (search
+        writes into them); advance state."""
         ...
 
     def reorder(self, state: Any, order: Tensor) -> Any:
@@ -117,9 +118,10 @@ def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
 
 def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_id: int) -> Tensor:
     """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
-    rows where `forced` [b] (at max length) may emit only eos."""
-    vocab = torch.arange(logp.size(-1), device=logp.device)  # [V]
-    logp = logp.masked_fill((vocab == pad_id) | (vocab == bos_id), -math.inf)
+    rows where `forced` [b] (at max length) may emit only eos. Writes into logp (fresh each step):
+    two column writes instead of a masked copy of [N, V], which cost twice the log-softmax."""
+    logp[..., pad_id] = -math.inf
+    logp[..., bos_id] = -math.inf
     if not bool(forced.any()):  # most steps: skip building the eos-only table
         return logp
     only_eos = torch.full_like(logp, -math.inf)

@@ -119,14 +119,14 @@ def test_reference_attention_agrees_with_sdpa_directly() -> None:
     q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
     mask = attend_mask(torch.tensor([[False] * 5, [False, False, False, True, True]]))
     for m, causal in [(mask, False), (None, True), (None, False)]:
-        torch.testing.assert_close(
-            model_module.attention(q, k, v, m, causal, 0.0), reference_attention(q, k, v, m, causal, 0.0)
-        )
+        want = reference_attention(q, k, v, m, causal, 0.0)
+        torch.testing.assert_close(model_module.attention(q, k, v, m, causal, 0.0), want)  # the CPU path
+        torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, m, is_causal=causal), want)  # other devices'
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cpu_training_attention_values_and_gradients_match_reference(dtype: torch.dtype) -> None:
-    """The training path (bf16 GEMMs, float32 softmax) against the float64 reference, with autograd."""
+    """The CPU path (GEMMs in the input dtype, float32 softmax) against the float64 reference, with autograd."""
     torch.manual_seed(3)
     mask = attend_mask(torch.tensor([[False] * 6, [False, False, False, False, True, True]]))
     for m, causal in [(mask, False), (None, True)]:
@@ -199,15 +199,21 @@ def test_incremental_decoding_equals_full_forward(norm: str, monkeypatch: pytest
     sources = torch.arange(3).repeat_interleave(beams)  # [N] source of each row
     tgt = torch.stack([sentence(steps, g, BOS) for _ in sources])  # [N, steps], rows differ
     within_beams = torch.arange(3 * beams).view(3, beams).flip(1).reshape(-1)  # keeps sources
-    shuffle = torch.randperm(3 * beams, generator=g)  # moves rows between sources
+    drop_middle = torch.tensor([0, 1, 2, 6, 7, 8])  # sentence 1's beams finished
+    shuffle = torch.randperm(2 * beams, generator=g)  # moves rows between sources
+    orders = {2: within_beams, 3: drop_middle, 4: shuffle}
+    groups = {2: beams, 3: beams, 4: 1}  # rows per stored source entry after each reorder
     with torch.no_grad():
         state = model.init_decode_state(src)
         state = model.reorder_decode_state(state, sources)
+        assert state.group == beams and state.memory_mask.shape[0] == 3  # source side stored once per sentence
         for t in range(steps):
-            if t in (2, 4):
-                order = within_beams if t == 2 else shuffle
-                state = model.reorder_decode_state(state, order)
-                sources, tgt = sources[order], tgt[order]
+            if t in orders:
+                before = state.layers[0].cross_keys
+                state = model.reorder_decode_state(state, orders[t])
+                sources, tgt = sources[orders[t]], tgt[orders[t]]
+                assert state.group == groups[t]
+                assert (state.layers[0].cross_keys is before) == (t == 2)  # a beam step copies no source side
             logits = model.decode_step(tgt[:, t], state)
             full = model(src[sources], tgt[:, : t + 1])[:, t]
             torch.testing.assert_close(logits, full, atol=1e-5, rtol=0)
@@ -256,7 +262,7 @@ def test_sdpa_equals_reference_attention(norm: str, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_training_kernel_equals_inference_kernel(norm: str) -> None:
-    """With autograd on, CPU attention is the spelled-out training path; without, SDPA."""
+    """Training mode with autograd on and off gives the same outputs (dropout off)."""
     model = tiny_model(norm, dropout=0.0).train()
     g = torch.Generator().manual_seed(12)
     src = pad_batch([sentence(4, g), sentence(9, g)])
