@@ -1,5 +1,6 @@
 """The Transformer of "Attention Is All You Need": ModelConfig and presets, the encoder-decoder,
-attention through scaled_dot_product_attention, padding masks and the key/value cache for decoding.
+attention (spelled out on CPU, scaled_dot_product_attention elsewhere), padding masks and the
+key/value cache for decoding.
 Imports torch (and numpy for dropout masks) only: no IO, data, recipe or search code.
 """
 
