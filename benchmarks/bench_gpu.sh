@@ -19,14 +19,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
 "$PY" -c "import torch; print('gpu:', torch.cuda.get_device_name(0), '| torch', torch.__version__, '| cuda', torch.version.cuda)"
 
 # 1. Model forward+backward on synthetic batches (bench_model.py measures its own bf16 matmul peak -> MFU).
-COMPILE=""
-"$PY" benchmarks/bench_model.py --help | grep -q -- "--compile" && COMPILE="--compile"
 for preset in base big; do
   echo "== bench_model.py --device cuda --preset $preset (bf16)" >&2
   "$PY" benchmarks/bench_model.py --device cuda --preset "$preset" --json > "$OUT/model-$preset.json"
-  if [ -n "$COMPILE" ]; then
-    "$PY" benchmarks/bench_model.py --device cuda --preset "$preset" $COMPILE --json > "$OUT/model-$preset-compile.json"
-  fi
 done
 
 # 2. The real training loop (data, loss, Adam, logging) on Multi30k: tokens/s over updates 51..UPDATES, % of peak.

@@ -336,7 +336,7 @@ def main() -> None:
         run, records, run_dir = train_once(data_dir, precision, args)
         runs.append({**summarize(precision, run, records, flops, peaks, args.updates), "run_dir": str(run_dir)})
         curves[f"mtkit-{tag}{precision}"] = {r["step"]: r["loss"] for r in records}
-    if fairseq := fairseq_losses(args.peers):
+    if not tag and (fairseq := fairseq_losses(args.peers)):  # fairseq ran the CPU workload only
         curves["fairseq-fp32"] = fairseq
     report = {
         "workload": f"multi30k-small{' with ' + tag.rstrip('-') if tag else ''}", "device": args.device,

@@ -177,12 +177,12 @@ def translate(
     from mtkit.translate import Translator, translate_stream
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
+    check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
                "batch_tokens": batch_tokens, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
                "temperature": temperature}
     translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
                                  **{k: v for k, v in options.items() if v is not None})
-    check(input is None or input.is_file(), f"{input}: no such file")
     source = open(input, "rb") if input is not None else sys.stdin.buffer
     target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     try:

@@ -92,9 +92,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool
 
 def _cpu_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
     """Attention on CPU, spelled out. At MT sentence lengths it beats every SDPA CPU kernel: training
-    fwd+bwd 2x SDPA's math kernel in bf16 (which upcasts q/k/v and runs its GEMMs in float32) and ~15%
-    in fp32; decoding 1.2x-2.9x the flash kernel (3x for a sentence's beams as one query group). The
-    two GEMMs run in the input dtype and only the softmax sums in float32, as fairseq's attention."""
+    fwd+bwd 1.7-2.2x SDPA's math kernel in bf16 (which upcasts q/k/v and runs its GEMMs in float32) and
+    1.1-1.25x in fp32; decoding 1.05-1.5x the flash kernel (2.9x for a sentence's beams as one query
+    group). The two GEMMs run in the input dtype and only the softmax sums in float32, as fairseq's."""
     scores = torch.matmul(q * q.size(-1) ** -0.5, k.transpose(-1, -2))  # [B, H, L, S]
     if causal:
         future = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).triu_(1)  # [L, S]
@@ -121,8 +121,8 @@ class Dropout(nn.Module):
     """Inverted dropout with a cheap CPU mask: 16-bit words of a small-state generator.
 
     On CPU, F.dropout's per-element Bernoulli sampling took 10% of a bf16 training step, and even
-    torch's Mersenne-Twister int32s cost 6 ns each (profile in BENCHMARKS.md). numpy's SFC64 makes
-    64 bits in about 1 ns; it is seeded by one draw from torch's generator, so torch's RNG state still
+    torch's Mersenne-Twister int32s cost 6.6 ns each (BENCHMARKS.md). numpy's SFC64 makes 64 bits in
+    3.4 ns, seeding included; it is seeded by one draw from torch's generator, so torch's RNG state still
     determines every mask (exact resume). Thresholding 16-bit words keeps p exact to 1/65536.
     Other devices use F.dropout.
     """

@@ -376,8 +376,7 @@ def test_torch_compile_matches_eager() -> None:
 
 
 def test_dropout_rate_scale_and_eval_identity() -> None:
-    from mtkit.model import Dropout
-
+    Dropout = model_module.Dropout
     torch.manual_seed(0)
     drop = Dropout(0.1)
     x = torch.ones(1000, 257)  # odd element count: the last 16-bit word is half used

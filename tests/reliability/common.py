@@ -187,6 +187,5 @@ def forced_logits_checkpoint(source: Path, target: Path, logits: dict[int, float
             model.output.weight[token] = 0.0
             model.output.weight[token, 0] = logit
     payload = {**payload, "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-    payload.pop("format", None), payload.pop("version", None)
     save_checkpoint(target, payload)
     return target
