@@ -21,6 +21,7 @@ from mtkit.console import log, progress, warn
 from mtkit.errors import UserError, check
 from mtkit.files import read_stream_lines
 from mtkit.model import ModelConfig, Transformer
+from mtkit.packed import pack_linears
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.tokenizer import Tokenizer
 
@@ -41,8 +42,11 @@ def resolve_checkpoint(path: Path) -> Path:
     return found[0]  # type: ignore[index]
 
 
-def load_model(path: Path, device: torch.device, dtype: torch.dtype) -> tuple[Transformer, dict]:
-    """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line."""
+def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: bool = True) -> tuple[Transformer, dict]:
+    """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line.
+
+    `packed`: float32 CPU linears go through oneDNN with packed weights (mtkit.packed; ~1.3x decoding).
+    """
     payload = load_checkpoint(path)
     try:
         model = Transformer(ModelConfig(**payload["configs"]["model"]))
@@ -50,6 +54,8 @@ def load_model(path: Path, device: torch.device, dtype: torch.dtype) -> tuple[Tr
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise UserError(f"{path}: checkpoint does not match its configuration ({type(exc).__name__})") from None
     model.to(device=device, dtype=dtype).eval()
+    if packed:
+        pack_linears(model)
     return model, payload
 
 
@@ -65,17 +71,18 @@ class Translator:
 
     @classmethod
     def load(
-        cls, path: str | Path, device: str = "cpu", dtype: str = "fp32", ensemble: list[Path] | None = None, **overrides: Any
+        cls, path: str | Path, device: str = "cpu", dtype: str = "fp32", ensemble: list[Path] | None = None,
+        packed: bool = True, **overrides: Any,
     ) -> "Translator":
         check(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
         check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
         check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use bf16 on CPU")
         target = torch.device(device)
         main_path = resolve_checkpoint(Path(path))
-        model, payload = load_model(main_path, target, DTYPES[dtype])
+        model, payload = load_model(main_path, target, DTYPES[dtype], packed)
         models = [model]
         for extra in ensemble or []:
-            other, other_payload = load_model(resolve_checkpoint(Path(extra)), target, DTYPES[dtype])
+            other, other_payload = load_model(resolve_checkpoint(Path(extra)), target, DTYPES[dtype], packed)
             check(other_payload.get("spm_sha256") == payload.get("spm_sha256"), f"{extra}: another vocabulary than {main_path}")
             models.append(other)
         check("spm_model" in payload, f"{main_path}: checkpoint carries no sentencepiece model")
