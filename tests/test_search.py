@@ -19,7 +19,9 @@ from torch import Tensor
 import mtkit.search as search_module
 from mtkit.search import (
     Hypothesis,
+    ModelDecoder,
     TranslateConfig,
+    _topk,
     beam_search,
     greedy_search,
     length_penalty,
@@ -337,3 +339,36 @@ def test_sampling_top_k_one_and_tiny_top_p_are_greedy() -> None:
             TranslateConfig(sampling=True, top_p=1e-6, seed=seed, max_len_a=1.0, max_len_b=1),
         ):
             assert [hyps[0].tokens for hyps in run(search, table, sources, cfg)] == expected
+
+
+@pytest.mark.parametrize("width", [4 * 8000, 4 * 1000, 3 * 7919, 130])
+def test_blockwise_topk_equals_torch_topk(width: int) -> None:
+    """Values and indices of torch.topk: blocks (128 wide for 32,000 columns), fallbacks for a prime width
+    (no block size divides it) and for fewer blocks than k; rows with -inf (dead beams) included."""
+    x = torch.randn(37, width, generator=torch.Generator().manual_seed(width)) * 4
+    x[3] = -math.inf
+    x[5, : width // 2] = -math.inf
+    x[7, ::3] = 50.0 + torch.arange(len(x[7, ::3]), dtype=x.dtype)  # the top values spread over many blocks
+    for k in (1, 8):
+        top, index = _topk(x, k)
+        expected = x.topk(k, dim=1)
+        assert torch.equal(top, expected.values)
+        finite = torch.isfinite(expected.values)
+        assert torch.equal(index[finite], expected.indices[finite])
+        assert torch.equal(x.gather(1, index), top)
+
+
+def test_model_decoder_log_probs_are_normalized() -> None:
+    """The in-place log-softmax gives F.log_softmax of the model's logits."""
+
+    class Logits:
+        def __init__(self) -> None:
+            self.last = None
+
+        def decode_step(self, tokens: torch.Tensor, state: None) -> torch.Tensor:
+            self.last = torch.randn(len(tokens), 50, generator=torch.Generator().manual_seed(1)) * 5
+            return self.last.clone()
+
+    model = Logits()
+    logp = ModelDecoder([model]).step(torch.zeros(6, dtype=torch.long), [None])
+    torch.testing.assert_close(logp, torch.log_softmax(model.last, dim=-1), rtol=0, atol=1e-6)
