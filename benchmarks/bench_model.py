@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_train import matmul_gflops  # noqa: E402
 from mtkit.model import ModelConfig, Transformer, sinusoidal_positions  # noqa: E402
 
 
@@ -84,20 +85,6 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_peak_tflops(device: torch.device, size: int, repeats: int) -> float:
-    """Measured bf16 matmul TFLOP/s: the denominator of MFU."""
-    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
-    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    synchronize(device)
-    start = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    synchronize(device)
-    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e12
-
-
 def time_training(
     model: nn.Module, batch: tuple[Tensor, ...], dtype: torch.dtype | None, steps: int, warmup: int
 ) -> float:
@@ -156,7 +143,8 @@ def run(args: argparse.Namespace) -> dict:
     tgt_tokens = args.sentences * args.tgt_len
     flops = training_flops(cfg, args.sentences, args.src_len, args.tgt_len)
     baseline = rows[0]["step_s"]
-    peak = matmul_peak_tflops(device, 8192, 20) if device.type == "cuda" else None
+    # The denominator of MFU: the same measured bf16 matmul peak as bench_train.py's.
+    peak = matmul_gflops("bf16", torch.get_num_threads(), 3.0, "cuda") / 1e3 if device.type == "cuda" else None
     for row in rows:
         row["tgt_tokens_per_s"] = tgt_tokens / row["step_s"]
         row["ratio_to_baseline"] = baseline / row["step_s"]
