@@ -75,12 +75,32 @@ def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_mai
 
 
 class MetricsLog:
-    """metrics.jsonl (one JSON object per log interval or validation) plus a console line; rank 0 only."""
+    """metrics.jsonl (one JSON object per log interval or validation) plus a console line; rank 0 only.
 
-    def __init__(self, run_dir: Path, enabled: bool, start_wall: float) -> None:
+    Training that starts at step S (0, or the checkpoint it resumes) first drops the records after S: it
+    redoes those updates, so the log reads as one history with each step once (a killed run logs past its
+    last checkpoint).
+    """
+
+    def __init__(self, run_dir: Path, enabled: bool, start_wall: float, start_step: int = 0) -> None:
         self.path = run_dir / METRICS_NAME
         self.enabled = enabled
         self.start = time.monotonic() - start_wall
+        if enabled and self.path.is_file():
+            self._truncate_after(start_step)
+
+    def _truncate_after(self, step: int) -> None:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        kept = []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by a kill: drop it
+                continue
+            if not isinstance(record, dict) or record.get("step", 0) <= step:
+                kept.append(line)
+        if len(kept) < len(lines):
+            write_text(self.path, "".join(line + "\n" for line in kept))
 
     def wall(self) -> float:
         return time.monotonic() - self.start

@@ -334,7 +334,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
         module.train()
         spm_bytes = (data_dir / "spm.model").read_bytes()
         extra = {"configs": recipe.as_dict(), "spm_model": spm_bytes, "spm_sha256": manifest["spm_sha256"], "manifest": manifest}
-        metrics = MetricsLog(run_dir, ctx.is_main, state.wall)
+        metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step)
         valid_batches, bleu_idx = [], []
         if valid_data is not None:
             # BLEU is decoded on rank 0 over the whole split; the loss over each rank's shard

@@ -119,6 +119,21 @@ def test_resume_is_exact(tmp_path: Path, small_data: Path) -> None:
     assert len(list_checkpoints(tmp_path / "straight")) == 3
 
 
+def test_resume_drops_metrics_logged_after_the_checkpoint(tmp_path: Path, small_data: Path) -> None:
+    """A killed run logs past its last checkpoint; the resumed run redoes those steps, logged once each."""
+    common = ("train.save_interval_steps=2", "train.log_interval=1")
+    train(small_data, tmp_path / "run", tiny_recipe(*common, "train.max_steps=4"))
+    path = tmp_path / "run" / "metrics.jsonl"
+    # What a run killed during step 6 leaves after its step-4 checkpoint: step 5's record, step 6's cut short.
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"step": 5, "loss": 99.0}) + "\n" + json.dumps({"step": 6, "loss": 99.0})[:9])
+    train(small_data, tmp_path / "run", tiny_recipe(*common, "train.max_steps=6"))
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    logged = [r for r in records if "loss" in r]
+    assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]
+    assert all(r["loss"] != 99.0 for r in logged)
+
+
 def test_average_is_mean_of_last_checkpoints(tmp_path: Path, small_data: Path) -> None:
     train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=15", "train.save_interval_steps=5", "train.average_last=3"))
     paths = list_checkpoints(tmp_path / "run")[-3:]
