@@ -97,11 +97,11 @@ def ensure_model(model: Path | None, train_steps: int, train_minutes: float, thr
 
 def cli_translate(run_dir: Path, source: Path, dtype: str, device: str, batch_tokens: int | None, threads: int) -> dict:
     """Whole-process `mtkit translate` run; mtkit's own timing (after model load) is read from its log line."""
-    hyp = BENCH_OUT / f"translate-{dtype}.hyp"
+    hyp = BENCH_OUT / f"translate-{device}-{dtype}.hyp"
     cmd = mtkit_command() + ["translate", str(run_dir), "--beam", "4", "--input", str(source), "--output", str(hyp),
                              "--dtype", dtype, "--device", device]
     cmd += ["--batch-tokens", str(batch_tokens)] if batch_tokens else []
-    run = run_timed(cmd, thread_env(threads), BENCH_OUT / f"translate-{dtype}.log")
+    run = run_timed(cmd, thread_env(threads), BENCH_OUT / f"translate-{device}-{dtype}.log")
     check_run(run, f"mtkit translate ({dtype})")
     found = re.search(r"translated (\d+) lines in ([\d.]+)s", run.stderr)
     seconds = float(found.group(2)) if found else run.wall_s
