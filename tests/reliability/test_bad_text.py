@@ -92,10 +92,10 @@ def test_preprocess_keeps_sides_aligned_and_counts_drops(tmp_path: Path, corpus,
            f"to their input ({damaged_kept} of them damaged but kept)", dropped=split["dropped"])
 
 
-def test_translate_gives_one_line_per_input_line(tmp_path: Path, corpus, tiny_run: Path) -> None:
+def test_translate_gives_one_line_per_input_line(tmp_path: Path, corpus, reliability_run: Path) -> None:
     prefix = corpus[0]
     source = Path(f"{prefix}.en")
-    model = forced_logits_checkpoint(tiny_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4})
+    model = forced_logits_checkpoint(reliability_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4})
     options = ["--beam", "1", "--max-len-a", "0", "--max-len-b", "3"]
     done = run_cli("translate", model, "-i", source, "-o", tmp_path / "out.txt", "--quiet", *options, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -89,8 +89,8 @@ def damaged_files(good_bytes: bytes, rng: random.Random) -> list[tuple[str, byte
     return files
 
 
-def test_100_damaged_checkpoints_are_detected(tmp_path: Path, tiny_run: Path) -> None:
-    source = list_checkpoints(tiny_run)[-1]
+def test_100_damaged_checkpoints_are_detected(tmp_path: Path, reliability_run: Path) -> None:
+    source = list_checkpoints(reliability_run)[-1]
     files = damaged_files(source.read_bytes(), random.Random(3))
     assert len(files) == 100
     detected, other = [], []
@@ -110,9 +110,9 @@ def test_100_damaged_checkpoints_are_detected(tmp_path: Path, tiny_run: Path) ->
            detected=len(detected), other=len(other), kinds=dict(Counter(kind for kind, _ in files)))
 
 
-def test_flips_in_zip_metadata_never_give_a_wrong_payload(tmp_path: Path, tiny_run: Path) -> None:
+def test_flips_in_zip_metadata_never_give_a_wrong_payload(tmp_path: Path, reliability_run: Path) -> None:
     """A flip in the pickle or zip directory is either detected or harmless (the reader ignores that field)."""
-    source = list_checkpoints(tiny_run)[-1]
+    source = list_checkpoints(reliability_run)[-1]
     good_bytes, original = source.read_bytes(), load_checkpoint(source)
     rng = random.Random(4)
     outcome = Counter()
@@ -131,8 +131,8 @@ def test_flips_in_zip_metadata_never_give_a_wrong_payload(tmp_path: Path, tiny_r
            f"{outcome['identical content']} loaded with content identical to the original, 0 wrong")
 
 
-def test_damaged_checkpoints_through_the_cli(tmp_path: Path, tiny_run: Path) -> None:
-    good = list_checkpoints(tiny_run)[-1].read_bytes()
+def test_damaged_checkpoints_through_the_cli(tmp_path: Path, reliability_run: Path) -> None:
+    good = list_checkpoints(reliability_run)[-1].read_bytes()
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes(good[: len(good) // 3])
     foreign = tmp_path / "foreign.pt"
@@ -143,7 +143,7 @@ def test_damaged_checkpoints_through_the_cli(tmp_path: Path, tiny_run: Path) -> 
         failures.append(done)
         assert done.stdout == "" and path.name in done.stderr
     run = tmp_path / "run"
-    shutil.copytree(tiny_run, run)
+    shutil.copytree(reliability_run, run)
     newest = list_checkpoints(run)[-1]
     newest.write_bytes(flip_bytes(good, random.Random(5), 4))
     average_before = (run / "average.pt").read_bytes()

@@ -29,18 +29,18 @@ def source_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_empty_input_and_closed_pipe_and_full_disk(tiny_run: Path, source_text: Path) -> None:
-    empty = run_cli("translate", tiny_run, *FAST, stdin=b"")
+def test_empty_input_and_closed_pipe_and_full_disk(reliability_run: Path, source_text: Path) -> None:
+    empty = run_cli("translate", reliability_run, *FAST, stdin=b"")
     assert empty.returncode == 0 and empty.stdout == "" and "Traceback" not in empty.stderr
 
-    pipeline = f"{shlex.join(mtkit_command('translate', tiny_run, *FAST))} < {shlex.quote(str(source_text))} | head -1"
+    pipeline = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} < {shlex.quote(str(source_text))} | head -1"
     head = subprocess.run(["bash", "-c", pipeline], capture_output=True, text=True, env=cli_env(), timeout=300)
     assert head.returncode == 0 and len(head.stdout.splitlines()) == 1
     assert head.stderr == "", head.stderr[-2000:]  # no traceback, no BrokenPipeError, nothing at all
 
     full = []
     for redirect in ("> /dev/full", "-o /dev/full"):
-        command = f"{shlex.join(mtkit_command('translate', tiny_run, *FAST))} {redirect} < {shlex.quote(str(source_text))}"
+        command = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} {redirect} < {shlex.quote(str(source_text))}"
         full.append(subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=cli_env(), timeout=300))
     for done in full:
         assert done.returncode == 74 and "No space left on device" in done.stderr, done.stderr[-2000:]
@@ -49,8 +49,8 @@ def test_empty_input_and_closed_pipe_and_full_disk(tiny_run: Path, source_text: 
            "/dev/full -> exit 74 with one line (2/2)")
 
 
-def test_a_model_that_never_emits_eos_stops_at_max_length(tmp_path: Path, tiny_run: Path) -> None:
-    model = forced_logits_checkpoint(tiny_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4, BOS_ID: -1e4})
+def test_a_model_that_never_emits_eos_stops_at_max_length(tmp_path: Path, reliability_run: Path) -> None:
+    model = forced_logits_checkpoint(reliability_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4, BOS_ID: -1e4})
     lines = read_gz_lines(MULTI30K / "val.en.gz", 40) + [""]
     counts = {}
     for beam in (1, 4):
@@ -64,15 +64,15 @@ def test_a_model_that_never_emits_eos_stops_at_max_length(tmp_path: Path, tiny_r
     record("never_eos", "model that never emits eos: 40/40 lines end at max length 7 (greedy and beam 4), 41 lines out")
 
 
-def test_outputs_that_decode_to_line_breaks_stay_on_one_line(tmp_path: Path, tiny_run: Path) -> None:
+def test_outputs_that_decode_to_line_breaks_stay_on_one_line(tmp_path: Path, reliability_run: Path) -> None:
     """Byte-fallback pieces can decode to "\\n" or "\\r"; an output must still be one line."""
-    payload = load_checkpoint(tiny_run / "average.pt")
+    payload = load_checkpoint(reliability_run / "average.pt")
     pieces = spm.SentencePieceProcessor(model_proto=payload["spm_model"])
     newline, carriage = pieces.piece_to_id("<0x0A>"), pieces.piece_to_id("<0x0D>")
     lines = "A man.\n\nTwo dogs play.\nA\u2028B\n"
     counts = {}
     for name, token in (("newline", newline), ("carriage return", carriage)):
-        model = forced_logits_checkpoint(tiny_run / "average.pt", tmp_path / f"{name}.pt", {token: 1e4})
+        model = forced_logits_checkpoint(reliability_run / "average.pt", tmp_path / f"{name}.pt", {token: 1e4})
         done = run_cli("translate", model, *FAST, stdin=lines.encode())
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.count("\n") == 4 and "\r" not in done.stdout, repr(done.stdout)
