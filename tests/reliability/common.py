@@ -26,7 +26,7 @@ REPORT_ENV = "MTKIT_RELIABILITY_REPORT"
 STEP_LINE = re.compile(r"^step (\d+) \|")
 # Every trainer the tests start: tiny model, small batches, a log line per update, one thread
 # (bit-identical float32 results need the same reduction order in every process).
-# The tiny recipe every reliability run uses, in process (conftest.tiny_recipe) and through the CLI (TRAIN_ARGS).
+# TRAIN_SETS also makes conftest.tiny_recipe, for the runs made in process.
 TRAIN_SETS = ["train.max_tokens=512", "train.warmup_steps=10", "train.save_interval_minutes=0", "train.log_interval=1",
               "train.threads=1"]
 TRAIN_ARGS = ["--arch", "tiny", *(arg for item in TRAIN_SETS for arg in ("--set", item))]
