@@ -27,6 +27,11 @@ from mtkit.tokenizer import Tokenizer
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
+# ATen multiplies small matrices (under 400 multiply-adds each) in its own loop and larger ones with BLAS, and
+# the two round differently. A short sentence alone would take the loop in attention over its source, and the
+# same sentence padded in a batch would take BLAS. At least 16 source positions (masked padding) keep every
+# sentence on BLAS for head sizes >= 25, so its scores do not depend on its batch.
+MIN_SOURCE_WIDTH = 16
 
 
 def resolve_checkpoint(path: Path) -> Path:
@@ -126,8 +131,8 @@ class Translator:
 
 
 def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """src [B, S] (tokens + eos, right-padded) and src_lens [B] (tokens, eos excluded)."""
-    width = max(len(t) for t in ids) + 1
+    """src [B, S] (tokens + eos, right-padded to at least MIN_SOURCE_WIDTH) and src_lens [B] (eos excluded)."""
+    width = max(max(len(t) for t in ids) + 1, MIN_SOURCE_WIDTH)
     src = torch.full((len(ids), width), pad_id, dtype=torch.long)
     for row, tokens in enumerate(ids):
         src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)

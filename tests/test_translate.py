@@ -70,6 +70,16 @@ def test_batching_never_changes_translations(tiny_run: Path, multi30k: Path) -> 
     assert differ == [], f"{len(differ)} lines differ, e.g. {differ[:5]}"
 
 
+def test_short_sentence_scores_do_not_depend_on_the_batch(tiny_run: Path, multi30k: Path) -> None:
+    """Bit-identical beam scores for 1-4 token sentences alone and padded beside a long one (MIN_SOURCE_WIDTH)."""
+    short = ["A dog.", "Two men.", "Kids play.", "A red car", "Rain"]
+    long = max(read_gz_lines(multi30k / "val.en.gz", 200), key=len)
+    translator = Translator.load(tiny_run, max_len_b=30, batch_tokens=100_000)
+    alone = [translator.translate_hypotheses([line])[0] for line in short]
+    together = translator.translate_hypotheses(short + [long])[: len(short)]
+    assert [[(h.tokens, h.score) for h in hyps] for hyps in alone] == [[(h.tokens, h.score) for h in hyps] for hyps in together]
+
+
 def test_order_and_empty_lines(tiny_run: Path, multi30k: Path) -> None:
     translator = Translator.load(tiny_run, batch_tokens=200)
     lines = read_gz_lines(multi30k / "val.en.gz", 40)
