@@ -2,7 +2,7 @@
 
 PyTorch runs a float32 nn.Linear on CPU through MKL's sgemm. In a beam-4 decode of test_2016_flickr
 on our 2-core test machine, oneDNN with pre-packed weights spends 10% less time in the linears (3.99 s
-against 4.45 s under torch.profiler), so translation is 1.07-1.15x faster (BENCHMARKS.md). Its result
+against 4.45 s under torch.profiler), so translation is about 1.07x faster (BENCHMARKS.md). Its result
 for a row is bit-identical however many rows come with it (MKL's is not), which is what lets batching
 never change a translation. bfloat16 linears already go through oneDNN, so only float32 is packed.
 Imports torch only.

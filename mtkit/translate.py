@@ -50,7 +50,7 @@ def resolve_checkpoint(path: Path) -> Path:
 def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: bool = True) -> tuple[Transformer, dict]:
     """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line.
 
-    `packed`: float32 CPU linears go through oneDNN with packed weights (mtkit.packed; 1.07-1.15x decoding).
+    `packed`: float32 CPU linears go through oneDNN with packed weights (mtkit.packed; about 1.07x decoding).
     """
     payload = load_checkpoint(path)
     try:
