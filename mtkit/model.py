@@ -442,7 +442,8 @@ class Transformer(nn.Module):
         memory, src_pad = self.encode(src)
         layers = []
         for layer in self.decoder.layers:
-            cross_keys, cross_values = layer.cross_attn.project_memory(memory)  # [B, H, S, D/H]
+            # Contiguous once here: as views of the fused projection, every step's matmul would copy them.
+            cross_keys, cross_values = (t.contiguous() for t in layer.cross_attn.project_memory(memory))  # [B, H, S, D/H]
             shape = cross_keys.shape[:2] + (_FIRST_CAPACITY, cross_keys.shape[3])  # [B, H, capacity, D/H]
             self_keys, self_values = cross_keys.new_empty(shape), cross_keys.new_empty(shape)
             layers.append(LayerCache(self_keys, self_values, cross_keys, cross_values))
