@@ -469,8 +469,10 @@ class Transformer(nn.Module):
             return tensor if entries is None else tensor.index_select(0, entries)
 
         def pick_filled(cache: Tensor) -> Tensor:  # copies only the t filled positions
-            picked = cache.new_empty((len(order),) + cache.shape[1:])
+            # Room for exactly the next position: the copy is made anyway, so growing here is free, and
+            # the caches take no more memory than they hold (doubling kept up to twice that).
             t = state.position
+            picked = cache.new_empty((len(order), cache.shape[1], t + 1, cache.shape[3]))
             torch.index_select(cache[:, :, :t], 0, order, out=picked[:, :, :t])
             return picked
 

@@ -191,7 +191,7 @@ def test_all_pad_source_row_is_finite_and_isolated() -> None:
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_incremental_decoding_equals_full_forward(norm: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """decode_step with beam expansion, reorders and cache growth == forward on the same rows."""
-    monkeypatch.setattr(model_module, "_FIRST_CAPACITY", 2)  # the cache grows at steps 2 and 4
+    monkeypatch.setattr(model_module, "_FIRST_CAPACITY", 2)  # grows at step 1 and, after the reorders, at step 5
     model = tiny_model(norm)
     g = torch.Generator().manual_seed(5)
     beams, steps = 3, 7
@@ -213,6 +213,7 @@ def test_incremental_decoding_equals_full_forward(norm: str, monkeypatch: pytest
                 state = model.reorder_decode_state(state, orders[t])
                 sources, tgt = sources[orders[t]], tgt[orders[t]]
                 assert state.group == groups[t]
+                assert state.layers[0].keys.shape[2] == t + 1  # a reorder leaves room for exactly one more position
                 assert (state.layers[0].cross_keys is before) == (t == 2)  # a beam step copies no source side
             logits = model.decode_step(tgt[:, t], state)
             full = model(src[sources], tgt[:, : t + 1])[:, t]
