@@ -76,8 +76,8 @@ def has_model(run_dir: Path) -> bool:
     return (run_dir / "average.pt").is_file() or any((run_dir / "checkpoints").glob("step_*.pt"))
 
 
-def ensure_model(model: Path | None, train_steps: int, train_minutes: float, threads: int) -> Path:
-    """The run to translate with: --model, else bench-out/train-bf16 (bench_train), else train one now."""
+def ensure_model(model: Path | None, train_steps: int, train_minutes: float, threads: int, device: str) -> Path:
+    """The run to translate with: --model, else bench-out/train-bf16 (bench_train), else train one now on `device`."""
     if model is not None:
         return model
     if not train_minutes and has_model(BENCH_OUT / "train-bf16"):
@@ -89,7 +89,8 @@ def ensure_model(model: Path | None, train_steps: int, train_minutes: float, thr
         return run_dir
     if run_dir.exists():
         shutil.rmtree(run_dir)  # an unfinished run: start over
-    cmd = mtkit_command() + ["train", str(prepare_data()), "--save-dir", str(run_dir), "--config", str(RECIPE)] + limit
+    cmd = mtkit_command() + ["train", str(prepare_data()), "--save-dir", str(run_dir), "--config", str(RECIPE),
+                             "--set", f"train.device={device}"] + limit
     print(f"training a model to translate with ({name}) -> {run_dir}", file=sys.stderr)
     check_run(run_timed(cmd, thread_env(threads), BENCH_OUT / f"translate-model-{name}.log"), "mtkit train")
     return run_dir
@@ -201,7 +202,7 @@ def main() -> None:
     parser.add_argument("--identity-lines", type=int, help="lines for the batch-size identity check (default all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    run_dir = ensure_model(args.model, args.train_steps, args.train_minutes, args.threads)
+    run_dir = ensure_model(args.model, args.train_steps, args.train_minutes, args.threads, args.device)
     source, lines, refs = read_test_set(args.lines)
     runs = [bench_dtype(run_dir, d.strip(), args, source, lines, refs) for d in args.dtype.split(",") if d.strip()]
     report = {"workload": "multi30k-small", "model": str(run_dir), "threads": args.threads, "beam": 4, "runs": runs}
