@@ -1,17 +1,15 @@
-"""Training: TrainConfig, the learning-rate schedule, one update, validation, and the training loop.
+"""The training loop: start or resume a run, update until a stop condition, validate, save, average.
 
-The loop in `train()` reads top to bottom: batches -> update -> log -> validate -> save. The criterion is in
-mtkit/loss.py, torchrun plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py.
+`train()` reads top to bottom: start_run -> update_until_stopped (batches -> update -> log -> validate -> save)
+-> finish. One update, its settings and validation are in mtkit/step.py; the criterion in mtkit/loss.py,
+torchrun plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import signal
 import time
-from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,223 +19,9 @@ from torch import Tensor, nn
 
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed
 from mtkit.loss import LossModule
-
-PRECISIONS = ("fp32", "bf16", "fp16")
-SCHEDULES = ("inverse_sqrt", "noam")
-# Fault injection for tests: comma-separated update attempts (1-based, skipped ones counted).
-FAULT_NAN = "MTKIT_FAULT_NAN_STEPS"
-FAULT_OOM = "MTKIT_FAULT_OOM_STEPS"
-# "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
-FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
-
-
-@dataclass
-class TrainConfig:
-    seed: int = 1
-    label_smoothing: float = 0.1
-    precision: str = "fp32"
-    lr: float = 1e-3  # peak learning rate (derived from d_model and warm-up when lr_schedule = "noam")
-    lr_schedule: str = "inverse_sqrt"
-    warmup_steps: int = 4000
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-9
-    weight_decay: float = 0.0
-    clip_norm: float = 0.0
-    max_tokens: int = 4096
-    update_freq: int = 1
-    max_steps: int = 0  # 0: no limit
-    max_epochs: int = 0
-    max_time_minutes: float = 0.0
-    save_interval_steps: int = 0
-    save_interval_minutes: float = 10.0
-    keep_last: int = 5
-    average_last: int = 5
-    valid_interval_steps: int = 0  # 0: validate only at the end
-    valid_bleu: bool = False
-    patience: int = 0  # validations without improvement before stopping; 0: never
-    log_interval: int = 50
-    compile: bool = False
-    device: str = "auto"
-    threads: int = 0  # 0: torch's default (OMP_NUM_THREADS)
-    max_bad_steps: int = 5  # consecutive non-finite / out-of-memory updates before giving up
-
-    def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
-        if self.update_freq < 1 or self.max_tokens < 1:
-            raise ValueError("update_freq and max_tokens must be positive")
-        self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
-
-    def resolved(self, d_model: int) -> "TrainConfig":
-        """Fill derived fields: the paper's peak lr under "noam", and keep enough checkpoints to average."""
-        lr = noam_peak_lr(d_model, self.warmup_steps) if self.lr_schedule == "noam" else self.lr
-        keep = max(self.keep_last, self.average_last)
-        return TrainConfig(**{**self.__dict__, "lr": lr, "keep_last": keep})
-
-
-def noam_peak_lr(d_model: int, warmup_steps: int) -> float:
-    """Peak of the paper's schedule, reached at step = warmup_steps: d_model^-0.5 * warmup^-0.5."""
-    return d_model**-0.5 * max(warmup_steps, 1) ** -0.5
-
-
-def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
-    """Linear warm-up to `peak_lr`, then inverse square root (equals the paper's formula for its peak)."""
-    step = max(step, 1)
-    if warmup_steps <= 0:
-        return peak_lr
-    return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
-
-
-def autocast_context(precision: str, device: torch.device) -> Any:
-    if precision == "fp32":
-        return nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def fault_steps(name: str) -> set[int]:
-    raw = os.environ.get(name, "")
-    return {int(x) for x in raw.split(",") if x.strip()}
-
-
-def fault_kill_rank(rank: int, attempt: int, run_dir: Path) -> None:
-    """Die like a crashed node when FAULT_KILL_RANK names this rank and attempt; a marker file in
-    RUN_DIR makes it happen once, so the restarted rank runs on."""
-    if os.environ.get(FAULT_KILL_RANK, "").replace(" ", "") != f"{rank}:{attempt}":
-        return
-    marker = run_dir / f".fault-killed-rank{rank}-attempt{attempt}"
-    if marker.exists():
-        return
-    marker.touch()
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass
-class StepResult:
-    loss: float
-    nll: float
-    src_tokens: int
-    tgt_tokens: int
-    skipped: str = ""  # "", "nonfinite" or "oom"
-    grad_norm: float = 0.0
-
-
-def train_step(
-    module: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scaler: Any,
-    batches: list[Any],
-    cfg: TrainConfig,
-    ctx: DistContext,
-    lr: float,
-    attempt: int,
-) -> StepResult:
-    """One update over `batches` (update_freq micro-batches), normalized by target tokens over all ranks."""
-    optimizer.zero_grad(set_to_none=True)
-    local = [0.0, 0.0, 0.0, 0.0]  # loss, nll, src tokens, tgt tokens
-    try:
-        if attempt in fault_steps(FAULT_OOM):
-            raise torch.OutOfMemoryError(f"injected out-of-memory at update attempt {attempt}")
-        for i, batch in enumerate(batches):
-            last = i == len(batches) - 1
-            sync = nullcontext() if last or ctx.world_size == 1 else module.no_sync()
-            with sync:
-                with autocast_context(cfg.precision, ctx.device):
-                    loss, nll = module(batch.src, batch.tgt_in, batch.tgt_out)
-                if attempt in fault_steps(FAULT_NAN):
-                    loss = loss * float("nan")
-                (scaler.scale(loss) if scaler is not None else loss).backward()
-            local = [local[0] + loss.item(), local[1] + nll.item(), local[2] + batch.src_tokens, local[3] + batch.tgt_tokens]
-    except torch.OutOfMemoryError:
-        if ctx.world_size > 1:
-            raise  # ranks would fall out of step in their collectives; let the caller stop cleanly
-        optimizer.zero_grad(set_to_none=True)
-        if ctx.device.type == "cuda":
-            torch.cuda.empty_cache()
-        return StepResult(0.0, 0.0, 0, 0, skipped="oom")
-    loss_sum, nll_sum, src_tokens, tgt_tokens = ctx.all_sum(local)
-    if not math.isfinite(loss_sum):
-        optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss_sum, nll_sum, int(src_tokens), int(tgt_tokens), skipped="nonfinite")
-    if scaler is not None:
-        scaler.unscale_(optimizer)
-    # DDP averaged the gradients over ranks; rescale so the update is sum(loss) / all target tokens.
-    scale = ctx.world_size / max(tgt_tokens, 1.0)
-    params = [p for p in module.parameters() if p.grad is not None]
-    torch._foreach_mul_([p.grad for p in params], scale)
-    grad_norm = 0.0
-    if cfg.clip_norm > 0:
-        grad_norm = float(nn.utils.clip_grad_norm_(params, cfg.clip_norm))
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    tokens = max(tgt_tokens, 1.0)
-    return StepResult(loss_sum / tokens, nll_sum / tokens, int(src_tokens), int(tgt_tokens), grad_norm=grad_norm)
-
-
-@torch.no_grad()
-def validate(module: LossModule, batches: list[Any], cfg: TrainConfig, ctx: DistContext) -> float:
-    """Mean per-token NLL (natural log) on this rank's share of the valid batches, summed over ranks."""
-    was_training = module.training
-    module.eval()
-    nll_sum, tokens = 0.0, 0.0
-    for batch in batches:
-        with autocast_context(cfg.precision, ctx.device):
-            _, nll = module(batch.src, batch.tgt_in, batch.tgt_out)
-        nll_sum += nll.item()
-        tokens += batch.tgt_tokens
-    module.train(was_training)
-    nll_sum, tokens = ctx.all_sum([nll_sum, tokens])
-    return nll_sum / max(tokens, 1.0)
-
-
-@torch.no_grad()
-def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes, tcfg: Any, device: torch.device) -> float:
-    """sacreBLEU of the model's translations of the valid split (search settings of the recipe)."""
-    from mtkit.data import collate
-    from mtkit.score import score
-    from mtkit.search import ModelDecoder, search
-    from mtkit.tokenizer import Tokenizer
-
-    tokenizer = Tokenizer.from_bytes(spm_model)
-    decoder, c = ModelDecoder([model]), model.cfg
-    hyps: list[str] = []
-    refs: list[str] = []
-    was_training = model.training
-    model.eval()
-    for idx in batches:
-        src = collate(data, idx, c.pad_id, c.bos_id, c.eos_id).src.to(device)
-        found = search(decoder, src, torch.as_tensor(data.src_lens[idx], device=device), tcfg,
-                       c.bos_id, c.eos_id, c.pad_id, c.max_positions)
-        hyps += tokenizer.decode([h[0].tokens if h else [] for h in found])
-        refs += tokenizer.decode([data.tgt(i).tolist() for i in idx])
-    model.train(was_training)
-    return score(hyps, [refs]).bleu
-
-
-def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """Adam as the paper (fused kernels on GPU, foreach on CPU)."""
-    fused = device.type == "cuda"
-    return torch.optim.Adam(
-        model.parameters(),
-        lr=cfg.lr,
-        betas=cfg.adam_betas,
-        eps=cfg.adam_eps,
-        weight_decay=cfg.weight_decay,
-        fused=fused or None,
-        foreach=None if fused else True,
-    )
-
-
-def set_threads(cfg: TrainConfig) -> None:
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
+from mtkit.step import (
+    TrainConfig, build_optimizer, fault_kill_rank, learning_rate, set_threads, train_step, valid_bleu, validate,
+)
 
 
 @dataclass
@@ -289,162 +73,251 @@ def make_payload(model: nn.Module, optimizer: Any, scaler: Any, state: TrainStat
 def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
     """Train, or resume the run in `run_dir`; returns a summary dict on rank 0 (None on the other ranks).
     `recipe` is a resolved mtkit.recipe.Recipe."""
-    from mtkit.batching import epoch_batches
-    from mtkit.checkpoint import prune_checkpoints, save_checkpoint, step_path, write_average
-    from mtkit.data import ParallelData, collate, read_manifest
-    from mtkit.errors import Interrupted, NumericalError, StorageError
+    from mtkit.data import read_manifest
     from mtkit.files import DirectoryLock
-    from mtkit.model import Transformer
-    from mtkit.rundir import MetricsLog, open_run
 
-    cfg, mcfg = recipe.train, recipe.model
-    ctx = setup_distributed(cfg.device)
-    set_threads(cfg)
+    ctx = setup_distributed(recipe.train.device)
+    set_threads(recipe.train)
     data_dir, run_dir = Path(data_dir), Path(run_dir)
     manifest = read_manifest(data_dir)
-    src_lang, tgt_lang = manifest["source_lang"], manifest["target_lang"]
     lock = DirectoryLock(run_dir)
     if ctx.is_main:
         lock.acquire()
     try:
-        found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main)
-        train_data = ParallelData.open(data_dir, "train", src_lang, tgt_lang)
-        valid_data = ParallelData.open(data_dir, "valid", src_lang, tgt_lang) if "valid" in manifest["splits"] else None
-
-        torch.manual_seed(cfg.seed)  # identical initial parameters on every rank
-        model = Transformer(mcfg).to(ctx.device)
-        module: nn.Module = LossModule(model, cfg.label_smoothing, mcfg.pad_id)
-        optimizer = build_optimizer(model, cfg, ctx.device)
-        scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
-        state = TrainState()
-        torch.manual_seed(cfg.seed + 7919 * (ctx.rank + 1))  # dropout streams differ per rank
-        if found is not None:
-            payload = found[1]
-            model.load_state_dict(payload["model"])
-            optimizer.load_state_dict(payload["optimizer"])
-            if scaler is not None and payload["scaler"]:
-                scaler.load_state_dict(payload["scaler"])
-            state = TrainState(**payload["state"])
-            restore_rng(payload["rng"], ctx)
-        resumed_from = found[0] if found is not None else None
-        if ctx.world_size > 1:
-            module = nn.parallel.DistributedDataParallel(module, device_ids=[ctx.device] if ctx.device.type == "cuda" else None)
-        if cfg.compile:
-            module = torch.compile(module)
-        module.train()
-        spm_bytes = (data_dir / "spm.model").read_bytes()
-        extra = {"configs": recipe.as_dict(), "spm_model": spm_bytes, "spm_sha256": manifest["spm_sha256"], "manifest": manifest}
-        metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step)
-        valid_batches, bleu_idx = [], []
-        if valid_data is not None:
-            # BLEU is decoded on rank 0 over the whole split; the loss over each rank's shard
-            bleu_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1)
-            valid_idx = epoch_batches(valid_data.src_lens, valid_data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size)
-            valid_batches = [collate(valid_data, idx).to(ctx.device) for idx in valid_idx]
-
-        def save() -> None:
-            rng = rng_state(ctx)
-            state.wall = metrics.wall()
-            if ctx.is_main:
-                save_checkpoint(step_path(run_dir, state.step), make_payload(model, optimizer, scaler, state, rng, extra))
-                protect = [p for p in (resumed_from, step_path(run_dir, state.best_step)) if p is not None]
-                prune_checkpoints(run_dir, cfg.keep_last, protect)
-
-        def run_validation() -> bool:
-            """Validate; returns True when patience is exhausted."""
-            if not valid_batches:
-                return False
-            loss = validate(module, valid_batches, cfg, ctx)
-            record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
-            if cfg.valid_bleu and ctx.is_main:
-                record["valid_bleu"] = valid_bleu(model, valid_data, bleu_idx, spm_bytes, recipe.translate, ctx.device)
-            if loss < state.best_loss:
-                state.best_loss, state.best_step, state.stale = loss, state.step, 0
-            else:
-                state.stale += 1
-            bleu = f" | bleu {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
-            metrics.write(record, f"valid | step {state.step} | loss {loss:.3f} | ppl {record['valid_ppl']:.2f}{bleu} | "
-                                  f"best step {state.best_step}")
-            return cfg.patience > 0 and state.stale >= cfg.patience
-
-        flag = SignalFlag()
-        stop = ""
-        bad = 0
-        last_save = time.monotonic()
-        saved_step = state.step
-        window = [0.0, 0.0, 0, 0, 0, time.monotonic()]  # loss*tok, nll*tok, src, tgt, updates, t0
-        try:
-            while not stop:
-                batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, state.epoch, ctx.rank, ctx.world_size)
-                while state.position < len(batches) and not stop:
-                    if cfg.max_steps and state.step >= cfg.max_steps:
-                        stop = "max_steps"
-                        break
-                    group = [collate(train_data, idx).to(ctx.device) for idx in batches[state.position : state.position + cfg.update_freq]]
-                    state.attempts += 1
-                    fault_kill_rank(ctx.rank, state.attempts, run_dir)
-                    lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
-                    try:
-                        result = train_step(module, optimizer, scaler, group, cfg, ctx, lr, state.attempts)
-                    except torch.OutOfMemoryError:
-                        raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
-                    state.position += len(group)
-                    if result.skipped:
-                        bad += 1
-                        metrics.write({"step": state.step, "skipped": result.skipped, "attempt": state.attempts},
-                                      f"warning: step {state.step + 1}: {result.skipped} update skipped ({bad} in a row)")
-                        error = NumericalError if result.skipped == "nonfinite" else StorageError
-                        if bad > cfg.max_bad_steps:
-                            what = "non-finite loss" if result.skipped == "nonfinite" else "out of memory"
-                            raise error(f"{what} at step {state.step + 1}, {bad} updates in a row; last good checkpoint left intact")
-                        continue
-                    bad = 0
-                    state.step += 1
-                    window = [window[0] + result.loss * result.tgt_tokens, window[1] + result.nll * result.tgt_tokens,
-                              window[2] + result.src_tokens, window[3] + result.tgt_tokens, window[4] + 1, window[5]]
-                    if state.step % cfg.log_interval == 0:
-                        log_interval(metrics, state, window, lr)
-                        window = [0.0, 0.0, 0, 0, 0, time.monotonic()]
-                    if cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and run_validation():
-                        stop = "patience"
-                    elapsed = metrics.wall()
-                    flags = ctx.all_sum([
-                        float(flag.signum),
-                        float(cfg.max_time_minutes > 0 and elapsed >= cfg.max_time_minutes * 60),
-                        float(cfg.save_interval_minutes > 0 and time.monotonic() - last_save >= cfg.save_interval_minutes * 60),
-                    ])
-                    if flags[0]:
-                        stop = "signal"
-                    elif cfg.max_steps and state.step >= cfg.max_steps:
-                        stop = "max_steps"
-                    elif flags[1]:
-                        stop = stop or "max_time"
-                    due = (cfg.save_interval_steps and state.step % cfg.save_interval_steps == 0) or flags[2]
-                    if due and not stop:
-                        save()
-                        last_save, saved_step = time.monotonic(), state.step
-                if state.position >= len(batches):
-                    state.epoch, state.position = state.epoch + 1, 0
-                    if cfg.max_epochs and state.epoch > cfg.max_epochs:
-                        stop = stop or "max_epochs"
-        finally:
-            flag.restore()
-        validated_now = cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and stop != "max_epochs"
-        if stop != "signal" and not validated_now:
-            run_validation()
-        if state.step != saved_step or found is None:
-            save()
-        if stop == "signal":
-            raise Interrupted(flag.signum)
-        if not ctx.is_main:
-            return None  # one summary per run: the CLI prints rank 0's
-        averaged, _ = write_average(run_dir, cfg.average_last)
-        return {"stop": stop, "step": state.step, "epoch": state.epoch, "wall": round(metrics.wall(), 1),
-                "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged)}
+        run, train_data = start_run(data_dir, run_dir, recipe, manifest, ctx)
+        stop, signum = update_until_stopped(run, train_data)
+        return finish(run, stop, signum)
     finally:
         lock.release()
         if ctx.world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+@dataclass
+class Validation:
+    """The valid split as training checks it: the loss over this rank's shard, BLEU over all of it on rank 0."""
+
+    data: Any  # mtkit.data.ParallelData
+    batches: list[Any]  # this rank's shard, collated on the device
+    bleu_batches: list[Any]  # sentence indices of the whole split
+
+
+def fresh_window() -> list:
+    """Sums since the last log line: loss*tokens, nll*tokens, src tokens, tgt tokens, updates, start time."""
+    return [0.0, 0.0, 0, 0, 0, time.monotonic()]
+
+
+@dataclass
+class Run:
+    """One training run's live objects and loop counters: what updating, validating and saving share."""
+
+    cfg: TrainConfig
+    ctx: DistContext
+    run_dir: Path
+    model: nn.Module
+    module: nn.Module  # the loss module, wrapped in DDP / compiled as configured
+    optimizer: torch.optim.Optimizer
+    scaler: Any
+    state: TrainState
+    metrics: Any  # mtkit.rundir.MetricsLog
+    extra: dict  # what every checkpoint carries besides the training state
+    resumed_from: Path | None
+    translate_cfg: Any  # search settings for validation BLEU
+    validation: Validation | None
+    saved_step: int = 0
+    bad: int = 0  # skipped updates in a row
+    last_save: float = field(default_factory=time.monotonic)
+    window: list = field(default_factory=fresh_window)
+
+    def save(self) -> None:
+        from mtkit.checkpoint import prune_checkpoints, save_checkpoint, step_path
+
+        rng = rng_state(self.ctx)
+        self.state.wall = self.metrics.wall()
+        if self.ctx.is_main:
+            payload = make_payload(self.model, self.optimizer, self.scaler, self.state, rng, self.extra)
+            save_checkpoint(step_path(self.run_dir, self.state.step), payload)
+            protect = [p for p in (self.resumed_from, step_path(self.run_dir, self.state.best_step)) if p is not None]
+            prune_checkpoints(self.run_dir, self.cfg.keep_last, protect)
+        self.last_save, self.saved_step = time.monotonic(), self.state.step
+
+    def validate(self) -> bool:
+        """Validate; returns True when patience is exhausted."""
+        if self.validation is None or not self.validation.batches:
+            return False
+        state, cfg = self.state, self.cfg
+        loss = validate(self.module, self.validation.batches, cfg, self.ctx)
+        record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
+        if cfg.valid_bleu and self.ctx.is_main:
+            v = self.validation
+            record["valid_bleu"] = valid_bleu(self.model, v.data, v.bleu_batches, self.extra["spm_model"],
+                                              self.translate_cfg, self.ctx.device)
+        if loss < state.best_loss:
+            state.best_loss, state.best_step, state.stale = loss, state.step, 0
+        else:
+            state.stale += 1
+        bleu = f" | bleu {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
+        self.metrics.write(record, f"valid | step {state.step} | loss {loss:.3f} | ppl {record['valid_ppl']:.2f}{bleu} | "
+                                   f"best step {state.best_step}")
+        return cfg.patience > 0 and state.stale >= cfg.patience
+
+
+def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: DistContext) -> tuple[Run, Any]:
+    """Open the data and the run directory, build model and optimizer, and resume from the newest valid
+    checkpoint if there is one; returns the run and the training data."""
+    from mtkit.data import ParallelData
+    from mtkit.model import Transformer
+    from mtkit.rundir import MetricsLog, open_run
+
+    cfg, mcfg = recipe.train, recipe.model
+    found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main)
+    src_lang, tgt_lang = manifest["source_lang"], manifest["target_lang"]
+    train_data = ParallelData.open(data_dir, "train", src_lang, tgt_lang)
+    valid_data = ParallelData.open(data_dir, "valid", src_lang, tgt_lang) if "valid" in manifest["splits"] else None
+
+    torch.manual_seed(cfg.seed)  # identical initial parameters on every rank
+    model = Transformer(mcfg).to(ctx.device)
+    module: nn.Module = LossModule(model, cfg.label_smoothing, mcfg.pad_id)
+    optimizer = build_optimizer(model, cfg, ctx.device)
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    state = TrainState()
+    torch.manual_seed(cfg.seed + 7919 * (ctx.rank + 1))  # dropout streams differ per rank
+    if found is not None:
+        payload = found[1]
+        model.load_state_dict(payload["model"])
+        optimizer.load_state_dict(payload["optimizer"])
+        if scaler is not None and payload["scaler"]:
+            scaler.load_state_dict(payload["scaler"])
+        state = TrainState(**payload["state"])
+        restore_rng(payload["rng"], ctx)
+    if ctx.world_size > 1:
+        module = nn.parallel.DistributedDataParallel(module, device_ids=[ctx.device] if ctx.device.type == "cuda" else None)
+    if cfg.compile:
+        module = torch.compile(module)
+    module.train()
+    extra = {"configs": recipe.as_dict(), "spm_model": (data_dir / "spm.model").read_bytes(),
+             "spm_sha256": manifest["spm_sha256"], "manifest": manifest}
+    run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, MetricsLog(run_dir, ctx.is_main, state.wall, state.step),
+              extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx),
+              saved_step=state.step)
+    return run, train_data
+
+
+def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext) -> Validation | None:
+    from mtkit.batching import epoch_batches
+    from mtkit.data import collate
+
+    if data is None:
+        return None
+    bleu_batches = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1)
+    shard = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size)
+    return Validation(data, [collate(data, idx).to(ctx.device) for idx in shard], bleu_batches)
+
+
+def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
+    """Epochs of updates until a stop condition; returns why it stopped and the signal behind it (0: none)."""
+    from mtkit.batching import epoch_batches
+    from mtkit.data import collate
+
+    cfg, ctx, state = run.cfg, run.ctx, run.state
+    flag = SignalFlag()
+    stop = ""
+    run.last_save, run.window = time.monotonic(), fresh_window()
+    try:
+        while not stop:
+            batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, state.epoch, ctx.rank, ctx.world_size)
+            while state.position < len(batches) and not stop:
+                if cfg.max_steps and state.step >= cfg.max_steps:
+                    stop = "max_steps"
+                    break
+                group = [collate(train_data, idx).to(ctx.device) for idx in batches[state.position : state.position + cfg.update_freq]]
+                if update(run, group):
+                    stop = after_update(run, flag)
+            if state.position >= len(batches):
+                state.epoch, state.position = state.epoch + 1, 0
+                if cfg.max_epochs and state.epoch > cfg.max_epochs:
+                    stop = stop or "max_epochs"
+    finally:
+        flag.restore()
+    return stop, flag.signum
+
+
+def update(run: Run, group: list[Any]) -> bool:
+    """One update attempt over `group` (update_freq batches), logged every log_interval updates; False when
+    it was skipped (non-finite loss, out of memory), an error after max_bad_steps skips in a row."""
+    from mtkit.errors import NumericalError, StorageError
+
+    cfg, ctx, state = run.cfg, run.ctx, run.state
+    state.attempts += 1
+    fault_kill_rank(ctx.rank, state.attempts, run.run_dir)
+    lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
+    try:
+        result = train_step(run.module, run.optimizer, run.scaler, group, cfg, ctx, lr, state.attempts)
+    except torch.OutOfMemoryError:
+        raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
+    state.position += len(group)
+    if result.skipped:
+        run.bad += 1
+        run.metrics.write({"step": state.step, "skipped": result.skipped, "attempt": state.attempts},
+                          f"warning: step {state.step + 1}: {result.skipped} update skipped ({run.bad} in a row)")
+        if run.bad > cfg.max_bad_steps:
+            error = NumericalError if result.skipped == "nonfinite" else StorageError
+            what = "non-finite loss" if result.skipped == "nonfinite" else "out of memory"
+            raise error(f"{what} at step {state.step + 1}, {run.bad} updates in a row; last good checkpoint left intact")
+        return False
+    run.bad = 0
+    state.step += 1
+    w = run.window
+    run.window = [w[0] + result.loss * result.tgt_tokens, w[1] + result.nll * result.tgt_tokens,
+                  w[2] + result.src_tokens, w[3] + result.tgt_tokens, w[4] + 1, w[5]]
+    if state.step % cfg.log_interval == 0:
+        log_interval(run.metrics, state, run.window, lr)
+        run.window = fresh_window()
+    return True
+
+
+def after_update(run: Run, flag: SignalFlag) -> str:
+    """Validate and save when due; returns why to stop ("" to go on). The signal, time-limit and save-interval
+    flags are summed over ranks, so every rank decides alike."""
+    cfg, state = run.cfg, run.state
+    stop = ""
+    if cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and run.validate():
+        stop = "patience"
+    flags = run.ctx.all_sum([
+        float(flag.signum),
+        float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
+        float(cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60),
+    ])
+    if flags[0]:
+        stop = "signal"
+    elif cfg.max_steps and state.step >= cfg.max_steps:
+        stop = "max_steps"
+    elif flags[1]:
+        stop = stop or "max_time"
+    due = (cfg.save_interval_steps and state.step % cfg.save_interval_steps == 0) or flags[2]
+    if due and not stop:
+        run.save()
+    return stop
+
+
+def finish(run: Run, stop: str, signum: int) -> dict | None:
+    """The last validation and save, then (rank 0) the averaged model and the run's summary."""
+    from mtkit.checkpoint import write_average
+    from mtkit.errors import Interrupted
+
+    cfg, state = run.cfg, run.state
+    validated_now = cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and stop != "max_epochs"
+    if stop != "signal" and not validated_now:
+        run.validate()
+    if state.step != run.saved_step or run.resumed_from is None:
+        run.save()
+    if stop == "signal":
+        raise Interrupted(signum)
+    if not run.ctx.is_main:
+        return None  # one summary per run: the CLI prints rank 0's
+    averaged, _ = write_average(run.run_dir, cfg.average_last)
+    return {"stop": stop, "step": state.step, "epoch": state.epoch, "wall": round(run.metrics.wall(), 1),
+            "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged)}
 
 
 def log_interval(metrics: Any, state: TrainState, window: list, lr: float) -> None:

@@ -1,4 +1,4 @@
-"""The trainer: schedule and loss by hand, overfitting, exact resume, DDP == accumulation, faults."""
+"""The training loop: overfitting, exact resume, averaging, DDP == accumulation, faults, validation."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.recipe import resolve_recipe
-from mtkit.loss import label_smoothed_loss
 from mtkit.model import ModelConfig, Transformer
-from mtkit.train import learning_rate, noam_peak_lr, train
+from mtkit.train import train
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
@@ -28,69 +26,6 @@ def tiny_recipe(*overrides: str, vocab: int = 1000):
 
 def model_params(path: Path) -> dict[str, torch.Tensor]:
     return load_checkpoint(path)["model"]
-
-
-def test_learning_rate_is_the_papers_formula() -> None:
-    d_model, warmup = 512, 4000
-    peak = noam_peak_lr(d_model, warmup)
-    for step in (1, 100, 3999, 4000, 4001, 10_000, 100_000):
-        paper = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-        assert learning_rate(step, peak, warmup) == pytest.approx(paper, rel=1e-12)
-    assert learning_rate(500, 1e-3, 1000) == pytest.approx(5e-4)
-    assert learning_rate(4000, 1e-3, 1000) == pytest.approx(5e-4)
-
-
-def test_label_smoothed_loss_matches_explicit_distribution() -> None:
-    torch.manual_seed(0)
-    logits, target, eps = torch.randn(7, 11), torch.randint(0, 11, (7,)), 0.1
-    loss, nll = label_smoothed_loss(logits, torch.eye(11), target, eps)  # identity projection
-    lprobs = F.log_softmax(logits, -1)
-    q = torch.full_like(lprobs, eps / 10)
-    q[torch.arange(7), target] += 1 - eps - eps / 10  # fairseq's smoothed target distribution
-    assert torch.allclose(q.sum(-1), torch.ones(7))
-    assert loss.item() == pytest.approx(-(q * lprobs).sum().item(), rel=1e-5)
-    assert nll.item() == pytest.approx(F.cross_entropy(logits, target, reduction="sum").item(), rel=1e-5)
-    plain, _ = label_smoothed_loss(logits, torch.eye(11), target, 0.0)
-    assert plain.item() == pytest.approx(nll.item())
-
-
-@pytest.mark.parametrize("epsilon", [0.0, 0.1])
-@pytest.mark.parametrize("rows", [9, 1300])  # 1300 crosses both the softmax and the projection chunk sizes
-def test_label_smoothed_loss_gradient_equals_autograd_reference(epsilon: float, rows: int) -> None:
-    """The fused projection + backward (softmax - q) equals autograd through linear + log_softmax."""
-    torch.manual_seed(1)
-    hidden = torch.randn(rows, 5, dtype=torch.float64, requires_grad=True)
-    weight = torch.randn(13, 5, dtype=torch.float64, requires_grad=True)
-    target = torch.randint(0, 13, (rows,))
-    loss, nll = label_smoothed_loss(hidden, weight, target, epsilon)
-    assert not nll.requires_grad
-    (0.7 * loss).backward()
-    fused = hidden.grad.clone(), weight.grad.clone()
-    hidden.grad = weight.grad = None
-    lprobs = F.log_softmax(F.linear(hidden, weight), -1)
-    ref_nll = -lprobs.gather(-1, target[:, None]).squeeze(-1)
-    eps_i = epsilon / 12
-    ref = ((1 - epsilon - eps_i) * ref_nll + eps_i * -lprobs.sum(-1)).sum()
-    assert loss.item() == pytest.approx(ref.item(), rel=1e-6)
-    assert nll.item() == pytest.approx(ref_nll.sum().item(), rel=1e-6)
-    (0.7 * ref).backward()
-    assert torch.allclose(fused[0], hidden.grad, atol=1e-6)
-    assert torch.allclose(fused[1], weight.grad, atol=1e-6)
-
-
-def test_label_smoothed_loss_under_bf16_autocast_matches_float32() -> None:
-    """Under autocast the projection runs in bf16 (as nn.Linear would) and the gradients come back float32."""
-    torch.manual_seed(2)
-    hidden = torch.randn(300, 16, requires_grad=True)
-    weight = torch.randn(50, 16, requires_grad=True)
-    target = torch.randint(0, 50, (300,))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        loss, _ = label_smoothed_loss(hidden, weight, target, 0.1)
-    loss.backward()
-    assert hidden.grad.dtype == weight.grad.dtype == torch.float32
-    ref, _ = label_smoothed_loss(hidden.detach(), weight.detach(), target, 0.1)
-    assert loss.item() == pytest.approx(ref.item(), rel=2e-2)
-    assert loss.item() != ref.item()  # bf16 logits really were used
 
 
 def test_overfits_64_pairs(overfit_run: Path) -> None:

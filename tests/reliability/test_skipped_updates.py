@@ -14,7 +14,10 @@ import torch
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.data import ParallelData, collate
 from mtkit.model import ModelConfig, Transformer
-from mtkit.train import FAULT_NAN, FAULT_OOM, DistContext, LossModule, TrainConfig, build_optimizer, train, train_step
+from mtkit.distributed import DistContext
+from mtkit.loss import LossModule
+from mtkit.step import FAULT_NAN, FAULT_OOM, TrainConfig, build_optimizer, train_step
+from mtkit.train import train
 from tests.reliability.common import differing_tensors, record
 from tests.reliability.conftest import tiny_recipe
 
