@@ -18,7 +18,7 @@ from typing import Any
 from mtkit.errors import UserError, check
 from mtkit.model import ModelConfig
 from mtkit.search import TranslateConfig
-from mtkit.step import TrainConfig
+from mtkit.train import TrainConfig
 
 SECTIONS = ("preprocess", "model", "train", "translate")
 # preprocess options a recipe may set (paths and languages are per-run CLI flags).

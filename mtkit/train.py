@@ -1,13 +1,15 @@
-"""The training loop: start or resume a run, update until a stop condition, validate, save, average.
+"""Training: TrainConfig, the learning-rate schedule, and the loop that starts or resumes a run, updates until a
+stop condition, validates, saves and averages.
 
 `train()` reads top to bottom: start_run -> update_until_stopped (batches -> update -> log -> validate -> save)
--> finish. One update, its settings and validation are in mtkit/step.py; the criterion in mtkit/loss.py,
-torchrun plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py.
-"""
+-> finish. One update and validation are in mtkit/step.py, the criterion in mtkit/loss.py, torchrun plumbing
+in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py."""
 
 from __future__ import annotations
 
 import math
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +21,103 @@ from torch import Tensor, nn
 
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed
 from mtkit.loss import LossModule
-from mtkit.step import (
-    TrainConfig, build_optimizer, fault_kill_rank, learning_rate, set_threads, train_step, valid_bleu, validate,
-)
+from mtkit.step import train_step, valid_bleu, validate
+
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+SCHEDULES = ("inverse_sqrt", "noam")
+# "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
+FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 1
+    label_smoothing: float = 0.1
+    precision: str = "fp32"
+    lr: float = 1e-3  # peak learning rate (derived from d_model and warm-up when lr_schedule = "noam")
+    lr_schedule: str = "inverse_sqrt"
+    warmup_steps: int = 4000
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    clip_norm: float = 0.0
+    max_tokens: int = 4096
+    update_freq: int = 1
+    max_steps: int = 0  # 0: no limit
+    max_epochs: int = 0
+    max_time_minutes: float = 0.0
+    save_interval_steps: int = 0
+    save_interval_minutes: float = 10.0
+    keep_last: int = 5
+    average_last: int = 5
+    valid_interval_steps: int = 0  # 0: validate only at the end
+    valid_bleu: bool = False
+    patience: int = 0  # validations without improvement before stopping; 0: never
+    log_interval: int = 50
+    compile: bool = False
+    device: str = "auto"
+    threads: int = 0  # 0: torch's default (OMP_NUM_THREADS)
+    max_bad_steps: int = 5  # consecutive non-finite / out-of-memory updates before giving up
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.lr_schedule not in SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
+        if self.update_freq < 1 or self.max_tokens < 1:
+            raise ValueError("update_freq and max_tokens must be positive")
+        self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
+
+    def resolved(self, d_model: int) -> "TrainConfig":
+        """Fill derived fields: the paper's peak lr under "noam", and keep enough checkpoints to average."""
+        lr = noam_peak_lr(d_model, self.warmup_steps) if self.lr_schedule == "noam" else self.lr
+        keep = max(self.keep_last, self.average_last)
+        return TrainConfig(**{**self.__dict__, "lr": lr, "keep_last": keep})
+
+
+def noam_peak_lr(d_model: int, warmup_steps: int) -> float:
+    """Peak of the paper's schedule, reached at step = warmup_steps: d_model^-0.5 * warmup^-0.5."""
+    return d_model**-0.5 * max(warmup_steps, 1) ** -0.5
+
+
+def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
+    """Linear warm-up to `peak_lr`, then inverse square root (equals the paper's formula for its peak)."""
+    step = max(step, 1)
+    if warmup_steps <= 0:
+        return peak_lr
+    return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """Adam as the paper (fused kernels on GPU, foreach on CPU)."""
+    fused = device.type == "cuda"
+    return torch.optim.Adam(
+        model.parameters(),
+        lr=cfg.lr,
+        betas=cfg.adam_betas,
+        eps=cfg.adam_eps,
+        weight_decay=cfg.weight_decay,
+        fused=fused or None,
+        foreach=None if fused else True,
+    )
+
+
+def set_threads(cfg: TrainConfig) -> None:
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+
+
+def fault_kill_rank(rank: int, attempt: int, run_dir: Path) -> None:
+    """Die like a crashed node when FAULT_KILL_RANK names this rank and attempt; a marker file in
+    RUN_DIR makes it happen once, so the restarted rank runs on."""
+    if os.environ.get(FAULT_KILL_RANK, "").replace(" ", "") != f"{rank}:{attempt}":
+        return
+    marker = run_dir / f".fault-killed-rank{rank}-attempt{attempt}"
+    if marker.exists():
+        return
+    marker.touch()
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -146,7 +242,7 @@ class Run:
         if self.validation is None or not self.validation.batches:
             return False
         state, cfg = self.state, self.cfg
-        loss = validate(self.module, self.validation.batches, cfg, self.ctx)
+        loss = validate(self.module, self.validation.batches, self.ctx, cfg.precision)
         record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
         if cfg.valid_bleu and self.ctx.is_main:
             v = self.validation
@@ -252,7 +348,8 @@ def update(run: Run, group: list[Any]) -> bool:
     fault_kill_rank(ctx.rank, state.attempts, run.run_dir)
     lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
     try:
-        result = train_step(run.module, run.optimizer, run.scaler, group, cfg, ctx, lr, state.attempts)
+        result = train_step(run.module, run.optimizer, run.scaler, group, ctx, lr, state.attempts, cfg.precision,
+                            cfg.clip_norm)
     except torch.OutOfMemoryError:
         raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
     state.position += len(group)

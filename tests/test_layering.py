@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "step": {"search", "tokenizer", "data", "score", "loss", "distributed"},
     "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed"} | LAYER0,
     "translate": {"model", "packed", "search", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
-    "recipe": {"model", "preprocess", "step", "search"} | LAYER0,
+    "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),

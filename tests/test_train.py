@@ -1,4 +1,4 @@
-"""The training loop: overfitting, exact resume, averaging, DDP == accumulation, faults, validation."""
+"""Training: the schedule by hand, overfitting, exact resume, averaging, DDP == accumulation, faults, validation."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.recipe import resolve_recipe
 from mtkit.model import ModelConfig, Transformer
-from mtkit.train import train
+from mtkit.train import learning_rate, noam_peak_lr, train
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
@@ -26,6 +26,16 @@ def tiny_recipe(*overrides: str, vocab: int = 1000):
 
 def model_params(path: Path) -> dict[str, torch.Tensor]:
     return load_checkpoint(path)["model"]
+
+
+def test_learning_rate_is_the_papers_formula() -> None:
+    d_model, warmup = 512, 4000
+    peak = noam_peak_lr(d_model, warmup)
+    for step in (1, 100, 3999, 4000, 4001, 10_000, 100_000):
+        paper = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert learning_rate(step, peak, warmup) == pytest.approx(paper, rel=1e-12)
+    assert learning_rate(500, 1e-3, 1000) == pytest.approx(5e-4)
+    assert learning_rate(4000, 1e-3, 1000) == pytest.approx(5e-4)
 
 
 def test_overfits_64_pairs(overfit_run: Path) -> None:

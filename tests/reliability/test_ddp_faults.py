@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
-from mtkit.step import FAULT_KILL_RANK
+from mtkit.train import FAULT_KILL_RANK
 from tests.reliability.common import BIN, audit_checkpoints, cli_env, differing_tensors, record, temporaries, train_args
 
 MAX_STEPS = 6

@@ -16,8 +16,8 @@ from mtkit.data import ParallelData, collate
 from mtkit.model import ModelConfig, Transformer
 from mtkit.distributed import DistContext
 from mtkit.loss import LossModule
-from mtkit.step import FAULT_NAN, FAULT_OOM, TrainConfig, build_optimizer, train_step
-from mtkit.train import train
+from mtkit.step import FAULT_NAN, FAULT_OOM, train_step
+from mtkit.train import TrainConfig, build_optimizer, train
 from tests.reliability.common import differing_tensors, record
 from tests.reliability.conftest import tiny_recipe
 
@@ -49,20 +49,20 @@ def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
     optimizer = build_optimizer(model, cfg, ctx.device)
     data = ParallelData.open(small_data, "train", "en", "de")
     batch = [collate(data, np.arange(8))]
-    assert not train_step(module, optimizer, None, batch, cfg, ctx, 1e-3, attempt=1).skipped  # Adam state exists now
+    assert not train_step(module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=1).skipped  # Adam state exists now
     monkeypatch.setenv(FAULT_NAN, "2")
     monkeypatch.setenv(FAULT_OOM, "3")
     for attempt, kind in ((2, "nonfinite"), (3, "oom")):
         params = copy.deepcopy(model.state_dict())
         state = copy.deepcopy(optimizer.state_dict())
-        result = train_step(module, optimizer, None, batch, cfg, ctx, 1e-3, attempt=attempt)
+        result = train_step(module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=attempt)
         assert result.skipped == kind
         assert not differing_tensors(model.state_dict(), params), kind
         assert not differing_tensors(optimizer.state_dict(), state), kind
         assert all(p.grad is None for p in model.parameters()), kind
     # The same comparison catches a real update.
     params = copy.deepcopy(model.state_dict())
-    assert not train_step(module, optimizer, None, batch, cfg, ctx, 1e-3, attempt=4).skipped
+    assert not train_step(module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=4).skipped
     assert differing_tensors(model.state_dict(), params)
     record("skipped_step",
            "train_step with injected NaN and OOM: 2/2 skipped, parameters, Adam state and gradients untouched")
