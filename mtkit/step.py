@@ -82,10 +82,17 @@ def train_step(
     if not math.isfinite(loss_sum):
         optimizer.zero_grad(set_to_none=True)
         return StepResult(loss_sum, nll_sum, int(src_tokens), int(tgt_tokens), skipped="nonfinite")
+    # DDP averaged the gradients over ranks; rescale so the update is sum(loss) / all target tokens.
+    grad_norm = apply_update(module, optimizer, scaler, ctx.world_size / max(tgt_tokens, 1.0), lr, clip_norm)
+    tokens = max(tgt_tokens, 1.0)
+    return StepResult(loss_sum / tokens, nll_sum / tokens, int(src_tokens), int(tgt_tokens), grad_norm=grad_norm)
+
+
+def apply_update(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: Any, scale: float, lr: float,
+                 clip_norm: float) -> float:
+    """Scale the summed gradients, clip them, and step at `lr`; returns the gradient norm (0 without clipping)."""
     if scaler is not None:
         scaler.unscale_(optimizer)
-    # DDP averaged the gradients over ranks; rescale so the update is sum(loss) / all target tokens.
-    scale = ctx.world_size / max(tgt_tokens, 1.0)
     params = [p for p in module.parameters() if p.grad is not None]
     torch._foreach_mul_([p.grad for p in params], scale)
     grad_norm = 0.0
@@ -98,8 +105,7 @@ def train_step(
         scaler.update()
     else:
         optimizer.step()
-    tokens = max(tgt_tokens, 1.0)
-    return StepResult(loss_sum / tokens, nll_sum / tokens, int(src_tokens), int(tgt_tokens), grad_norm=grad_norm)
+    return grad_norm
 
 
 @torch.no_grad()
