@@ -318,7 +318,6 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     cfg, ctx, state = run.cfg, run.ctx, run.state
     flag = SignalFlag()
     stop = ""
-    run.last_save, run.window = time.monotonic(), fresh_window()
     try:
         while not stop:
             batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, state.epoch, ctx.rank, ctx.world_size)
