@@ -216,6 +216,25 @@ def score(
     emit(result.as_dict(), as_json, text)
 
 
+@app.command()
+@user_errors
+def export(
+    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
+    to: str = typer.Option(..., "--to", help="Target engine: ctranslate2."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (written atomically)."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", help="int8, int8_float32, float16 or bfloat16 (default float32)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Export a trained model to CTranslate2, served without mtkit (sentencepiece model and README beside it)."""
+    from mtkit.export import export_ctranslate2
+
+    check(to == "ctranslate2", f"--to {to}: supported engines: ctranslate2")
+    result = export_ctranslate2(model, out, quantization)
+    text = (f"{result['out']} <- {result['checkpoint']} (CTranslate2 {result['ctranslate2']}, "
+            f"{result['quantization']}, {result['bytes'] / 2**20:.1f} MiB); see {result['out']}/README.md")
+    emit(result, as_json, text)
+
+
 def tune_allocator() -> None:
     """Keep freed tensor memory in the heap instead of returning it to the OS after every step.
 

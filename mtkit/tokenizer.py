@@ -63,6 +63,10 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self._processor.get_piece_size()
 
+    def pieces(self) -> list[str]:
+        """Every piece in id order: the vocabulary another engine needs (mtkit.export)."""
+        return [self._processor.id_to_piece(i) for i in range(self.vocab_size)]
+
     @property
     def pad_id(self) -> int:
         return PAD_ID

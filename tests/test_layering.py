@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed"} | LAYER0,
     "translate": {"model", "packed", "search", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
+    "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
