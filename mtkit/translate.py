@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Callable
 
 import torch
 from torch import Tensor
@@ -73,6 +73,8 @@ class Translator:
     cfg: TranslateConfig
     model_cfg: ModelConfig
     device: torch.device
+    # What the checkpoint says of itself (its path, resolved recipe, data manifest), for mtkit serve's /info.
+    info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -96,7 +98,8 @@ class Translator:
             cfg = replace(TranslateConfig(**payload["configs"].get("translate", {})), **overrides)
         except (TypeError, ValueError) as exc:
             raise UserError(f"translate options: {exc}") from None
-        return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target)
+        info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
+        return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target, info)
 
     @property
     def max_source_tokens(self) -> int:
@@ -109,15 +112,28 @@ class Translator:
 
     def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list[Hypothesis]]:
         """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order."""
+        return self.search_ids(self.encode_lines(lines, first_lineno, strict))
+
+    def encode_lines(
+        self, lines: list[str], first_lineno: int = 1, strict: bool = False, on_warning: Callable[[str], None] = warn,
+    ) -> list[list[int]]:
+        """Source ids per line; a line over the model's length is truncated with a warning, or refused when strict.
+
+        `on_warning` receives each warning (mtkit.serve collects them per request instead of printing them).
+        """
         # Stripped as preprocess strips the training text, so a whitespace-only line translates to nothing.
         ids = self.tokenizer.encode([line.strip() for line in lines])
         for offset, tokens in enumerate(ids):
             if len(tokens) > self.max_source_tokens:
                 where = f"line {first_lineno + offset}"
                 check(not strict, f"{where}: {len(tokens)} tokens, over the model's {self.max_source_tokens} (--strict)")
-                warn(f"{where}: {len(tokens)} tokens, truncated to {self.max_source_tokens}")
+                on_warning(f"{where}: {len(tokens)} tokens, truncated to {self.max_source_tokens}")
                 ids[offset] = tokens[: self.max_source_tokens]
-        results: list[list[Hypothesis]] = [[] for _ in lines]
+        return ids
+
+    def search_ids(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length."""
+        results: list[list[Hypothesis]] = [[] for _ in ids]
         for batch in length_batches([len(t) for t in ids], self.cfg.batch_tokens):
             for index, hyps in zip(batch, self._search([ids[i] for i in batch])):
                 results[index] = hyps
