@@ -54,5 +54,7 @@ echo "== mtkit: Measure A (300 updates, fp32 and bf16)" >&2
 OMP_NUM_THREADS=2 "$PY" benchmarks/bench_train.py --json --peers "$PEERS" > "$OUT/train.json"
 echo "== mtkit: Measures B+C (train $MINUTES minutes in bf16, translate test_2016_flickr, beam 4)" >&2
 OMP_NUM_THREADS=2 "$PY" benchmarks/bench_translate.py --json --train-minutes "$MINUTES" > "$OUT/translate.json"
+echo "== mtkit against CTranslate2 on that same model (mtkit export; 3 alternating rounds)" >&2
+OMP_NUM_THREADS=2 "$PY" benchmarks/bench_ct2_same_model.py --json --train-minutes "$MINUTES" > "$OUT/ct2-same.json"
 "$PY" benchmarks/run.py --peers-ratios --peers "$PEERS"
-echo "wrote $OUT/{train,translate,ratios}.json and bench-out/loss-curves.tsv" >&2
+echo "wrote $OUT/{train,translate,ct2-same,ratios}.json and bench-out/loss-curves.tsv" >&2

@@ -2,7 +2,7 @@
 
 Each benchmark is its own script printing JSON (`--json`); this one only runs them and summarizes.
 `--peers-ratios` instead compares bench-out/peers/*.json (written by peers.sh) with the peers' *.result files.
-Usage: python benchmarks/run.py [--quick] [--only preprocess,pipeline,model,train,translate]
+Usage: python benchmarks/run.py [--quick] [--only preprocess,pipeline,model,train,translate,ct2]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
               ["--updates", "12", "--precision", "fp32,bf16", "--matmul-seconds", "0.5"]),
     "translate": ("bench_translate.py", ["--baseline-lines", "250", "--identity-lines", "250"],
                   ["--lines", "24", "--train-steps", "10", "--dtype", "fp32"]),
+    "ct2": ("bench_ct2_same_model.py", ["--rounds", "3"], ["--lines", "24", "--train-steps", "10", "--rounds", "1"]),
 }
 
 
@@ -131,8 +132,20 @@ def rows_generic(r: Any, prefix: str = "") -> list[tuple[str, str]]:
     return rows[:12]
 
 
+def rows_ct2(r: dict) -> list[tuple[str, str]]:
+    """Same-model pairs (mtkit / CTranslate2, mean of the rounds) per setting."""
+    rows = []
+    for setting, result in r["settings"].items():
+        for name, pair in result["pairs"].items():
+            m = pair["mean"]
+            rows.append((f"{setting}: {name}", f"{m['sent_per_s']}x sent/s, {m['tgt_tok_per_s']}x tok/s, "
+                         f"{m['whole_process_s']}x whole process, {m['peak_rss_mib']}x RSS, "
+                         f"{pair['identical_lines']}/{pair['lines']} lines identical"))
+    return rows
+
+
 SUMMARIES = {"preprocess": rows_preprocess, "pipeline": rows_pipeline, "model": rows_model, "train": rows_train,
-             "translate": rows_translate}
+             "translate": rows_translate, "ct2": rows_ct2}
 
 
 TABLE_COLUMNS = ("benchmark", "measure", "value")

@@ -1,0 +1,89 @@
+"""Translate a text file with an `mtkit export` CTranslate2 model, using ctranslate2 and sentencepiece only.
+
+The CTranslate2 side of bench_ct2_same_model.py, run as its own process: no mtkit and no torch are imported, so
+its start-up is CTranslate2's. It reads raw lines, encodes them with the export's spm.model, translates, decodes
+and writes one line per input (empty stays empty), as `mtkit translate` does, and logs on stderr, as mtkit does,
+`translated N lines in X s`, timed from after the model load to the last line written.
+
+--settings matched: mtkit's search. Beam and maximum length from the export's mtkit.json: at most
+  M = floor(a * source pieces + b) pieces, M + 1 decoding steps with the end token; CTranslate2 takes one
+  maximum length per call, so sentences are translated in groups of equal M. No length penalty, and no
+  minimum length (mtkit allows an empty output).
+--settings defaults: CTranslate2's own defaults (length_penalty 1, max_decoding_length 256, min_decoding_length 1)
+  with the same beam.
+Both batch by --batch-tokens source tokens (mtkit's default is 4,000).
+Usage: python benchmarks/ct2_translate_export.py MODEL_DIR INPUT OUTPUT [--compute-type float32|int8]
+       [--threads 2] [--settings matched|defaults] [--batch-tokens 4000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import ctranslate2
+import sentencepiece as spm
+
+
+def matched_translate(
+    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+) -> list[list[str]]:
+    """mtkit's settings: beam, no length penalty, each sentence's own maximum length (groups of equal M)."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for index, source in enumerate(pieces):
+        limit = math.floor(search["max_len_a"] * len(source) + search["max_len_b"])
+        groups[min(limit, max_tokens)].append(index)  # mtkit also stops at the decoder's last position
+    outputs: list[list[str]] = [[] for _ in pieces]
+    for limit, indices in sorted(groups.items()):
+        results = translator.translate_batch(
+            [pieces[i] for i in indices], beam_size=search["beam"], length_penalty=0, min_decoding_length=0,
+            max_decoding_length=limit + 1, max_input_length=0, max_batch_size=batch_tokens, batch_type="tokens")
+        for index, result in zip(indices, results):
+            outputs[index] = result.hypotheses[0]
+    return outputs
+
+
+def default_translate(
+    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+) -> list[list[str]]:
+    results = translator.translate_batch(pieces, beam_size=search["beam"], max_batch_size=batch_tokens, batch_type="tokens")
+    return [result.hypotheses[0] for result in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("input", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--compute-type", default="float32")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--settings", choices=("matched", "defaults"), default="matched")
+    parser.add_argument("--batch-tokens", type=int, default=4000)
+    args = parser.parse_args()
+    metadata = json.loads((args.model / "mtkit.json").read_text(encoding="utf-8"))
+    translator = ctranslate2.Translator(str(args.model), device="cpu", compute_type=args.compute_type,
+                                        inter_threads=1, intra_threads=args.threads)
+    sp = spm.SentencePieceProcessor(model_file=str(args.model / "spm.model"))
+    start = time.monotonic()
+    lines = args.input.read_text(encoding="utf-8").split("\n")
+    lines = lines[:-1] if lines and lines[-1] == "" else lines
+    pieces = [p[: metadata["max_source_tokens"]] for p in sp.encode([line.strip() for line in lines], out_type=str)]
+    keep = [i for i, p in enumerate(pieces) if p]  # an empty line translates to an empty line, as in mtkit
+    translate = matched_translate if args.settings == "matched" else default_translate
+    hyps = translate(translator, [pieces[i] for i in keep], metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+    outputs = [""] * len(lines)
+    for index, text in zip(keep, sp.decode(hyps) if hyps else []):
+        outputs[index] = text.replace("\r", " ").replace("\n", " ")
+    args.output.write_text("".join(line + "\n" for line in outputs), encoding="utf-8")
+    seconds = time.monotonic() - start
+    print(f"translated {len(lines)} lines in {seconds:.2f}s ({len(lines) / max(seconds, 1e-9):.1f} sent/s) "
+          f"ctranslate2 {ctranslate2.__version__} {args.compute_type} {args.settings}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
