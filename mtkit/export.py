@@ -68,10 +68,12 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     out = Path(out)
     _check_out(out)
     payload = load_checkpoint(source)
-    check_expressible(payload.get("configs", {}).get("model", {}), str(source))
-    check("spm_model" in payload, f"{source}: checkpoint carries no sentencepiece model")
+    configs, spm_model, step = payload.get("configs", {}), payload.get("spm_model"), payload.get("step")
+    del payload  # load_model reads the weights again: one copy in memory at a time
+    check_expressible(configs.get("model", {}), str(source))
+    check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
     model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
-    tokenizer = Tokenizer.from_bytes(payload["spm_model"], name=str(source))
+    tokenizer = Tokenizer.from_bytes(spm_model, name=str(source))
     pieces = tokenizer.pieces()
     check(len(pieces) == model.cfg.vocab_size,
           f"{source}: the sentencepiece model has {len(pieces)} pieces, the model {model.cfg.vocab_size}")
@@ -79,14 +81,14 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     spec.validate()
     spec.optimize(quantization=quantization)
     try:
-        search = TranslateConfig(**payload["configs"].get("translate", {}))
+        search = TranslateConfig(**configs.get("translate", {}))
     except (TypeError, ValueError) as exc:
         raise UserError(f"{source}: translate options: {exc}") from None
-    metadata = _metadata(source, payload, model.cfg, quantization, search)
+    metadata = _metadata(source, step, model.cfg, quantization, search)
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may serve (mkdtemp made it private)
         spec.save(str(tmp))
-        (tmp / SPM_NAME).write_bytes(payload["spm_model"])
+        (tmp / SPM_NAME).write_bytes(spm_model)
         (tmp / METADATA_NAME).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(usage_readme(metadata), encoding="utf-8")
     files = sorted(p.name for p in out.iterdir())
@@ -184,10 +186,10 @@ def _array(tensor: torch.Tensor) -> Any:
     return tensor.detach().float().cpu().numpy().copy()
 
 
-def _metadata(source: Path, payload: dict, cfg: ModelConfig, quantization: str | None, search: TranslateConfig) -> dict:
+def _metadata(source: Path, step: int | None, cfg: ModelConfig, quantization: str | None, search: TranslateConfig) -> dict:
     """What a user of the export needs to translate as `mtkit translate` does (mtkit.json)."""
     return {
-        "format": "mtkit-ctranslate2-export", "checkpoint": str(source), "step": payload.get("step"),
+        "format": "mtkit-ctranslate2-export", "checkpoint": str(source), "step": step,
         "quantization": quantization or "float32", "model": dataclasses.asdict(cfg),
         "max_source_tokens": cfg.max_positions - 1,
         "search": {k: getattr(search, k) for k in ("beam", "length_penalty", "max_len_a", "max_len_b")},
