@@ -14,7 +14,7 @@ $(PY):
 install: $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,ctranslate2]'
+	$(PY) -m pip install -q -e '.[dev,ctranslate2,serve]'
 
 test:
 	$(PY) -m pytest -q -x --durations=15

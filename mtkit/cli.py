@@ -235,6 +235,32 @@ def export(
     emit(result, as_json, text)
 
 
+@app.command()
+@user_errors
+def serve(
+    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless told otherwise)."),
+    port: int = typer.Option(8080, "--port", help="TCP port (0: any free port, printed on stderr)."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or fp16."),
+    max_batch_tokens: Optional[int] = typer.Option(None, "--max-batch-tokens", help="Source tokens decoded together (default: the run's translate.batch_tokens)."),
+    max_delay_ms: float = typer.Option(5.0, "--max-delay-ms", help="Wait this long after a request for others to batch with it."),
+    max_lines: int = typer.Option(1000, "--max-lines", help="Most lines per request (413 above)."),
+    max_bytes: int = typer.Option(1 << 20, "--max-bytes", help="Largest request body in bytes (413 above)."),
+    max_beam: int = typer.Option(16, "--max-beam", help="Largest beam a request may ask for (422 above)."),
+    queue_size: int = typer.Option(64, "--queue-size", help="Requests waiting or decoding at once; more get 503 + Retry-After."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse over-long lines (413) instead of truncating them with a warning."),
+    access_log: bool = typer.Option(False, "--access-log", help="Log every request on stderr."),
+) -> None:
+    """Serve translations over HTTP: POST /translate {"text": [...]}, GET /health, GET /info (README: Serving)."""
+    from mtkit.serve import ServeConfig
+    from mtkit.serve import serve as run_serve
+
+    run_serve(model, ServeConfig(host=host, port=port, device=device, dtype=dtype, max_batch_tokens=max_batch_tokens,
+                                 max_delay_ms=max_delay_ms, max_lines=max_lines, max_bytes=max_bytes, max_beam=max_beam,
+                                 queue_size=queue_size, strict=strict, access_log=access_log))
+
+
 def tune_allocator() -> None:
     """Keep freed tensor memory in the heap instead of returning it to the OS after every step.
 

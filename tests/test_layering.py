@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "translate": {"model", "packed", "search", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
+    "serve": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),

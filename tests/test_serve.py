@@ -1,0 +1,272 @@
+"""`mtkit serve` as a client sees it: a real server process on 127.0.0.1, a real HTTP client (http.client).
+
+Answers equal `mtkit translate`; every bad input is a 4xx JSON error and leaves the service working;
+a full queue is a 503 with Retry-After; SIGTERM finishes the request in flight and exits 0.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import read_gz_lines
+
+MTKIT = Path(sys.executable).with_name("mtkit")  # the console script users run
+START_TIMEOUT_S = 180  # torch import and model load on a busy 2-core machine
+REQUEST_TIMEOUT_S = 120
+
+
+class Server:
+    """`mtkit serve RUN --port 0 ...` in its own process; its port read from its log line on stderr."""
+
+    def __init__(self, run: Path, log: Path, *options: str) -> None:
+        self.log = log
+        with open(log, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [str(MTKIT), "serve", str(run), "--port", "0", "--device", "cpu", *options],
+                stdout=subprocess.DEVNULL, stderr=stderr,
+            )
+        self.port = self._wait_for_port()
+        self._wait_until_healthy()
+
+    def _wait_for_port(self) -> int:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            found = re.search(r"on http://127\.0\.0\.1:(\d+) ", self.log.read_text(errors="replace"))
+            if found:
+                return int(found.group(1))
+            assert self.process.poll() is None, f"server exited {self.process.returncode}:\n{self.log.read_text()}"
+            time.sleep(0.1)
+        raise AssertionError(f"server did not start:\n{self.log.read_text()}")
+
+    def _wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"server never healthy:\n{self.log.read_text()}")
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict | None = None,
+                chunked: bool = False) -> tuple[int, dict[str, str], Any]:
+        """(status, headers, decoded JSON body) of one request on a fresh connection."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+        try:
+            connection.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), json.loads(response.read())
+        finally:
+            connection.close()
+
+    def translate(self, payload: Any) -> tuple[int, dict[str, str], Any]:
+        return self.request("POST", "/translate", json.dumps(payload).encode(), {"Content-Type": "application/json"})
+
+    def pending(self) -> int:
+        return self.request("GET", "/health")[2]["pending"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def wait_for(condition: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Small limits so that the 413s are cheap to provoke."""
+    started = Server(tiny_run, tmp_path_factory.mktemp("serve") / "stderr.log",
+                     "--max-lines", "16", "--max-bytes", "8192", "--max-delay-ms", "20")
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def busy_server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One request at a time, held 2 s for company: the second concurrent request finds the queue full."""
+    started = Server(tiny_run, tmp_path_factory.mktemp("serve-busy") / "stderr.log", "--strict",
+                     "--queue-size", "1", "--max-delay-ms", "2000", "--max-batch-tokens", "100000")
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def flickr_lines(multi30k: Path) -> list[str]:
+    return read_gz_lines(multi30k / "test_2016_flickr.en.gz", 12) + ["", "   "]
+
+
+@pytest.fixture(scope="module")
+def cli_translations(tiny_run: Path, flickr_lines: list[str]) -> list[str]:
+    """The same lines through `mtkit translate`."""
+    run = subprocess.run([str(MTKIT), "translate", str(tiny_run), "--device", "cpu", "-q"],
+                         input="\n".join(flickr_lines) + "\n", capture_output=True, text=True, check=True)
+    return run.stdout.split("\n")[:-1]
+
+
+def test_answers_equal_mtkit_translate(server: Server, flickr_lines: list[str], cli_translations: list[str]) -> None:
+    assert len(cli_translations) == len(flickr_lines)
+    status, _, answer = server.translate({"text": flickr_lines})
+    assert status == 200 and answer == {"translations": cli_translations}
+    # Concurrent clients, batched together by the worker: each still gets its own lines' translations.
+    chunks = [list(range(i, min(i + 3, len(flickr_lines)))) for i in range(0, len(flickr_lines), 3)]
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        answers = list(pool.map(lambda rows: server.translate({"text": [flickr_lines[i] for i in rows]}), chunks))
+    for rows, (status, _, answer) in zip(chunks, answers):
+        assert status == 200 and answer["translations"] == [cli_translations[i] for i in rows]
+
+
+def test_beam_and_nbest_per_request(server: Server, tiny_run: Path, flickr_lines: list[str]) -> None:
+    from mtkit.translate import Translator
+
+    lines = flickr_lines[:4]
+    greedy = Translator.load(tiny_run, beam=1).translate(lines)
+    assert server.translate({"text": lines, "beam": 1})[2]["translations"] == greedy
+    translator = Translator.load(tiny_run, beam=3, nbest=2)
+    expected = [[translator.tokenizer.decode([h.tokens])[0] for h in hyps] for hyps in translator.translate_hypotheses(lines)]
+    status, _, answer = server.translate({"text": lines + [""], "beam": 3, "nbest": 2})
+    assert status == 200 and [[h["text"] for h in row] for row in answer["translations"]] == expected + [[]]
+    assert all(isinstance(h["score"], float) for row in answer["translations"] for h in row)
+
+
+def test_health_and_info(server: Server, tiny_run: Path) -> None:
+    assert server.request("GET", "/health")[:3:2] == (200, {"status": "ok", "pending": 0})
+    status, _, info = server.request("GET", "/info")
+    assert status == 200
+    assert (info["source_lang"], info["target_lang"], info["vocab_size"]) == ("en", "de", 1000)
+    assert info["model"]["arch"] == "tiny" and info["model"]["d_model"] == 64 and info["model"]["parameters"] > 0
+    assert info["recipe"]["train"]["max_steps"] == 150 and info["device"] == "cpu" and info["dtype"] == "fp32"
+    assert info["limits"]["max_lines"] == 16 and info["checkpoint"] == str(tiny_run / "average.pt")
+    assert "on http://127.0.0.1:" in server.log.read_text()  # loopback by default
+
+
+TOO_DEEP = b"[" * 5000  # within --max-bytes; json.loads would recurse past Python's limit
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b'{"text": ["A dog."', 400, "malformed JSON"),
+    (b"", 400, "malformed JSON"),
+    (TOO_DEEP, 400, "nested too deeply"),
+    (b'{"text": ["A \xff dog."]}', 400, "not valid UTF-8"),
+    (b'{"text": ["A \\ud800 dog."]}', 400, "lone surrogate"),
+    (b'["A dog."]', 422, "JSON object"),
+    (b'{"text": "A dog."}', 422, "list of strings"),
+    (b'{"text": ["A dog.", 3]}', 422, "list of strings"),
+    (b'{"lines": ["A dog."]}', 422, "unknown field"),
+    (b'{}', 422, "list of strings"),
+    (b'{"text": []}', 422, "empty list"),
+    (b'{"text": ["A dog."], "beam": "4"}', 422, "beam must be an integer"),
+    (b'{"text": ["A dog."], "beam": true}', 422, "beam must be an integer"),
+    (b'{"text": ["A dog."], "beam": 0}', 422, "between 1 and 16"),
+    (b'{"text": ["A dog."], "beam": 17}', 422, "between 1 and 16"),
+    (b'{"text": ["A dog."], "beam": 2, "nbest": 3}', 422, "nbest must be between 1 and 2"),
+    (json.dumps({"text": ["A dog."] * 17}).encode(), 413, "--max-lines"),
+    (json.dumps({"text": ["A dog. " * 1200]}).encode(), 413, "--max-bytes"),
+])
+def test_bad_input_gets_a_clear_4xx(server: Server, body: bytes, status: int, message: str) -> None:
+    got_status, headers, answer = server.request("POST", "/translate", body, {"Content-Type": "application/json"})
+    assert (got_status, headers["content-type"]) == (status, "application/json")
+    assert message in answer["error"]
+
+
+def test_bad_requests_leave_the_service_working(server: Server) -> None:
+    chunks = [b'{"text": ["', b"A dog. " * 1200, b'"]}']  # no Content-Length: counted as it arrives
+    status, _, answer = server.request("POST", "/translate", iter(chunks), chunked=True)
+    assert status == 413 and "--max-bytes" in answer["error"]
+    assert server.request("GET", "/translate")[0] == 405 and server.request("GET", "/nowhere")[0] == 404
+    status, _, answer = server.translate({"text": ["A dog runs."]})
+    assert status == 200 and len(answer["translations"]) == 1 and server.process.poll() is None
+
+
+def test_over_long_line_is_truncated_with_a_warning_or_refused_when_strict(server: Server, busy_server: Server) -> None:
+    long_line = "a " * 1100  # over the tiny model's 1,023 source tokens, within --max-bytes
+    status, _, answer = server.translate({"text": ["A dog.", long_line], "beam": 1})
+    assert status == 200 and len(answer["translations"]) == 2
+    assert len(answer["warnings"]) == 1 and answer["warnings"][0].startswith("line 2: ") and "truncated" in answer["warnings"][0]
+    assert "warnings" not in server.translate({"text": ["A dog."]})[2]
+    status, _, answer = busy_server.translate({"text": ["A dog.", long_line]})  # started with --strict
+    assert status == 413 and "line 2: " in answer["error"] and "--strict" in answer["error"]
+
+
+def test_full_queue_is_503_with_retry_after(busy_server: Server) -> None:
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(busy_server.translate, {"text": ["A man is sleeping."]})
+        wait_for(lambda: busy_server.pending() == 1)  # admitted; the worker holds it 2 s for company
+        status, headers, answer = busy_server.translate({"text": ["A dog runs."]})
+        assert status == 503 and int(headers["retry-after"]) >= 1 and "--queue-size" in answer["error"]
+        status, _, answer = first.result(timeout=REQUEST_TIMEOUT_S)
+    assert status == 200 and len(answer["translations"]) == 1
+
+
+@pytest.mark.slow
+def test_sigterm_finishes_the_request_in_flight_and_exits_0(tiny_run: Path, tmp_path: Path) -> None:
+    target = Server(tiny_run, tmp_path / "stderr.log", "--max-delay-ms", "3000", "--max-batch-tokens", "100000")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            in_flight = pool.submit(target.translate, {"text": ["A man is sleeping.", "Two dogs play."]})
+            wait_for(lambda: target.pending() == 1)
+            target.process.send_signal(signal.SIGTERM)
+            wait_for(lambda: not accepts_connections(target.port), timeout=10)  # stops accepting at once ...
+            assert not in_flight.done()  # ... while the admitted request still waits for its batch
+            status, _, answer = in_flight.result(timeout=REQUEST_TIMEOUT_S)
+        assert status == 200 and len(answer["translations"]) == 2
+        assert target.process.wait(timeout=60) == 0
+        assert "stopped: every request answered" in target.log.read_text()
+    finally:
+        target.stop()
+
+
+def accepts_connections(port: int) -> bool:
+    try:
+        http.client.HTTPConnection("127.0.0.1", port, timeout=5).connect()
+    except OSError:
+        return False
+    return True
+
+
+def test_port_in_use_is_a_one_line_error(server: Server, tiny_run: Path) -> None:
+    run = subprocess.run([str(MTKIT), "serve", str(tiny_run), "--port", str(server.port), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=START_TIMEOUT_S)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].startswith(f"error: --host 127.0.0.1 --port {server.port}: cannot listen")
+
+
+def test_worker_groups_one_collection_by_beam_and_nbest(tiny_run: Path, flickr_lines: list[str]) -> None:
+    """Jobs queued before the worker starts are collected together; each option set is searched as asked."""
+    from mtkit.serve import BatchWorker, Job, group_by_options
+    from mtkit.translate import Translator
+
+    translator = Translator.load(tiny_run)
+    ids = translator.encode_lines(flickr_lines[:3])
+    jobs = [Job(ids[:2], 1, 1), Job(ids, 4, 1), Job(ids[2:], 1, 1), Job(ids, 3, 2)]
+    assert [[jobs.index(j) for j in group] for group in group_by_options(jobs)] == [[0, 2], [1], [3]]
+    worker = BatchWorker(translator, max_batch_tokens=100_000, max_delay_ms=0, queue_size=len(jobs))
+    assert all(worker.submit(job) for job in jobs) and not worker.submit(Job(ids, 1, 1))  # the queue holds 4
+    worker.start()
+    for job in jobs:
+        expected = Translator.load(tiny_run, beam=job.beam, nbest=job.nbest).search_ids(job.ids)
+        got = job.future.result(timeout=REQUEST_TIMEOUT_S)
+        assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
+    worker.stop()
+    assert worker.pending == 0 and not worker.alive and not worker.submit(Job(ids, 1, 1))
