@@ -161,6 +161,19 @@ def test_health_and_info(server: Server, tiny_run: Path) -> None:
     assert "on http://127.0.0.1:" in server.log.read_text()  # loopback by default
 
 
+def test_small_requests_are_answered_without_a_network_stall(server: Server) -> None:
+    """Responses go out at once (TCP_NODELAY): without it each one waited ~40 ms for the client's delayed ACK."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=REQUEST_TIMEOUT_S)
+    times = []
+    for _ in range(15):  # one keep-alive connection, as a client library keeps
+        start = time.perf_counter()
+        connection.request("GET", "/health")
+        assert connection.getresponse().read()
+        times.append(time.perf_counter() - start)
+    connection.close()
+    assert sorted(times)[len(times) // 2] < 0.02
+
+
 TOO_DEEP = b"[" * 5000  # within --max-bytes; json.loads would recurse past Python's limit
 
 
