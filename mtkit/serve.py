@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from mtkit import __version__
 from mtkit.console import log, warn
 from mtkit.errors import UserError, check
 from mtkit.model import PRESETS, ModelConfig
-from mtkit.translate import DTYPES, Hypothesis, Translator, one_line
+from mtkit.translate import DTYPES, Hypothesis, Translator, one_line, resolve_device
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install 'mtkit[serve]'"
 REQUEST_KEYS = ("text", "beam", "nbest")
@@ -88,13 +86,6 @@ class Job:
     @property
     def tokens(self) -> int:
         return sum(len(seq) + 1 for seq in self.ids)  # + eos, as the batches count them
-
-
-def resolve_device(name: str) -> str:
-    """`auto` -> cuda when a CUDA device is available, else cpu; any other name as given."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
 
 
 def decode_json(body: bytes) -> Any:

@@ -34,6 +34,13 @@ CHUNK_LINES = 2000  # lines read, sorted by length and translated together befor
 MIN_SOURCE_WIDTH = 16
 
 
+def resolve_device(name: str) -> str:
+    """`auto` -> cuda when a CUDA device is available, else cpu; any other name as given."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
 def resolve_checkpoint(path: Path) -> Path:
     """RUN_DIR -> its averaged model, else its newest valid checkpoint; a file is used as given."""
     path = Path(path)

@@ -283,3 +283,12 @@ def test_worker_groups_one_collection_by_beam_and_nbest(tiny_run: Path, flickr_l
         assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
     worker.stop()
     assert worker.pending == 0 and not worker.alive and not worker.submit(Job(ids, 1, 1))
+
+
+def test_device_auto_is_cuda_when_available_else_cpu() -> None:
+    import torch
+
+    from mtkit.translate import resolve_device
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert (resolve_device("cpu"), resolve_device("cuda")) == ("cpu", "cuda")
