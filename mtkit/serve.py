@@ -199,7 +199,7 @@ class BatchWorker:
         deadline = time.monotonic() + self.max_delay_s
         while tokens < self.max_batch_tokens:
             try:
-                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0)) if self.max_delay_s else self._queue.get_nowait()
+                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
             except queue.Empty:
                 break
             if job is None:  # stop() asked: decode what was collected, then end
@@ -211,23 +211,37 @@ class BatchWorker:
 
     def _decode(self, jobs: list[Job]) -> None:
         """One search over the jobs' lines (same beam and nbest); each future gets its own lines' hypotheses."""
+        jobs = [job for job in jobs if self._claim(job)]
+        if not jobs:
+            return
         cfg = dataclasses.replace(self.translator.cfg, beam=jobs[0].beam, nbest=jobs[0].nbest)
         translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
+        error: Exception | None = None
         try:
             results = translator.search_ids([seq for job in jobs for seq in job.ids])
         except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
             warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
-            results, error = [], exc
+            error = exc
         start = 0
         for job in jobs:
-            if results:
+            if error is None:
                 job.future.set_result(results[start : start + len(job.ids)])
             else:
                 job.future.set_exception(error)
             start += len(job.ids)
-            with self._lock:
-                self._pending -= 1
-            self._slots.release()
+            self._release()
+
+    def _claim(self, job: Job) -> bool:
+        """Mark a job running (it can no longer be cancelled); a cancelled one is dropped and its slot freed."""
+        if job.future.set_running_or_notify_cancel():
+            return True
+        self._release()
+        return False
+
+    def _release(self) -> None:
+        with self._lock:
+            self._pending -= 1
+        self._slots.release()
 
 
 def format_translations(translator: Translator, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
@@ -251,7 +265,7 @@ def preset_name(model_cfg: ModelConfig) -> str | None:
     return None
 
 
-def model_info(translator: Translator, cfg: ServeConfig, dtype: str) -> dict[str, Any]:
+def model_info(translator: Translator, cfg: ServeConfig) -> dict[str, Any]:
     """GET /info: the model, its languages, sizes and recipe, and this server's settings and limits."""
     manifest = translator.info.get("manifest", {})
     model = translator.decoder.models[0]
@@ -266,7 +280,7 @@ def model_info(translator: Translator, cfg: ServeConfig, dtype: str) -> dict[str
         "translate": dataclasses.asdict(translator.cfg),
         "recipe": translator.info.get("configs", {}),
         "device": str(translator.device),
-        "dtype": dtype,
+        "dtype": cfg.dtype,
         "limits": {key: getattr(cfg, key) for key in
                    ("max_lines", "max_bytes", "max_beam", "queue_size", "max_batch_tokens", "max_delay_ms", "strict")},
     }
@@ -379,14 +393,16 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     cfg = dataclasses.replace(cfg, max_batch_tokens=translator.cfg.batch_tokens)
     sock = bind(cfg.host, cfg.port)
     worker = BatchWorker(translator, cfg.max_batch_tokens, cfg.max_delay_ms, cfg.queue_size)
-    app = build_app(translator, worker, cfg, model_info(translator, cfg, cfg.dtype))
+    app = build_app(translator, worker, cfg, model_info(translator, cfg))
     config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None)
     server = uvicorn.Server(config)
-    # uvicorn re-raises the SIGTERM it handled once it has drained; a no-op handler then lets us exit 0.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
+    # no-op (so we exit 0), and a SIGTERM just before uvicorn took over still stops it at once.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
     worker.start()
     host, port = sock.getsockname()[:2]
-    log(f"serving {translator.info.get('checkpoint')} on http://{host}:{port} ({device}, {cfg.dtype}); SIGTERM to stop")
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    log(f"serving {translator.info.get('checkpoint')} on http://{address} ({device}, {cfg.dtype}); SIGTERM to stop")
     try:
         server.run(sockets=[sock])
     finally:

@@ -274,13 +274,19 @@ def test_worker_groups_one_collection_by_beam_and_nbest(tiny_run: Path, flickr_l
     ids = translator.encode_lines(flickr_lines[:3])
     jobs = [Job(ids[:2], 1, 1), Job(ids, 4, 1), Job(ids[2:], 1, 1), Job(ids, 3, 2)]
     assert [[jobs.index(j) for j in group] for group in group_by_options(jobs)] == [[0, 2], [1], [3]]
-    worker = BatchWorker(translator, max_batch_tokens=100_000, max_delay_ms=0, queue_size=len(jobs))
-    assert all(worker.submit(job) for job in jobs) and not worker.submit(Job(ids, 1, 1))  # the queue holds 4
+    cancelled, failing = Job(ids, 1, 1), Job([[10**6]], 2, 1)  # a client gone; a search that raises (no such token)
+    worker = BatchWorker(translator, max_batch_tokens=100_000, max_delay_ms=0, queue_size=len(jobs) + 2)
+    assert all(worker.submit(job) for job in jobs + [cancelled, failing])
+    assert not worker.submit(Job(ids, 1, 1))  # the queue is full
+    assert cancelled.future.cancel()
     worker.start()
     for job in jobs:
         expected = Translator.load(tiny_run, beam=job.beam, nbest=job.nbest).search_ids(job.ids)
         got = job.future.result(timeout=REQUEST_TIMEOUT_S)
         assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
+    assert isinstance(failing.future.exception(timeout=REQUEST_TIMEOUT_S), Exception)
+    later = Job(ids, 1, 1)  # the worker survived both
+    assert worker.submit(later) and later.future.result(timeout=REQUEST_TIMEOUT_S)
     worker.stop()
     assert worker.pending == 0 and not worker.alive and not worker.submit(Job(ids, 1, 1))
 
