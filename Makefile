@@ -5,6 +5,10 @@ PY := $(VENV)/bin/python
 export OMP_NUM_THREADS ?= 2
 DEMO_MINUTES ?= 15
 
+# Made by every install: targets that only need an installed .venv depend on it, so a fresh clone installs
+# first and later runs do not reinstall (again only when pyproject.toml is newer than the last install).
+INSTALLED := $(VENV)/.installed
+
 .PHONY: install test test-fast demo bench bench-peers clean
 
 $(PY):
@@ -15,11 +19,15 @@ install: $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev,ctranslate2,serve]'
+	touch $(INSTALLED)
 
-test:
+$(INSTALLED): pyproject.toml
+	$(MAKE) --no-print-directory install
+
+test: $(INSTALLED)
 	$(PY) -m pytest -q -x --durations=15
 
-test-fast:
+test-fast: $(INSTALLED)
 	$(PY) -m pytest -q -m 'not slow'
 
 demo: install
