@@ -63,8 +63,10 @@ def emit(data: dict, as_json: bool, text: str) -> None:
 @app.command()
 @user_errors
 def preprocess(
-    source_lang: str = typer.Option(..., "--source-lang", "-s", help="Source language suffix, e.g. en."),
-    target_lang: str = typer.Option(..., "--target-lang", "-t", help="Target language suffix, e.g. de."),
+    ctx: typer.Context,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Recipe TOML whose preprocess section gives the settings; options given here override it."),
+    source_lang: Optional[str] = typer.Option(None, "--source-lang", "-s", help="Source language suffix, e.g. en."),
+    target_lang: Optional[str] = typer.Option(None, "--target-lang", "-t", help="Target language suffix, e.g. de."),
     out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
     train: Optional[str] = typer.Option(None, "--train", help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz)."),
     valid: Optional[str] = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
@@ -74,24 +76,26 @@ def preprocess(
     spm_model: Optional[Path] = typer.Option(None, "--spm-model", help="Reuse this sentencepiece model."),
     max_len: int = typer.Option(256, "--max-len", help="Drop training pairs longer than this (pieces)."),
     max_ratio: float = typer.Option(9.0, "--max-ratio", help="Drop training pairs with a longer/shorter ratio above this."),
-    dedup: bool = typer.Option(False, "--dedup", help="Drop exact duplicate training pairs."),
+    dedup: bool = typer.Option(False, "--dedup/--no-dedup", help="Drop exact duplicate training pairs."),
     character_coverage: float = typer.Option(1.0, "--character-coverage", help="sentencepiece character coverage."),
     input_sentence_size: int = typer.Option(2_000_000, "--input-sentence-size", help="Sentences sampled to train BPE."),
     on_bad_utf8: str = typer.Option("error", "--on-bad-utf8", help="error (default) or replace."),
-    hf_dataset: Optional[str] = typer.Option(None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt14)."),
+    hf_dataset: Optional[str] = typer.Option(None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."),
     hf_config: Optional[str] = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
-    from mtkit.preprocess import PreprocessConfig
-    from mtkit.preprocess import preprocess as run_preprocess
+    from click.core import ParameterSource
 
-    cfg = PreprocessConfig(
-        source_lang=source_lang, target_lang=target_lang, train=train, valid=valid, test=list(test),
-        hf_dataset=hf_dataset, hf_config=hf_config, vocab_size=vocab_size, character_coverage=character_coverage,
-        input_sentence_size=input_sentence_size, spm_model=str(spm_model) if spm_model else None, max_len=max_len,
-        max_ratio=max_ratio, dedup=dedup, workers=workers, on_bad_utf8=on_bad_utf8,
-    )
+    from mtkit.preprocess import preprocess as run_preprocess
+    from mtkit.recipe import resolve_preprocess
+
+    # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
+    given = {name: value for name, value in ctx.params.items()
+             if name not in ("config", "out", "as_json") and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+    if given.get("spm_model") is not None:
+        given["spm_model"] = str(given["spm_model"])
+    cfg = resolve_preprocess(config, given)
     manifest = run_preprocess(cfg, out)
     lines = [f"{out}: vocab {manifest['vocab_size']}"]
     for name, split in manifest["splits"].items():
@@ -110,6 +114,10 @@ def train(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
+    init_from: Optional[Path] = typer.Option(
+        None, "--init-from", help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
+        "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
+        "sentencepiece model and architecture required. Ignored when --save-dir has checkpoints: that run resumes."),
     overrides: list[str] = typer.Option([], "--set", help="Override a recipe value: section.key=value (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved configuration; read no data, train nothing."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -117,8 +125,9 @@ def train(
     """Train a Transformer (resumes when RUN_DIR has checkpoints); works under torchrun."""
     from mtkit.recipe import resolve_recipe
 
-    limits = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time}
-    extra = [f"train.{k}={v!r}" for k, v in limits.items() if v is not None]
+    flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time,
+             "init_from": str(init_from) if init_from is not None else None}
+    extra = [f"train.{k}={v!r}" for k, v in flags.items() if v is not None]
     if dry_run:
         recipe = resolve_recipe(config, arch, list(overrides) + extra)
         emit(recipe.as_dict(), as_json, json.dumps(recipe.as_dict(), indent=2))
@@ -307,14 +316,16 @@ def exit_now(code: Any) -> None:
     (5% of translating 1,000 sentences, and every command pays it).
 
     What a normal exit guarantees is kept: atexit handlers run (multiprocessing's among them) and stdout and
-    stderr are flushed; a failed flush (disk full) exits 120 as Python does. Other threads still running,
-    or anything else unusual, get the normal exit.
+    stderr are flushed; a failed flush (disk full) exits 120 as Python does. Other non-daemon threads still
+    running (a normal exit waits for them), or anything else unusual, get the normal exit. Daemon threads die
+    either way (translate's reader may still be blocked on an open stdin).
     """
     import atexit
     import os
     import threading
 
-    if not isinstance(code, (int, type(None))) or threading.active_count() > 1:
+    waited_for = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if not isinstance(code, (int, type(None))) or waited_for:
         sys.exit(code)
     try:
         atexit._run_exitfuncs()

@@ -1,14 +1,17 @@
 """Translation: load a run's model and tokenizer, batch by length, search, restore input order, stream.
 
 `Translator` is the Python API (services, notebooks); `translate_stream` is what the CLI runs. Input is
-read in chunks, so memory stays flat on any input length; outputs of a chunk are written as it finishes.
+read in chunks, so memory stays flat on any input length; outputs of a chunk are written as it finishes. A chunk
+ends at CHUNK_LINES or when the input pauses, so a line typed or piped into an open stream is answered at once.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
+import queue
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable
@@ -27,6 +30,9 @@ from mtkit.tokenizer import Tokenizer
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
+# A chunk also ends when no line has arrived for this long: a file or a fast pipe delivers its next line within
+# microseconds, so it still fills whole chunks, while a line from a person or a client is translated at once.
+PAUSE_SECONDS = 0.05
 # ATen multiplies small matrices (under 400 multiply-adds each) in its own loop and larger ones with BLAS, and
 # the two round differently. A short sentence alone would take the loop in attention over its source, and the
 # same sentence padded in a batch would take BLAS. At least 16 source positions (masked padding) keep every
@@ -202,22 +208,89 @@ def translate_stream(
     quiet: bool = False, name: str = "<stdin>",
 ) -> int:
     """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines."""
-    lines_iter = read_stream_lines(source, name)
+    chunks = read_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
     start = time.monotonic()
-    with progress(quiet) as bar:
-        task = bar.add_task("translate", total=None, info="")
-        while chunk := list(itertools.islice(lines_iter, CHUNK_LINES)):
-            results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict)
-            out = []
-            for offset, hyps in enumerate(results):
-                out.extend(format_output(hyps, translator.tokenizer, done + offset, translator.cfg.nbest, with_scores))
-            target.write("\n".join(out) + "\n")
-            target.flush()
-            done += len(chunk)
-            rate = done / max(time.monotonic() - start, 1e-9)
-            bar.update(task, completed=done, info=f"{rate:.1f} sent/s")
+    try:
+        with progress(quiet) as bar:
+            task = bar.add_task("translate", total=None, info="")
+            for chunk in chunks:
+                results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict)
+                out = []
+                for offset, hyps in enumerate(results):
+                    out.extend(format_output(hyps, translator.tokenizer, done + offset, translator.cfg.nbest, with_scores))
+                target.write("\n".join(out) + "\n")
+                target.flush()
+                done += len(chunk)
+                rate = done / max(time.monotonic() - start, 1e-9)
+                bar.update(task, completed=done, info=f"{rate:.1f} sent/s")
+    finally:
+        chunks.close()  # stops the reader thread when translation failed before the input ended
     if not quiet and done:
         seconds = time.monotonic() - start
         log(f"translated {done} lines in {seconds:.2f}s ({done / max(seconds, 1e-9):.1f} sent/s)")
     return done
+
+
+_END = object()  # the reader's last item after the final line
+
+
+def read_chunks(source: BinaryIO, name: str, max_lines: int, pause: float) -> Iterator[list[str]]:
+    """Lists of up to `max_lines` lines of `source`: a list ends when full, at the end, or when no line has come
+    for `pause` seconds. A reader error (mtkit.files' one-line UserError among them) is raised here, in the
+    caller's thread.
+
+    A daemon thread reads ahead into a bounded queue (two chunks: the next chunk is ready while one is
+    translated). Closing the generator stops it; one still blocked on an open, silent stdin cannot be stopped
+    and is left to die with the process.
+    """
+    lines: queue.Queue = queue.Queue(maxsize=2 * max_lines)
+    stop = threading.Event()
+    reader = threading.Thread(target=_read_into, args=(lines, source, name, stop), name="mtkit-read", daemon=True)
+    reader.start()
+    try:
+        ended = False
+        while not ended:
+            chunk: list[str] = []
+            item = lines.get()  # the first line of a chunk: wait as long as the input does
+            while True:
+                if item is _END:
+                    ended = True
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                chunk.append(item)
+                if len(chunk) >= max_lines:
+                    break
+                try:
+                    item = lines.get(timeout=pause)
+                except queue.Empty:
+                    break
+            if chunk:
+                yield chunk
+    finally:
+        stop.set()
+        reader.join(timeout=1.0)
+
+
+def _read_into(lines: queue.Queue, source: BinaryIO, name: str, stop: threading.Event) -> None:
+    """The reader thread: every line of `source`, then _END, or the exception that stopped the reading."""
+    last: object = _END
+    try:
+        for line in read_stream_lines(source, name):
+            if not _put(lines, line, stop):
+                return
+    except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+        last = exc
+    _put(lines, last, stop)
+
+
+def _put(lines: queue.Queue, item: object, stop: threading.Event) -> bool:
+    """Put `item`, waiting while the queue is full; False when the consumer has stopped."""
+    while not stop.is_set():
+        try:
+            lines.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from mtkit.errors import UserError
 from mtkit.search import TranslateConfig, search
-from mtkit.translate import Translator, length_batches, pad_batch
+from mtkit.translate import CHUNK_LINES, Translator, length_batches, pad_batch, translate_stream
 from tests.conftest import read_gz_lines
 
 
@@ -140,3 +144,85 @@ def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
     single = Translator.load(tiny_run).translate(["A man is sleeping.", "A dog."])
     double = Translator.load(tiny_run, ensemble=[tiny_run]).translate(["A man is sleeping.", "A dog."])
     assert single == double
+
+
+def read_line_within(handle, seconds: float) -> str:
+    """One line from a pipe, or "" when none arrives within `seconds` (select: never blocks past the limit)."""
+    import select
+
+    data = b""
+    deadline = time.monotonic() + seconds
+    while not data.endswith(b"\n"):
+        ready, _, _ = select.select([handle], [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            return ""
+        chunk = os.read(handle.fileno(), 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8")
+
+
+def test_an_open_pipe_gets_each_line_translated_as_it_arrives(tiny_run: Path) -> None:
+    """A client writes one line and keeps the pipe open: the answer comes at once, equal to the batch translation."""
+    lines = ["A man is sleeping on a bench.", "Two dogs play in the snow."]
+    expected = Translator.load(tiny_run).translate(lines)
+    console_script = Path(sys.executable).parent / "mtkit"
+    process = subprocess.Popen([str(console_script), "translate", str(tiny_run), "--quiet"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        for i, (line, translation) in enumerate(zip(lines, expected)):
+            process.stdin.write((line + "\n").encode())
+            process.stdin.flush()
+            sent = time.monotonic()
+            answer = read_line_within(process.stdout, 60 if i == 0 else 10)  # the first one waits for the model load
+            assert answer == translation + "\n", f"line {i + 1}: {answer!r} after {time.monotonic() - sent:.1f}s"
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0 and process.stdout.read() == b""
+        assert process.stderr.read() == b""
+    finally:
+        process.kill()
+        process.wait()
+
+
+class RecordingTranslator:
+    """translate_stream's view of a Translator: records each chunk it is given, translates every line to nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []  # (first line number, lines)
+        self.cfg = TranslateConfig()
+        self.tokenizer = None
+
+    def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list]:
+        self.calls.append((first_lineno, len(lines)))
+        return [[] for _ in lines]
+
+
+def test_input_available_at_once_is_translated_in_whole_chunks() -> None:
+    translator = RecordingTranslator()
+    lines = CHUNK_LINES * 5 // 2
+    out = io.StringIO()
+    source = io.BytesIO(b"".join(f"line {i}\n".encode() for i in range(lines)))
+    assert translate_stream(translator, source, out, quiet=True) == lines
+    assert translator.calls == [(1, CHUNK_LINES), (CHUNK_LINES + 1, CHUNK_LINES), (2 * CHUNK_LINES + 1, lines - 2 * CHUNK_LINES)]
+    assert out.getvalue() == "\n" * lines
+
+
+def test_a_pause_in_the_input_ends_a_chunk_and_reader_errors_reach_the_caller() -> None:
+    def arriving():  # three lines, a pause, two lines
+        yield from (b"a\n", b"b\n", b"c\n")
+        time.sleep(0.5)
+        yield from (b"d\n", b"e")
+
+    translator = RecordingTranslator()
+    assert translate_stream(translator, arriving(), io.StringIO(), quiet=True) == 5
+    assert translator.calls == [(1, 3), (4, 2)]
+
+    def failing():
+        yield b"a\n"
+        raise UserError("<stdin>:2: cannot read")
+
+    threads = threading.active_count()
+    with pytest.raises(UserError, match="<stdin>:2: cannot read"):
+        translate_stream(RecordingTranslator(), failing(), io.StringIO(), quiet=True)
+    assert threading.active_count() == threads  # the reader thread is gone
