@@ -85,14 +85,13 @@ def preprocess(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
-    from click.core import ParameterSource
-
     from mtkit.preprocess import preprocess as run_preprocess
     from mtkit.recipe import resolve_preprocess
 
     # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
+    # By name: typer bundles its own copy of click, whose ParameterSource is not click's.
     given = {name: value for name, value in ctx.params.items()
-             if name not in ("config", "out", "as_json") and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+             if name not in ("config", "out", "as_json") and ctx.get_parameter_source(name).name == "COMMANDLINE"}
     if given.get("spm_model") is not None:
         given["spm_model"] = str(given["spm_model"])
     cfg = resolve_preprocess(config, given)

@@ -1,7 +1,8 @@
 """Recipes: the [preprocess]/[model]/[train]/[translate] sections as typed configs.
 
-Load order: model preset (`--arch` or `model.arch`) -> recipe TOML -> `--set section.key=value` overrides.
-Unknown keys and wrongly typed values are UserErrors that list what is valid.
+Load order: model preset (`--arch` or `model.arch`) -> recipe TOML -> `--set section.key=value` overrides;
+for preprocess: recipe TOML -> the command-line options given. Unknown keys and wrongly typed values are
+UserErrors that list what is valid.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtkit.console import log
 from mtkit.errors import UserError, check
 from mtkit.model import ModelConfig
+from mtkit.preprocess import PreprocessConfig
 from mtkit.search import TranslateConfig
 from mtkit.train import TrainConfig
 
 SECTIONS = ("preprocess", "model", "train", "translate")
-# preprocess options a recipe may set (paths and languages are per-run CLI flags).
-PREPROCESS_KEYS = (
-    "vocab_size", "character_coverage", "input_sentence_size", "max_len", "max_ratio", "dedup",
-    "hf_dataset", "hf_config", "source_lang", "target_lang", "workers",
-)
+# [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than
+# joining it: a run on one's own files must not also read the recipe's Hugging Face corpus.
+FILE_DATA_KEYS = ("train", "valid", "test")
+HF_DATA_KEYS = ("hf_dataset", "hf_config", "hf_splits")
 
 
 @dataclass
@@ -101,14 +103,19 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
-def build_config(cls: type, values: dict[str, Any], section: str, base: Any = None) -> Any:
-    """Instantiate dataclass `cls` from `values` over `base` (or defaults), strictly typed."""
+def typed_values(cls: type, values: dict[str, Any], section: str) -> dict[str, Any]:
+    """`values` checked against dataclass `cls`'s fields: an unknown key or a wrong type is a UserError."""
     hints = typing.get_type_hints(cls)
     valid = [f.name for f in dataclasses.fields(cls) if f.init]
     for key in values:
         check(key in valid, f"unknown key {section}.{key}; valid keys: {', '.join(valid)}")
+    return {k: coerce(v, hints[k], f"{section}.{k}") for k, v in values.items()}
+
+
+def build_config(cls: type, values: dict[str, Any], section: str, base: Any = None) -> Any:
+    """Instantiate dataclass `cls` from `values` over `base` (or defaults), strictly typed."""
     current = dataclasses.asdict(base) if base is not None else {}
-    current.update({k: coerce(v, hints[k], f"{section}.{k}") for k, v in values.items()})
+    current.update(typed_values(cls, values, section))
     try:
         return cls(**current)
     except (TypeError, ValueError) as exc:
@@ -137,15 +144,36 @@ def resolve_recipe(
         base_model = ModelConfig.preset(preset, vocab_size=int(vocab))
     except ValueError as exc:
         raise UserError(f"--arch {preset}: {exc}") from None
-    for key in sections["preprocess"]:
-        check(key in PREPROCESS_KEYS, f"unknown key preprocess.{key}; valid keys: {', '.join(PREPROCESS_KEYS)}")
     train = build_config(TrainConfig, sections["train"], "train")
     return Recipe(
         model=build_config(ModelConfig, model_values, "model", base_model),
         train=train.resolved(base_model.d_model if "d_model" not in model_values else model_values["d_model"]),
         translate=build_config(TranslateConfig, sections["translate"], "translate"),
-        preprocess=sections["preprocess"],
+        preprocess=typed_values(PreprocessConfig, sections["preprocess"], "preprocess"),
     )
+
+
+def resolve_preprocess(path: str | Path | None, given: dict[str, Any]) -> PreprocessConfig:
+    """The recipe's [preprocess] section (when `path` is given) with `given`, the options set on the
+    command line, over it.
+
+    Data named in `given` replaces the recipe's: files (train/valid/test) replace all of its data keys,
+    an hf_dataset its files (its hf_config and hf_splits still apply unless given too).
+    """
+    recipe = read_recipe_file(path).get("preprocess", {}) if path is not None else {}
+    recipe = typed_values(PreprocessConfig, recipe, "preprocess")
+    replaced: tuple[str, ...] = ()
+    if any(key in given for key in FILE_DATA_KEYS):
+        replaced = FILE_DATA_KEYS + HF_DATA_KEYS
+    elif "hf_dataset" in given:
+        replaced = FILE_DATA_KEYS
+    unused = [key for key in replaced if key in recipe and key not in given]
+    if unused:
+        log(f"data given on the command line: the recipe's {', '.join(unused)} not used")
+    values = {**{k: v for k, v in recipe.items() if k not in unused}, **given}
+    check("source_lang" in values and "target_lang" in values,
+          "no languages: give --source-lang and --target-lang, or source_lang and target_lang in the recipe's [preprocess]")
+    return build_config(PreprocessConfig, values, "preprocess")
 
 
 def recipe_from_dict(data: dict[str, Any]) -> Recipe:

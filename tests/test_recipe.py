@@ -85,3 +85,95 @@ def test_cli_bad_recipe_is_one_line(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "mtkit", "train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run"],
                          capture_output=True, text=True)
     assert run.returncode == 2 and "bad.toml: invalid TOML" in run.stderr and "Traceback" not in run.stderr
+
+
+# ---- [preprocess]: `mtkit preprocess --config RECIPE` -------------------------------------------------------
+
+def run_preprocess_cli(*args: str) -> tuple[int, str, str]:
+    """`mtkit preprocess ARGS` in this process: (exit code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    result = CliRunner().invoke(app, ["preprocess", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def slices(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> dict[str, str]:
+    """300 train / 50 valid Multi30k pairs as plain files."""
+    from tests.conftest import write_slice
+
+    raw = tmp_path_factory.mktemp("raw")
+    return {"train": str(write_slice(multi30k, "train", raw / "train", 300)),
+            "valid": str(write_slice(multi30k, "val", raw / "valid", 50))}
+
+
+def test_preprocess_takes_the_recipe_and_only_the_options_given(tmp_path: Path, slices: dict, multi30k_spm: Path) -> None:
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        f'[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\ntrain = "{slices["train"]}"\nvalid = "{slices["valid"]}"\n'
+        f'spm_model = "{multi30k_spm}"\nmax_len = 20\nmax_ratio = 1.5\ndedup = true\nmin_len = 2\n'
+        '[model]\narch = "tiny"\n[train]\nmax_steps = 3\n'
+    )
+    code, out, err = run_preprocess_cli("--config", str(recipe), "--out", str(tmp_path / "a"), "--json")
+    assert code == 0, err
+    options = json.loads(out)["options"]
+    assert (options["max_len"], options["max_ratio"], options["dedup"], options["min_len"]) == (20, 1.5, True, 2)
+    assert options["train"] == slices["train"] and options["spm_model"] == str(multi30k_spm)
+    # Options typed on the command line win, even when they spell a default (9.0, --no-dedup); the others stay.
+    code, out, err = run_preprocess_cli("--config", str(recipe), "--out", str(tmp_path / "b"), "--json",
+                                        "--max-ratio", "9.0", "--no-dedup")
+    assert code == 0, err
+    options = json.loads(out)["options"]
+    assert (options["max_len"], options["max_ratio"], options["dedup"], options["min_len"]) == (20, 9.0, False, 2)
+    assert json.loads((tmp_path / "b" / "manifest.json").read_text())["splits"]["train"]["dropped"]["ratio"] == 0
+    # The same recipe, [preprocess] included, still drives `mtkit train`.
+    assert dry_run(recipe)["preprocess"]["max_ratio"] == 1.5
+
+
+def test_files_on_the_command_line_replace_the_recipes_corpus(tmp_path: Path, slices: dict, multi30k_spm: Path) -> None:
+    """The WMT recipe names a Hub corpus; --train/--valid files are read instead of it, with its cleaning."""
+    code, out, err = run_preprocess_cli(
+        "--config", str(RECIPES / "wmt14-en-de/base.toml"), "--train", slices["train"], "--valid", slices["valid"],
+        "--spm-model", str(multi30k_spm), "--out", str(tmp_path / "data"), "--json")
+    assert code == 0, err
+    manifest = json.loads(out)
+    assert manifest["options"]["hf_dataset"] is None and manifest["options"]["max_ratio"] == 1.5
+    assert set(manifest["splits"]) == {"train", "valid"} and manifest["splits"]["valid"]["pairs"] == 50
+    assert "hf_dataset" in err and "not used" in err
+
+
+@pytest.mark.parametrize("name", ["multi30k-en-de/small.toml", *sorted(PAPER)])
+def test_every_recipe_describes_its_data(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mtkit.files import resolve_prefix
+    from mtkit.recipe import resolve_preprocess
+
+    monkeypatch.chdir(RECIPES.parent)  # recipe paths are relative to where mtkit runs: the repository root
+    cfg = resolve_preprocess(RECIPES / name, {})
+    assert cfg.source_lang == "en" and cfg.target_lang == name.split("/")[0].split("-")[-1]
+    if cfg.hf_dataset is None:
+        for prefix in [cfg.train, cfg.valid, *cfg.test]:
+            assert resolve_prefix(prefix, "en").is_file() and resolve_prefix(prefix, "de").is_file()
+    else:
+        assert cfg.hf_config == f"{cfg.target_lang}-en" and cfg.max_ratio == 1.5
+
+
+def test_bad_preprocess_sections_are_one_line_errors(tmp_path: Path) -> None:
+    from mtkit.recipe import resolve_preprocess
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nvocab = 8000\n')
+    code, _, err = run_preprocess_cli("--config", str(bad), "--out", str(tmp_path / "out"))
+    assert code == 2 and err.strip().splitlines() == [
+        "error: unknown key preprocess.vocab; valid keys: " + ", ".join(
+            f.name for f in __import__("dataclasses").fields(__import__("mtkit.preprocess").preprocess.PreprocessConfig))]
+    run = subprocess.run([sys.executable, "-m", "mtkit", "train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "unknown key preprocess.vocab" in run.stderr and "Traceback" not in run.stderr
+    bad.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nmax_len = "long"\n')
+    with pytest.raises(UserError, match="preprocess.max_len: expected int"):
+        resolve_preprocess(bad, {})
+    with pytest.raises(UserError, match="no languages"):
+        resolve_preprocess(None, {"train": "x"})
+    assert not (tmp_path / "out").exists()

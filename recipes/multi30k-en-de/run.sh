@@ -13,8 +13,7 @@ start=$(date +%s)
 rm -rf "$OUT/data" "$OUT/run"
 mkdir -p "$OUT"
 echo "== preprocess" >&2
-mtkit preprocess --source-lang en --target-lang de --train "$DATA/train" --valid "$DATA/val" \
-    --test "$DATA/test_2016_flickr" --vocab-size 8000 --workers 2 --out "$OUT/data"
+mtkit preprocess --config recipes/multi30k-en-de/small.toml --out "$OUT/data"  # its data: $DATA
 echo "== train ($MINUTES minutes)" >&2
 mtkit train "$OUT/data" --save-dir "$OUT/run" --config recipes/multi30k-en-de/small.toml --max-time "$MINUTES"
 echo "== average" >&2
