@@ -82,6 +82,7 @@ def preprocess(
     on_bad_utf8: str = typer.Option("error", "--on-bad-utf8", help="error (default) or replace."),
     hf_dataset: Optional[str] = typer.Option(None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."),
     hf_config: Optional[str] = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
+    hf_cache_dir: Optional[str] = typer.Option(None, "--hf-cache-dir", help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""

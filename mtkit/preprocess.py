@@ -49,8 +49,9 @@ class PreprocessConfig:
     train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz
     valid: str | None = None
     test: list[str] = field(default_factory=list)  # each prefix's basename becomes the split name
-    hf_dataset: str | None = None  # hub name or local dir, `translation` column (as wmt14)
+    hf_dataset: str | None = None  # hub name or local dir, `translation` column (as wmt/wmt14)
     hf_config: str | None = None
+    hf_cache_dir: str | None = None  # datasets' download + Arrow cache (WMT14 en-fr: about 20 GB); None: its default
     hf_splits: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_HF_SPLITS))  # ours -> HF's
     vocab_size: int = 8000
     character_coverage: float = 1.0
@@ -140,7 +141,7 @@ def load_hf_pairs(
     data_files: str | list | dict | None = None,
     cache_dir: str | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """(source, target) pairs of a Hugging Face dataset split with a `translation` column (as wmt14).
+    """(source, target) pairs of a Hugging Face dataset split with a `translation` column (as wmt/wmt14).
 
     `name` is a hub name, a builder such as "json" with `data_files`, or a DatasetDict saved with
     `save_to_disk`.
@@ -160,7 +161,8 @@ def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
         sources.append(_file_source(Path(prefix).name, prefix, cfg, clean=False))
     if cfg.hf_dataset:
         for name, hf_split in cfg.hf_splits.items():
-            dataset = _load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, cfg.source_lang, cfg.target_lang)
+            dataset = _load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, cfg.source_lang, cfg.target_lang,
+                                     cache_dir=cfg.hf_cache_dir)
             chunks = functools.partial(_hf_chunks, dataset, cfg.source_lang, cfg.target_lang)
             sources.append(_Source(name, chunks, len(dataset), clean=name == "train"))
     check(sources, "nothing to preprocess: give a train, valid or test prefix, or a Hugging Face dataset")

@@ -240,6 +240,51 @@ def test_hf_dataset_matches_the_same_files(tmp_path: Path, multi30k: Path, multi
         preprocess(cfg, tmp_path / "out")
 
 
+HUB_LAYOUT_README = """---
+configs:
+- config_name: de-en
+  data_files:
+  - split: train
+    path: de-en/train-*
+  - split: validation
+    path: de-en/validation-*
+  - split: test
+    path: de-en/test-*
+---
+"""
+
+
+def test_hub_parquet_layout_with_a_cache_dir(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    """A local copy of wmt/wmt14's Hub layout (Parquet shards per config, configs in README.md) loads through
+    datasets.load_dataset as the Hub name does, and --hf-cache-dir (or the recipe's hf_cache_dir) is where
+    datasets writes its cache."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    hub = tmp_path / "wmt14"
+    (hub / "de-en").mkdir(parents=True)
+    (hub / "README.md").write_text(HUB_LAYOUT_README)
+    sizes = {"train": ("train", 300), "validation": ("val", 40), "test": ("test_2016_flickr", 30)}
+    for split, (stem, n) in sizes.items():
+        pq.write_table(pa.table(translation_rows(multi30k, stem, n)), hub / "de-en" / f"{split}-00000-of-00001.parquet")
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(f'[preprocess]\nhf_dataset = "{hub}"\nhf_config = "de-en"\nsource_lang = "en"\ntarget_lang = "de"\n'
+                      f'hf_cache_dir = "{tmp_path / "recipe-cache"}"\n')
+    for name, flags in (("recipe-cache", []), ("flag-cache", ["--hf-cache-dir", str(tmp_path / "flag-cache")])):
+        result = CliRunner().invoke(app, ["preprocess", "--config", str(recipe), "--spm-model", str(multi30k_spm),
+                                          "--out", str(tmp_path / f"data-{name}"), "--json", *flags])
+        assert result.exit_code == 0, result.stderr
+        manifest = json.loads(result.stdout)
+        assert {split: s["pairs"] for split, s in manifest["splits"].items()} == {"train": 300, "valid": 40, "test": 30}
+        assert manifest["options"]["hf_cache_dir"] == str(tmp_path / name)
+        assert list((tmp_path / name).rglob("*.arrow")), f"datasets wrote no cache under {name}"
+    assert decoded_split(tmp_path / "data-flag-cache", "test")[1] == read_gz_lines(multi30k / "test_2016_flickr.de.gz", 30)
+
+
 def test_load_hf_pairs_from_json_files(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     rows = [{"translation": {"de": f"Satz {i}", "en": f"sentence {i}"}} for i in range(5)]

@@ -49,7 +49,7 @@ def test_wmt_recipes_match_the_paper(name: str) -> None:
     assert train["save_interval_steps"] == {100_000: 1400, 300_000: 600}[steps] and train["save_interval_minutes"] == 0
     assert 0.04 <= train["save_interval_steps"] * average / steps <= 0.07
     assert (translate["beam"], translate["length_penalty"], translate["max_len_a"], translate["max_len_b"]) == (4, 0.6, 1.0, 50)
-    assert cfg["preprocess"]["hf_dataset"] == "wmt14"
+    assert cfg["preprocess"]["hf_dataset"] == "wmt/wmt14"
 
 
 def test_dry_run_names_and_overrides() -> None:
