@@ -2,7 +2,8 @@
 
 Identity normalization with whitespace kept and byte fallback make decode(encode(x)) == x for every
 string except those containing U+2581 "▁" (sentencepiece's space marker), which decodes as a space.
-No input maps to <unk>: characters outside the vocabulary become UTF-8 byte pieces.
+No input maps to <unk>: characters outside the vocabulary become UTF-8 byte pieces. (All of this holds for
+the models mtkit trains; a model trained elsewhere keeps its own normalization and fallback.)
 """
 
 from __future__ import annotations
@@ -18,26 +19,31 @@ from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+# Pieces written (mtkit.export) for the specials a model trained elsewhere lacks; sentencepiece's own names.
+SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")
 MAX_CACHED_WORDS = 500_000  # about 100 MB of word -> ids entries before the cache starts over
 # Texts on which the word cache must agree with sentencepiece, else the model splits words differently.
-_CACHE_PROBES = ["a", "ab cd", "  a  b  ", " x", "x ", "a\tb c", "x\u2581y z"]
+# The last two are spaces only after NFKC (models trained elsewhere normalize so).
+_CACHE_PROBES = ["a", "ab cd", "  a  b  ", " x", "x ", "a\tb c", "x\u2581y z", "a\u00a0b c", "x\u3000 y"]
 
 
 class Tokenizer:
-    """A loaded sentencepiece model with mtkit's special ids (pad 0, unk 1, bos 2, eos 3)."""
+    """A loaded sentencepiece model seen through mtkit's special ids (pad 0, unk 1, bos 2, eos 3).
+
+    A model trained elsewhere with other special ids (sentencepiece's defaults: unk 0, bos 1, eos 2, no pad) is
+    remapped here, so that the rest of mtkit keeps its fixed ids: ids 0-3 are the model's own pad/unk/bos/eos
+    and new ids for those it lacks, its other pieces follow in their order. The vocabulary grows by the specials
+    it lacks (sentencepiece's defaults: by 1, the pad). The models mtkit trains map to themselves.
+    """
 
     def __init__(self, processor: spm.SentencePieceProcessor, name: str = "<bytes>") -> None:
-        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
-        check(
-            ids == (PAD_ID, UNK_ID, BOS_ID, EOS_ID),
-            f"{name}: sentencepiece model has pad/unk/bos/eos ids {ids}, mtkit needs "
-            f"{(PAD_ID, UNK_ID, BOS_ID, EOS_ID)} (train it with `mtkit preprocess`)",
-        )
         self._processor = processor
+        specials = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        self._to_spm, self._to_mtkit = special_id_maps(specials, processor.get_piece_size())
         self._word_ids: dict[str, list[int]] = {}
-        space = processor.encode(" ")  # " " is two lone-space words, each encoded the same way
+        space = self._spm_encode([" "])[0]  # " " is two lone-space words, each encoded the same way
         self._space_ids = space[: len(space) // 2]
-        self._cache_exact = self._encode_cached(_CACHE_PROBES) == processor.encode(_CACHE_PROBES)
+        self._cache_exact = self._encode_cached(_CACHE_PROBES) == self._spm_encode(_CACHE_PROBES)
 
     @classmethod
     def load(cls, path: str | Path) -> Tokenizer:
@@ -61,11 +67,20 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return self._processor.get_piece_size()
+        return len(self._to_spm) if self._to_spm is not None else self._processor.get_piece_size()
 
     def pieces(self) -> list[str]:
-        """Every piece in id order: the vocabulary another engine needs (mtkit.export)."""
-        return [self._processor.id_to_piece(i) for i in range(self.vocab_size)]
+        """Every piece in mtkit's id order: the vocabulary another engine needs (mtkit.export).
+
+        A special the model lacks gets sentencepiece's name for it, or a name no piece has: engines that look
+        pieces up by name need each once.
+        """
+        own = [self._processor.id_to_piece(i) for i in range(self._processor.get_piece_size())]
+        if self._to_spm is None:
+            return own
+        taken = set(own)
+        return [own[i] if i >= 0 else _unused_name(SPECIAL_PIECES[mtkit_id], taken)
+                for mtkit_id, i in enumerate(self._to_spm)]
 
     @property
     def pad_id(self) -> int:
@@ -90,8 +105,16 @@ class Tokenizer:
         a bounded word cache saves re-encoding frequent words (measured 2x on Multi30k from cold).
         """
         if not self._cache_exact:
-            return self._processor.encode(texts, out_type=int)
+            return self._spm_encode(texts)
         return self._encode_cached(texts)
+
+    def _spm_encode(self, texts: list[str]) -> list[list[int]]:
+        """sentencepiece's ids, in mtkit's numbering."""
+        encoded = self._processor.encode(texts, out_type=int)
+        if self._to_mtkit is None:
+            return encoded
+        to_mtkit = self._to_mtkit
+        return [[to_mtkit[i] for i in ids] for ids in encoded]
 
     def _encode_cached(self, texts: list[str]) -> list[list[int]]:
         if len(self._word_ids) > MAX_CACHED_WORDS:
@@ -111,11 +134,36 @@ class Tokenizer:
 
     def _encode_word(self, word: str) -> list[int]:
         # An empty word lies between two spaces: sentencepiece gives it a lone space piece.
-        return self._processor.encode(word) if word else self._space_ids
+        return self._spm_encode([word])[0] if word else self._space_ids
 
     def decode(self, ids: list[list[int]]) -> list[str]:
-        """Texts of id sequences; pad/bos/eos are control pieces, which decode to nothing."""
-        return self._processor.decode([list(map(int, seq)) for seq in ids])
+        """Texts of id sequences; pad/bos/eos decode to nothing (control pieces, or absent from the model)."""
+        if self._to_spm is None:
+            return self._processor.decode([list(map(int, seq)) for seq in ids])
+        to_spm = self._to_spm
+        return self._processor.decode([[j for j in (to_spm[int(i)] for i in seq) if j >= 0] for seq in ids])
+
+
+def special_id_maps(specials: tuple[int, int, int, int], size: int) -> tuple[list[int] | None, list[int] | None]:
+    """(mtkit id -> model id, -1 where the model lacks that special; model id -> mtkit id) for a model of
+    `size` pieces whose pad/unk/bos/eos ids are `specials` (-1: none). (None, None) when they are mtkit's."""
+    if specials == (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        return None, None
+    to_spm = list(specials) + [i for i in range(size) if i not in specials]
+    to_mtkit = [0] * size
+    for mtkit_id, spm_id in enumerate(to_spm):
+        if spm_id >= 0:
+            to_mtkit[spm_id] = mtkit_id
+    return to_spm, to_mtkit
+
+
+def _unused_name(name: str, taken: set[str]) -> str:
+    """`name`, or `<name_1>`, `<name_2>`, ... if a piece of the model already has it."""
+    candidate, n = name, 0
+    while candidate in taken:
+        n += 1
+        candidate = f"<{name.strip('<>')}_{n}>"
+    return candidate
 
 
 def train_tokenizer(

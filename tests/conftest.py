@@ -119,3 +119,36 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
     run = tmp_path_factory.mktemp("overfit-run") / "run"
     train(overfit_data, run, recipe)
     return run
+
+
+@pytest.fixture(scope="session")
+def foreign_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """A sentencepiece model made as outside mtkit, with sentencepiece's defaults (unigram, NFKC, no byte
+    fallback, unk 0, bos 1, eos 2, no pad): vocab 1000, first 3000 train pairs."""
+    import io
+
+    import sentencepiece as spm
+
+    lines = read_gz_lines(multi30k / "train.en.gz", 3000) + read_gz_lines(multi30k / "train.de.gz", 3000)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=1000, minloglevel=2)
+    path = tmp_path_factory.mktemp("foreign-spm") / "default-ids.model"
+    path.write_bytes(model.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def foreign_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, foreign_spm: Path) -> Path:
+    """A tiny model trained for 40 steps on 2,000 Multi30k pairs preprocessed with `foreign_spm`."""
+    from mtkit.data import read_manifest
+    from mtkit.recipe import resolve_recipe
+    from mtkit.train import train
+
+    data = preprocess_slice(tmp_path_factory.mktemp("foreign") / "data", multi30k, foreign_spm, 2000, 200)
+    recipe = resolve_recipe(None, "tiny", [
+        "train.max_steps=40", "train.warmup_steps=10", "train.lr=3e-3", "train.max_tokens=2048",
+        "train.save_interval_steps=20", "train.save_interval_minutes=0", "train.average_last=2", "train.log_interval=20",
+    ], vocab_size=read_manifest(data)["vocab_size"])
+    run = data.parent / "run"
+    train(data, run, recipe)
+    return run

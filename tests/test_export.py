@@ -110,6 +110,24 @@ def test_score_batch_agrees_with_mtkit_log_probs(tiny_run: Path, exported: Path,
         assert torch.allclose(ours, torch.tensor(result.log_probs), atol=1e-4, rtol=0)
 
 
+def test_a_foreign_sentencepiece_model_exports_and_translates_as_mtkit(foreign_run: Path, test_lines: list[str], tmp_path: Path) -> None:
+    """A run on a sentencepiece model with sentencepiece's default ids (unk 0, bos 1, eos 2, no pad): the export's
+    vocabulary is in mtkit's order (pad added as "<pad>"), and CTranslate2 with that spm.model translates as mtkit."""
+    import sentencepiece as spm
+
+    out = Path(export_ctranslate2(foreign_run, tmp_path / "ct2")["out"])
+    sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
+    ours = Translator.load(foreign_run, length_penalty=0.0)
+    vocabulary = json.loads((out / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    assert vocabulary[:4] == ["<pad>", "<unk>", "<s>", "</s>"] and len(vocabulary) == sp.get_piece_size() + 1
+    lines = test_lines[:60]
+    pieces = [sp.encode(line.strip(), out_type=str) for line in lines]
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    cfg = ours.cfg
+    theirs = ct2_translate_like_mtkit(translator, pieces, cfg.beam, cfg.max_len_a, cfg.max_len_b)
+    assert [sp.decode(h) for h in theirs] == ours.translate(lines)
+
+
 README_CODE = re.compile(r"```python\n(.*?)```", re.S)
 WITHOUT_MTKIT = (  # mtkit and torch cannot be imported: the export is served by CTranslate2 + sentencepiece
     "import sys\n"

@@ -285,6 +285,32 @@ def test_hub_parquet_layout_with_a_cache_dir(tmp_path: Path, multi30k: Path, mul
     assert decoded_split(tmp_path / "data-flag-cache", "test")[1] == read_gz_lines(multi30k / "test_2016_flickr.de.gz", 30)
 
 
+def test_a_foreign_sentencepiece_model_preprocesses_trains_and_translates(foreign_run: Path, foreign_spm: Path, multi30k: Path) -> None:
+    """--spm-model made with sentencepiece's defaults (unk 0, bos 1, eos 2, no pad): data in mtkit's ids, a run."""
+    import sentencepiece as spm
+
+    from mtkit.translate import Translator
+
+    data = foreign_run.parent / "data"
+    theirs = spm.SentencePieceProcessor(model_file=str(foreign_spm))
+    manifest = read_manifest(data)
+    assert manifest["vocab_size"] == theirs.get_piece_size() + 1  # + mtkit's pad
+    assert (data / "spm.model").read_bytes() == foreign_spm.read_bytes()
+    lines = [line.strip() for line in read_gz_lines(multi30k / "val.en.gz", 200)]
+    valid = ParallelData.open(data, "valid", "en", "de")
+    stored = [valid.src(i).tolist() for i in range(len(valid))]
+    assert stored == [[i + 1 for i in ids] for ids in theirs.encode(lines)]
+    assert decoded_split(data, "valid")[0] == theirs.decode(theirs.encode(lines))
+    train = ParallelData.open(data, "train", "en", "de")
+    train_ids = np.concatenate([train.tgt(i) for i in range(len(train))])
+    assert not np.isin(train_ids, [0, 2, 3]).any() and train_ids.max() < manifest["vocab_size"]  # no pad/bos/eos inside
+    assert (train_ids == 1).any()  # <unk> (digits: no byte fallback) is the model's unk, mtkit's 1
+    translator = Translator.load(foreign_run)
+    assert translator.model_cfg.vocab_size == manifest["vocab_size"]
+    out = translator.translate(lines[:5])
+    assert len(out) == 5 and all(isinstance(text, str) and "<s>" not in text for text in out)
+
+
 def test_load_hf_pairs_from_json_files(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     rows = [{"translation": {"de": f"Satz {i}", "en": f"sentence {i}"}} for i in range(5)]
