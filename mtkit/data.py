@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -170,6 +173,11 @@ class Batch:
             self.tgt_tokens,
         )
 
+    def pin_memory(self) -> Batch:
+        """The same batch in page-locked host memory, so that `.to(cuda, non_blocking=True)` is asynchronous."""
+        return Batch(self.src.pin_memory(), self.tgt_in.pin_memory(), self.tgt_out.pin_memory(), self.src_tokens,
+                     self.tgt_tokens)
+
 
 def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3) -> Batch:
     """Gather sentences `indices` into padded int64 tensors with one vectorized fill per side."""
@@ -208,3 +216,52 @@ def _gather(
     cols = np.arange(total) - np.repeat(starts, lens)
     positions = np.repeat(offsets[indices], lens) + cols
     return rows, cols, tokens[positions]
+
+
+_END = object()  # the producer's end-of-epoch marker
+
+
+def prefetch_groups(
+    data: ParallelData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2
+) -> Iterator[list[Batch]]:
+    """`batches[start:]` in groups of `group_size`, collated on the device, in order.
+
+    A background thread collates the next `depth` groups while the caller computes (pinned when the device is
+    CUDA, then copied with non_blocking=True), so the step never waits for numpy gathers or a blocking copy.
+    Closing the generator stops the thread. Collation uses no random state, so the groups are the same as
+    collating on the caller's thread.
+    """
+    pin = device.type == "cuda"
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for position in range(start, len(batches), group_size):
+                group = [collate(data, idx) for idx in batches[position : position + group_size]]
+                if not put([batch.pin_memory() for batch in group] if pin else group):
+                    return
+            put(_END)
+        except BaseException as exc:  # re-raised on the caller's thread
+            put(exc)
+
+    thread = threading.Thread(target=produce, name="mtkit-collate", daemon=True)
+    thread.start()
+    try:
+        while (item := ready.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield [batch.to(device, non_blocking=pin) for batch in item]
+    finally:
+        stop.set()
+        thread.join()
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -31,9 +32,52 @@ class DistContext:
         dist.all_reduce(tensor)
         return tensor.tolist()
 
+    def all_sum_with(self, on_device: Tensor, on_host: list[float]) -> list[float]:
+        """Sum device scalars [n] and host numbers over ranks in one all-reduce; the one host sync.
 
-def setup_distributed(device_name: str) -> DistContext:
-    """torchrun sets WORLD_SIZE/RANK/LOCAL_RANK; gloo on CPU, NCCL on GPU."""
+        Device values are never read one by one (each `.item()` would wait for the GPU); the host values
+        travel through pinned memory with a non-blocking copy, so the GPU stream is not synchronised early.
+        """
+        if self.world_size == 1:
+            return on_device.double().tolist() + list(on_host)
+        host = torch.tensor(on_host, dtype=torch.float64)
+        if self.device.type == "cuda":
+            host = host.pin_memory()
+        packed = torch.cat([on_device.double(), host.to(self.device, non_blocking=True)])
+        dist.all_reduce(packed)
+        return packed.tolist()
+
+
+    def broadcast_object(self, value: Any) -> Any:
+        """Rank 0's `value` on every rank (picklable; identity in a single process)."""
+        if self.world_size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0, device=self.device if self.device.type == "cuda" else None)
+        return box[0]
+
+    def all_gather_object(self, value: Any) -> list[Any]:
+        """Every rank's `value`, in rank order, on every rank (picklable; [value] in a single process)."""
+        if self.world_size == 1:
+            return [value]
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, value)
+        return gathered
+
+    def map_shared(self, items: Sequence[Any], work: Callable[[Any], list[Any]]) -> list[Any]:
+        """`work` over this rank's share of `items` (every world_size-th, from its rank), the results of all
+        ranks concatenated in the order of `items` on every rank: the same list as one process would make."""
+        mine = [work(item) for item in items[self.rank :: self.world_size]]
+        shares = self.all_gather_object(mine)
+        ordered = [shares[i % self.world_size][i // self.world_size] for i in range(len(items))]
+        return [result for results in ordered for result in results]
+
+
+def setup_distributed(device_name: str, timeout_minutes: float = 30.0) -> DistContext:
+    """torchrun sets WORLD_SIZE/RANK/LOCAL_RANK; gloo on CPU, NCCL on GPU.
+
+    `timeout_minutes` bounds every collective: a rank waits that long for the others (rank 0 may be writing a
+    checkpoint or decoding validation BLEU); a dead process is noticed sooner, by torchrun."""
     import datetime
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -45,8 +89,7 @@ def setup_distributed(device_name: str) -> DistContext:
         torch.cuda.set_device(device)
     if world > 1 and not dist.is_initialized():
         backend = "nccl" if use_cuda else "gloo"
-        # A dead peer must surface as an error within a minute rather than a hang.
-        timeout = datetime.timedelta(seconds=60)
+        timeout = datetime.timedelta(minutes=timeout_minutes)
         dist.init_process_group(backend, store=restart_store(rank, world, timeout), rank=rank, world_size=world, timeout=timeout)
     return DistContext(rank=rank, world_size=world, device=device)
 

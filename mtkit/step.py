@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 import os
 from contextlib import nullcontext
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from mtkit.distributed import DistContext
 from mtkit.loss import LossModule
@@ -41,7 +42,8 @@ class StepResult:
     src_tokens: int
     tgt_tokens: int
     skipped: str = ""  # "", "nonfinite" or "oom"
-    grad_norm: float = 0.0
+    grad_norm: Tensor | None = None  # a device scalar: reading it waits for the device, so only when logged
+    flags: list[float] = field(default_factory=list)  # the caller's flags, summed over ranks
 
 
 def train_step(
@@ -54,10 +56,16 @@ def train_step(
     attempt: int,
     precision: str = "fp32",
     clip_norm: float = 0.0,
+    flags: Sequence[float] = (),
 ) -> StepResult:
-    """One update over `batches` (update_freq micro-batches), normalized by target tokens over all ranks."""
+    """One update over `batches` (update_freq micro-batches), normalized by target tokens over all ranks.
+
+    The host waits for the device once per update: the loss sums stay on the device until one all-reduce
+    that also carries the token counts and the caller's `flags` (summed over ranks into `StepResult.flags`).
+    """
     optimizer.zero_grad(set_to_none=True)
-    local = [0.0, 0.0, 0.0, 0.0]  # loss, nll, src tokens, tgt tokens
+    sums = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # loss, nll of this rank's micro-batches
+    src_tokens = tgt_tokens = 0
     try:
         if attempt in fault_steps(FAULT_OOM):
             raise torch.OutOfMemoryError(f"injected out-of-memory at update attempt {attempt}")
@@ -70,34 +78,37 @@ def train_step(
                 if attempt in fault_steps(FAULT_NAN):
                     loss = loss * float("nan")
                 (scaler.scale(loss) if scaler is not None else loss).backward()
-            local = [local[0] + loss.item(), local[1] + nll.item(), local[2] + batch.src_tokens, local[3] + batch.tgt_tokens]
+            sums += torch.stack([loss.detach(), nll.detach()]).double()
+            src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
     except torch.OutOfMemoryError:
         if ctx.world_size > 1:
             raise  # ranks would fall out of step in their collectives; let the caller stop cleanly
         optimizer.zero_grad(set_to_none=True)
         if ctx.device.type == "cuda":
             torch.cuda.empty_cache()
-        return StepResult(0.0, 0.0, 0, 0, skipped="oom")
-    loss_sum, nll_sum, src_tokens, tgt_tokens = ctx.all_sum(local)
+        return StepResult(0.0, 0.0, 0, 0, skipped="oom", flags=list(flags))
+    loss_sum, nll_sum, all_src, all_tgt, *summed_flags = ctx.all_sum_with(sums, [src_tokens, tgt_tokens, *flags])
     if not math.isfinite(loss_sum):
         optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss_sum, nll_sum, int(src_tokens), int(tgt_tokens), skipped="nonfinite")
+        return StepResult(loss_sum, nll_sum, int(all_src), int(all_tgt), skipped="nonfinite", flags=summed_flags)
     # DDP averaged the gradients over ranks; rescale so the update is sum(loss) / all target tokens.
-    grad_norm = apply_update(module, optimizer, scaler, ctx.world_size / max(tgt_tokens, 1.0), lr, clip_norm)
-    tokens = max(tgt_tokens, 1.0)
-    return StepResult(loss_sum / tokens, nll_sum / tokens, int(src_tokens), int(tgt_tokens), grad_norm=grad_norm)
+    grad_norm = apply_update(module, optimizer, scaler, ctx.world_size / max(all_tgt, 1.0), lr, clip_norm)
+    tokens = max(all_tgt, 1.0)
+    return StepResult(loss_sum / tokens, nll_sum / tokens, int(all_src), int(all_tgt), grad_norm=grad_norm,
+                      flags=summed_flags)
 
 
 def apply_update(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: Any, scale: float, lr: float,
-                 clip_norm: float) -> float:
-    """Scale the summed gradients, clip them, and step at `lr`; returns the gradient norm (0 without clipping)."""
+                 clip_norm: float) -> Tensor | None:
+    """Scale the summed gradients, clip them, and step at `lr`; returns the gradient norm (None without
+    clipping) as a device scalar, unread."""
     if scaler is not None:
         scaler.unscale_(optimizer)
     params = [p for p in module.parameters() if p.grad is not None]
     torch._foreach_mul_([p.grad for p in params], scale)
-    grad_norm = 0.0
+    grad_norm = None
     if clip_norm > 0:
-        grad_norm = float(nn.utils.clip_grad_norm_(params, clip_norm))
+        grad_norm = nn.utils.clip_grad_norm_(params, clip_norm)
     for group in optimizer.param_groups:
         group["lr"] = lr
     if scaler is not None:
@@ -113,20 +124,21 @@ def validate(module: LossModule, batches: list[Any], ctx: DistContext, precision
     """Mean per-token NLL (natural log) on this rank's share of the valid batches, summed over ranks."""
     was_training = module.training
     module.eval()
-    nll_sum, tokens = 0.0, 0.0
+    nll_sum, tokens = torch.zeros(1, dtype=torch.float64, device=ctx.device), 0
     for batch in batches:
         with autocast_context(precision, ctx.device):
             _, nll = module(batch.src, batch.tgt_in, batch.tgt_out)
-        nll_sum += nll.item()
+        nll_sum += nll.double()  # read once at the end: no wait on the device per batch
         tokens += batch.tgt_tokens
     module.train(was_training)
-    nll_sum, tokens = ctx.all_sum([nll_sum, tokens])
+    nll_sum, tokens = ctx.all_sum_with(nll_sum, [tokens])
     return nll_sum / max(tokens, 1.0)
 
 
 @torch.no_grad()
-def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes, tcfg: Any, device: torch.device) -> float:
-    """sacreBLEU of the model's translations of the valid split (search settings of the recipe)."""
+def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes, tcfg: Any, ctx: DistContext) -> float:
+    """sacreBLEU of the model's translations of the valid split (search settings of the recipe), the same on
+    every rank: each rank decodes its share of `batches` and the sentences are gathered in order."""
     from mtkit.data import collate
     from mtkit.score import score
     from mtkit.search import ModelDecoder, search
@@ -134,17 +146,19 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
 
     tokenizer = Tokenizer.from_bytes(spm_model)
     decoder, c = ModelDecoder([model]), model.cfg
-    hyps: list[str] = []
-    refs: list[str] = []
-    was_training = model.training
-    model.eval()
-    for idx in batches:
+    device = ctx.device
+
+    def translate(idx: Any) -> list[tuple[str, str]]:
         src = collate(data, idx, c.pad_id, c.bos_id, c.eos_id).src.to(device)
         found = search(decoder, src, torch.as_tensor(data.src_lens[idx], device=device), tcfg,
                        c.bos_id, c.eos_id, c.pad_id, c.max_positions)
-        hyps += tokenizer.decode([h[0].tokens if h else [] for h in found])
-        refs += tokenizer.decode([data.tgt(i).tolist() for i in idx])
+        hyps = tokenizer.decode([h[0].tokens if h else [] for h in found])
+        return list(zip(hyps, tokenizer.decode([data.tgt(i).tolist() for i in idx])))
+
+    was_training = model.training
+    model.eval()
+    pairs = ctx.map_shared(batches, translate)
     model.train(was_training)
-    return score(hyps, [refs]).bleu
+    return score([hyp for hyp, _ in pairs], [[ref for _, ref in pairs]]).bleu
 
 

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from mtkit.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed
 from mtkit.loss import LossModule
 from mtkit.step import train_step, valid_bleu, validate
@@ -59,6 +60,11 @@ class TrainConfig:
     device: str = "auto"
     threads: int = 0  # 0: torch's default (OMP_NUM_THREADS)
     max_bad_steps: int = 5  # consecutive non-finite / out-of-memory updates before giving up
+    # How long a rank waits in a collective for the others (checkpoint writes and BLEU decoding happen meanwhile).
+    dist_timeout_minutes: float = 30.0
+    # Fine-tuning: a run directory or checkpoint whose weights a fresh run starts from (fresh optimizer, schedule
+    # and step count); "" trains from random weights. A run that has checkpoints resumes and ignores it.
+    init_from: str = ""
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -70,10 +76,10 @@ class TrainConfig:
         self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
 
     def resolved(self, d_model: int) -> "TrainConfig":
-        """Fill derived fields: the paper's peak lr under "noam", and keep enough checkpoints to average."""
+        """Fill derived fields: the paper's peak lr under "noam". (keep_last counts full checkpoints only: the
+        older ones that averaging needs are kept weights-only, see checkpoint.prune_checkpoints.)"""
         lr = noam_peak_lr(d_model, self.warmup_steps) if self.lr_schedule == "noam" else self.lr
-        keep = max(self.keep_last, self.average_last)
-        return TrainConfig(**{**self.__dict__, "lr": lr, "keep_last": keep})
+        return TrainConfig(**{**self.__dict__, "lr": lr})
 
 
 def noam_peak_lr(d_model: int, warmup_steps: int) -> float:
@@ -156,7 +162,7 @@ class SignalFlag:
 def make_payload(model: nn.Module, optimizer: Any, scaler: Any, state: TrainState, rng: list[Tensor], extra: dict) -> dict:
     return {
         "kind": "train",
-        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "model": model.state_dict(),  # on the device: Run.save copies it to the host, tied weights once
         "optimizer": optimizer.state_dict(),
         "scaler": scaler.state_dict() if scaler is not None else {},
         "state": dict(state.__dict__),
@@ -170,18 +176,23 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
     """Train, or resume the run in `run_dir`; returns a summary dict on rank 0 (None on the other ranks).
     `recipe` is a resolved mtkit.recipe.Recipe."""
     from mtkit.data import read_manifest
+    from mtkit.console import warn
     from mtkit.files import DirectoryLock
 
-    ctx = setup_distributed(recipe.train.device)
+    ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
     data_dir, run_dir = Path(data_dir), Path(run_dir)
     manifest = read_manifest(data_dir)
-    lock = DirectoryLock(run_dir)
+    lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
     try:
         run, train_data = start_run(data_dir, run_dir, recipe, manifest, ctx)
-        stop, signum = update_until_stopped(run, train_data)
+        try:
+            stop, signum = update_until_stopped(run, train_data)
+        except BaseException:
+            run.saver.wait(raise_error=False)  # the save in flight ends (or fails) before this error is reported
+            raise
         return finish(run, stop, signum)
     finally:
         lock.release()
@@ -191,7 +202,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
 
 @dataclass
 class Validation:
-    """The valid split as training checks it: the loss over this rank's shard, BLEU over all of it on rank 0."""
+    """The valid split as training checks it: the loss over this rank's shard, BLEU over all of it (shared by ranks)."""
 
     data: Any  # mtkit.data.ParallelData
     batches: list[Any]  # this rank's shard, collated on the device
@@ -224,17 +235,28 @@ class Run:
     bad: int = 0  # skipped updates in a row
     last_save: float = field(default_factory=time.monotonic)
     window: list = field(default_factory=fresh_window)
+    saver: BackgroundSaver = field(default_factory=BackgroundSaver)  # one checkpoint write in flight at a time
+    snapshot: HostSnapshot = field(default_factory=HostSnapshot)  # host copies of the state (GPU: reused buffers)
+    flags: list = field(default_factory=lambda: [0.0, 0.0, 0.0])  # signal, time limit, save due: summed over ranks
 
     def save(self) -> None:
+        """Snapshot the state to host memory and hand writing, hashing and pruning to the background saver (rank
+        0); training goes on meanwhile. The previous save is finished first (its error, if any, raised here)."""
         from mtkit.checkpoint import prune_checkpoints, save_checkpoint, step_path
 
         rng = rng_state(self.ctx)
         self.state.wall = self.metrics.wall()
         if self.ctx.is_main:
-            payload = make_payload(self.model, self.optimizer, self.scaler, self.state, rng, self.extra)
-            save_checkpoint(step_path(self.run_dir, self.state.step), payload)
+            self.saver.wait()  # the snapshot buffers are free again
+            payload = self.snapshot.take(make_payload(self.model, self.optimizer, self.scaler, self.state, rng, self.extra))
+            path, cfg = step_path(self.run_dir, self.state.step), self.cfg
             protect = [p for p in (self.resumed_from, step_path(self.run_dir, self.state.best_step)) if p is not None]
-            prune_checkpoints(self.run_dir, self.cfg.keep_last, protect)
+
+            def write() -> None:
+                save_checkpoint(path, payload)
+                prune_checkpoints(self.run_dir, cfg.keep_last, protect, keep_weights=cfg.average_last)
+
+            self.saver.submit(write)
         self.last_save, self.saved_step = time.monotonic(), self.state.step
 
     def validate(self) -> bool:
@@ -244,10 +266,10 @@ class Run:
         state, cfg = self.state, self.cfg
         loss = validate(self.module, self.validation.batches, self.ctx, cfg.precision)
         record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
-        if cfg.valid_bleu and self.ctx.is_main:
+        if cfg.valid_bleu:  # every rank decodes a share
             v = self.validation
             record["valid_bleu"] = valid_bleu(self.model, v.data, v.bleu_batches, self.extra["spm_model"],
-                                              self.translate_cfg, self.ctx.device)
+                                              self.translate_cfg, self.ctx)
         if loss < state.best_loss:
             state.best_loss, state.best_step, state.stale = loss, state.step, 0
         else:
@@ -263,10 +285,10 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
     checkpoint if there is one; returns the run and the training data."""
     from mtkit.data import ParallelData
     from mtkit.model import Transformer
-    from mtkit.rundir import MetricsLog, open_run
+    from mtkit.rundir import MetricsLog, agreed_checkpoint, open_run
 
     cfg, mcfg = recipe.train, recipe.model
-    found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main)
+    found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main, agreed_checkpoint(run_dir, ctx))
     src_lang, tgt_lang = manifest["source_lang"], manifest["target_lang"]
     train_data = ParallelData.open(data_dir, "train", src_lang, tgt_lang)
     valid_data = ParallelData.open(data_dir, "valid", src_lang, tgt_lang) if "valid" in manifest["splits"] else None
@@ -286,6 +308,8 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
             scaler.load_state_dict(payload["scaler"])
         state = TrainState(**payload["state"])
         restore_rng(payload["rng"], ctx)
+    elif cfg.init_from:
+        init_from_parent(model, cfg.init_from, recipe.as_dict(), manifest, ctx)
     if ctx.world_size > 1:
         module = nn.parallel.DistributedDataParallel(module, device_ids=[ctx.device] if ctx.device.type == "cuda" else None)
     if cfg.compile:
@@ -297,6 +321,17 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
               extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx),
               saved_step=state.step)
     return run, train_data
+
+
+def init_from_parent(model: nn.Module, source: str, recipe: dict, manifest: dict, ctx: DistContext) -> None:
+    """Load the parent's weights into a fresh run's model (every rank reads them, so all start alike)."""
+    from mtkit.console import log, warn
+    from mtkit.rundir import load_parent
+
+    path, payload = load_parent(Path(source), recipe, manifest, warn if ctx.is_main else None)
+    model.load_state_dict(payload["model"])
+    if ctx.is_main:
+        log(f"initialized from {path} (its step {payload['step']}); fresh optimizer, schedule and step count")
 
 
 def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext) -> Validation | None:
@@ -313,7 +348,7 @@ def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext) -> Validation 
 def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     """Epochs of updates until a stop condition; returns why it stopped and the signal behind it (0: none)."""
     from mtkit.batching import epoch_batches
-    from mtkit.data import collate
+    from mtkit.data import prefetch_groups
 
     cfg, ctx, state = run.cfg, run.ctx, run.state
     flag = SignalFlag()
@@ -321,13 +356,19 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     try:
         while not stop:
             batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, state.epoch, ctx.rank, ctx.world_size)
-            while state.position < len(batches) and not stop:
-                if cfg.max_steps and state.step >= cfg.max_steps:
-                    stop = "max_steps"
-                    break
-                group = [collate(train_data, idx).to(ctx.device) for idx in batches[state.position : state.position + cfg.update_freq]]
-                if update(run, group):
-                    stop = after_update(run, flag)
+            # The next groups are collated on a background thread while this one computes.
+            groups = prefetch_groups(train_data, batches, state.position, cfg.update_freq, ctx.device)
+            try:
+                for group in groups:
+                    if cfg.max_steps and state.step >= cfg.max_steps:
+                        stop = "max_steps"
+                        break
+                    if update(run, group, flag):
+                        stop = after_update(run, flag)
+                    if stop:
+                        break
+            finally:
+                groups.close()
             if state.position >= len(batches):
                 state.epoch, state.position = state.epoch + 1, 0
                 if cfg.max_epochs and state.epoch > cfg.max_epochs:
@@ -337,18 +378,26 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     return stop, flag.signum
 
 
-def update(run: Run, group: list[Any]) -> bool:
+def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
     """One update attempt over `group` (update_freq batches), logged every log_interval updates; False when
-    it was skipped (non-finite loss, out of memory), an error after max_bad_steps skips in a row."""
+    it was skipped (non-finite loss, out of memory), an error after max_bad_steps skips in a row.
+
+    The stop flags (signal, time limit, save interval) ride in the step's one all-reduce (run.flags after it),
+    so every rank decides alike without a second collective per update."""
     from mtkit.errors import NumericalError, StorageError
 
     cfg, ctx, state = run.cfg, run.ctx, run.state
     state.attempts += 1
     fault_kill_rank(ctx.rank, state.attempts, run.run_dir)
     lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
+    flags = [
+        float(flag.signum),
+        float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
+        float(cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60),
+    ]
     try:
         result = train_step(run.module, run.optimizer, run.scaler, group, ctx, lr, state.attempts, cfg.precision,
-                            cfg.clip_norm)
+                            cfg.clip_norm, flags)
     except torch.OutOfMemoryError:
         raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
     state.position += len(group)
@@ -363,6 +412,7 @@ def update(run: Run, group: list[Any]) -> bool:
         return False
     run.bad = 0
     state.step += 1
+    run.flags = result.flags
     w = run.window
     run.window = [w[0] + result.loss * result.tgt_tokens, w[1] + result.nll * result.tgt_tokens,
                   w[2] + result.src_tokens, w[3] + result.tgt_tokens, w[4] + 1, w[5]]
@@ -374,17 +424,13 @@ def update(run: Run, group: list[Any]) -> bool:
 
 def after_update(run: Run, flag: SignalFlag) -> str:
     """Validate and save when due; returns why to stop ("" to go on). The signal, time-limit and save-interval
-    flags are summed over ranks, so every rank decides alike."""
-    cfg, state = run.cfg, run.state
+    flags were summed over ranks by the update, so every rank decides alike; a single process also sees a signal
+    that came during the update (ranks would not agree on that one, and stop after the next update instead)."""
+    cfg, state, flags = run.cfg, run.state, run.flags
     stop = ""
     if cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and run.validate():
         stop = "patience"
-    flags = run.ctx.all_sum([
-        float(flag.signum),
-        float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
-        float(cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60),
-    ])
-    if flags[0]:
+    if flags[0] or (run.ctx.world_size == 1 and flag.signum):
         stop = "signal"
     elif cfg.max_steps and state.step >= cfg.max_steps:
         stop = "max_steps"
@@ -407,6 +453,7 @@ def finish(run: Run, stop: str, signum: int) -> dict | None:
         run.validate()
     if state.step != run.saved_step or run.resumed_from is None:
         run.save()
+    run.saver.wait()
     if stop == "signal":
         raise Interrupted(signum)
     if not run.ctx.is_main:

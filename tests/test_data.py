@@ -119,3 +119,28 @@ def test_collate_matches_a_loop_on_multi30k(multi30k_data: Path) -> None:
         assert batch.tgt_out[row, : len(tgt) + 1].tolist() == tgt + [3]
     assert batch.src_tokens == int((batch.src != 0).sum())
     assert batch.tgt_tokens == int((batch.tgt_out != 0).sum())
+
+
+@pytest.mark.parametrize(("start", "group_size"), [(0, 1), (3, 4)])  # 4 does not divide the rest: a short last group
+def test_prefetched_groups_equal_collating_in_the_loop(small_data: Path, start: int, group_size: int) -> None:
+    """The background collation yields the same batches in the same order as collating on the caller's thread,
+    from any resume position; closing it early stops its thread."""
+    import threading
+
+    from mtkit.batching import epoch_batches
+    from mtkit.data import prefetch_groups
+
+    data = ParallelData.open(small_data, "train", "en", "de")
+    batches = epoch_batches(data.src_lens, data.tgt_lens, 1024, seed=1, epoch=2)
+    expected = [[collate(data, idx) for idx in batches[p : p + group_size]] for p in range(start, len(batches), group_size)]
+    got = list(prefetch_groups(data, batches, start, group_size, torch.device("cpu")))
+    assert len(got) == len(expected) > 3 and len(got[-1]) == len(expected[-1])
+    for got_group, expected_group in zip(got, expected):
+        for a, b in zip(got_group, expected_group, strict=True):
+            assert (a.src_tokens, a.tgt_tokens) == (b.src_tokens, b.tgt_tokens)
+            for name in ("src", "tgt_in", "tgt_out"):
+                assert torch.equal(getattr(a, name), getattr(b, name)), name
+    groups = prefetch_groups(data, batches, start, group_size, torch.device("cpu"), depth=1)
+    next(groups)
+    groups.close()
+    assert not any(t.name == "mtkit-collate" for t in threading.enumerate())
