@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -87,11 +88,30 @@ def label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon:
         return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, target, epsilon)
 
 
+def dense_label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float,
+                              pad_id: int) -> tuple[Tensor, Tensor]:
+    """The same sums as label_smoothed_loss over every row of hidden [N, D], pad targets weighted 0.
+
+    For GPUs: a fixed number of large kernels whatever N (projection, one log_softmax, nll_loss with
+    ignore_index, one masked row sum) and no boolean index, whose data-dependent shape would make the host
+    wait for the device and give torch.compile and the allocator a new shape every batch. The pad rows cost
+    their share of the projection; the CPU path drops them instead and keeps its chunks in cache.
+    """
+    vocab = weight.size(0)
+    eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
+    lprobs = torch.log_softmax(F.linear(hidden, weight), dim=-1, dtype=torch.float32)  # [N, V]
+    nll = F.nll_loss(lprobs, target, ignore_index=pad_id, reduction="sum")
+    if epsilon == 0:
+        return nll, nll.detach()
+    smooth = -(lprobs.sum(-1) * (target != pad_id)).sum()  # sum over real rows of sum_v -log p_v
+    return (1.0 - epsilon - eps_i) * nll + eps_i * smooth, nll.detach()
+
+
 class LossModule(nn.Module):
     """Model + criterion in one forward, so DDP and torch.compile see a single module.
 
-    Only non-pad target positions reach the vocabulary projection, which saves the output-layer
-    FLOPs that padding would cost.
+    On CPU only non-pad target positions reach the vocabulary projection (the cache-chunked path, which
+    saves the output-layer FLOPs of padding); on CUDA the dense path keeps every shape static.
     """
 
     def __init__(self, model: nn.Module, label_smoothing: float, pad_id: int) -> None:
@@ -103,5 +123,9 @@ class LossModule(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         memory, src_pad = self.model.encode(src)
         hidden = self.model.decode(tgt_in, memory, src_pad)  # [B, T, D]
+        weight = self.model.output.weight
+        if hidden.device.type == "cuda":
+            return dense_label_smoothed_loss(hidden.flatten(0, 1), weight, tgt_out.flatten(), self.label_smoothing,
+                                             self.pad_id)
         keep = tgt_out != self.pad_id  # [B, T]
-        return label_smoothed_loss(hidden[keep], self.model.output.weight, tgt_out[keep], self.label_smoothing)
+        return label_smoothed_loss(hidden[keep], weight, tgt_out[keep], self.label_smoothing)

@@ -60,3 +60,30 @@ def test_label_smoothed_loss_under_bf16_autocast_matches_float32() -> None:
     ref, _ = label_smoothed_loss(hidden.detach(), weight.detach(), target, 0.1)
     assert loss.item() == pytest.approx(ref.item(), rel=2e-2)
     assert loss.item() != ref.item()  # bf16 logits really were used
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_dense_gpu_path_equals_the_cpu_path(epsilon: float) -> None:
+    """The GPU path (every row, pad targets weighted 0, no boolean index) gives the CPU path's loss, nll and
+    gradients: the pad rows contribute nothing."""
+    from mtkit.loss import dense_label_smoothed_loss
+
+    torch.manual_seed(3)
+    pad = 0
+    hidden = torch.randn(600, 16, requires_grad=True)
+    weight = torch.randn(50, 16, requires_grad=True)
+    target = torch.randint(1, 50, (600,))
+    target[torch.rand(600) < 0.3] = pad
+    keep = target != pad
+    loss, nll = label_smoothed_loss(hidden[keep], weight, target[keep], epsilon)
+    loss.backward()
+    expected = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    dense, dense_nll = dense_label_smoothed_loss(hidden, weight, target, epsilon, pad)
+    dense.backward()
+    assert not dense_nll.requires_grad
+    torch.testing.assert_close(dense, loss, rtol=1e-5, atol=0)
+    torch.testing.assert_close(dense_nll, nll, rtol=1e-5, atol=0)
+    assert hidden.grad[~keep].abs().max() == 0  # pad rows get no gradient
+    torch.testing.assert_close(hidden.grad, expected[0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(weight.grad, expected[1], rtol=0, atol=1e-5)
