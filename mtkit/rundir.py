@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mtkit.checkpoint import latest_valid_checkpoint, remove_stale_temporaries
+from mtkit.checkpoint import latest_valid_checkpoint, load_checkpoint, remove_stale_temporaries
 from mtkit.console import log, warn
 from mtkit.errors import check
 from mtkit.files import write_text
@@ -24,6 +24,8 @@ MANIFEST_NAME = "manifest.json"
 METRICS_NAME = "metrics.jsonl"
 # Manifest fields that identify the data; resuming on anything else is refused.
 DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")
+# Model fields that regularise rather than shape the parameters: a fine-tuning run may change them.
+REGULARISATION_FIELDS = ("dropout", "attention_dropout", "activation_dropout")
 
 
 def data_identity(manifest: dict) -> dict:
@@ -56,6 +58,35 @@ def check_compatible(run_dir: Path, recipe: dict, manifest: dict, payload: dict 
 def _diff(old: dict, new: dict) -> str:
     keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     return ", ".join(f"{k}={old.get(k)!r} vs {new.get(k)!r}" for k in keys[:4])
+
+
+def load_parent(source: Path, recipe: dict, manifest: dict, warn: Any = None) -> tuple[Path, dict]:
+    """The checkpoint a fine-tuning run starts from (`train.init_from`): a run directory means its newest
+    valid checkpoint, a file (a step checkpoint or average.pt) is taken as is. Refused in one line naming the
+    difference when its sentencepiece model is not DATA_DIR's or its architecture is not the recipe's."""
+    source = Path(source)
+    if source.is_dir():
+        found = latest_valid_checkpoint(source, warn=warn)
+        check(found is not None, f"{source}: no valid checkpoint to initialize from")
+        path, payload = found
+    else:
+        check(source.is_file(), f"{source}: no such run directory or checkpoint to initialize from")
+        path, payload = source, load_checkpoint(source)
+    parent_spm, new_spm = payload.get("spm_sha256"), manifest.get("spm_sha256")
+    check(
+        parent_spm == new_spm,
+        f"{path}: cannot initialize from it: sentencepiece model differs (spm_sha256 parent {str(parent_spm)[:12]}, "
+        f"new {str(new_spm)[:12]}); preprocess the data with --spm-model PARENT_RUN/spm.model",
+    )
+    parent, new = payload["configs"]["model"], recipe["model"]
+    keys = sorted(k for k in set(parent) | set(new) if k not in REGULARISATION_FIELDS and parent.get(k) != new.get(k))
+    check(
+        not keys,
+        f"{path}: cannot initialize from it: architecture differs ("
+        + ", ".join(f"{k} parent {parent.get(k)!r}, new {new.get(k)!r}" for k in keys)
+        + "); train with the parent's --arch or [model] settings",
+    )
+    return path, payload
 
 
 def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_main: bool) -> tuple[Path, dict] | None:

@@ -145,3 +145,58 @@ def test_validation_reports_bleu(tmp_path: Path, overfit_data: Path) -> None:
     bleus = [r["valid_bleu"] for r in records if "valid_bleu" in r]
     assert [r["step"] for r in records if "valid_bleu" in r] == [2, 4]
     assert all(0.0 <= b <= 100.0 for b in bleus)
+
+
+def logged(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_fine_tuning_starts_at_the_parents_loss(tmp_path: Path, small_data: Path, tiny_run: Path) -> None:
+    """--init-from on the parent's own data starts where the parent ended, not at a fresh model's loss (~7).
+
+    One update at warm-up's first learning rate (1e-6) barely moves the weights, so the validation loss after
+    it is the parent's final one; the first training loss is one batch's, so only near the parent's."""
+    first = ("train.max_steps=1", "train.log_interval=1", "train.max_tokens=2048", "train.warmup_steps=1000")
+    train(small_data, tmp_path / "fine", tiny_recipe(*first, f"train.init_from={str(tiny_run)!r}"))
+    train(small_data, tmp_path / "fresh", tiny_recipe(*first))
+    parent = logged(tiny_run)
+    fine, fresh = logged(tmp_path / "fine"), logged(tmp_path / "fresh")
+    parent_loss, fine_loss, fresh_loss = ([r["loss"] for r in run if "loss" in r] for run in (parent, fine, fresh))
+    assert abs(fine_loss[0] - parent_loss[-1]) < 0.35 * (fresh_loss[0] - parent_loss[-1]), (parent_loss, fine_loss, fresh_loss)
+    parent_valid, fine_valid, fresh_valid = ([r["valid_loss"] for r in run if "valid_loss" in r] for run in (parent, fine, fresh))
+    assert abs(fine_valid[-1] - parent_valid[-1]) < 0.01 and fresh_valid[-1] - parent_valid[-1] > 1.0, (parent_valid, fine_valid, fresh_valid)
+    # a fresh schedule and step count: step 1 at the learning rate of the fresh run's step 1
+    assert [r["step"] for r in fine if "loss" in r] == [1] and fine[0]["lr"] == fresh[0]["lr"]
+    # ... and a fresh optimizer: Adam's state counts one step, not the parent's 150 + 1
+    state = load_checkpoint(list_checkpoints(tmp_path / "fine")[-1])["optimizer"]["state"]
+    assert {float(s["step"]) for s in state.values()} == {1.0}
+
+
+def test_fine_tuning_refuses_another_architecture_or_vocabulary(tmp_path: Path, small_data: Path, multi30k: Path,
+                                                                 tiny_run: Path) -> None:
+    """Through the CLI: one line naming what differs (field, parent value, new value), exit 2, nothing trained."""
+    from mtkit.tokenizer import train_tokenizer
+    from tests.conftest import preprocess_slice, read_gz_lines
+
+    other = cli("train", str(small_data), "--save-dir", str(tmp_path / "arch"), "--arch", "small", "--max-steps", "2",
+                "--init-from", str(tiny_run / "average.pt"))
+    assert other.returncode == 2 and "Traceback" not in other.stderr, other.stderr[-2000:]
+    assert other.stderr.strip().splitlines() == [f"error: {tiny_run / 'average.pt'}: cannot initialize from it: "
+        "architecture differs (d_ff parent 128, new 1024, d_model parent 64, new 256, decoder_layers parent 2, new 3, "
+        "encoder_layers parent 2, new 3, n_heads parent 2, new 4); train with the parent's --arch or [model] settings"]
+    # Data binarized with another sentencepiece model of the same size: the ids would mean other pieces.
+    lines = read_gz_lines(multi30k / "train.en.gz", 6000)[3000:] + read_gz_lines(multi30k / "train.de.gz", 6000)[3000:]
+    spm = train_tokenizer(lines, tmp_path / "other-spm.model", vocab_size=1000)
+    data = preprocess_slice(tmp_path / "other-data", multi30k, spm, 100, 20)
+    vocab = cli("train", str(data), "--save-dir", str(tmp_path / "vocab"), "--arch", "tiny", "--max-steps", "2",
+                "--init-from", str(tiny_run))
+    assert vocab.returncode == 2 and "Traceback" not in vocab.stderr, vocab.stderr[-2000:]
+    [line] = vocab.stderr.strip().splitlines()
+    assert "cannot initialize from it: sentencepiece model differs (spm_sha256 parent " in line
+    assert "--spm-model PARENT_RUN/spm.model" in line
+    assert not list_checkpoints(tmp_path / "arch") and not list_checkpoints(tmp_path / "vocab")
+    # The README's way: new data encoded with the parent run's spm.model is accepted.
+    data = preprocess_slice(tmp_path / "same-spm-data", multi30k, tiny_run / "spm.model", 100, 20)
+    same = cli("train", str(data), "--save-dir", str(tmp_path / "same"), "--arch", "tiny", "--max-steps", "2",
+               "--init-from", str(tiny_run))
+    assert same.returncode == 0 and "initialized from" in same.stderr, same.stderr[-2000:]
