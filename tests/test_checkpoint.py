@@ -9,15 +9,19 @@ import torch
 
 from mtkit.checkpoint import (
     FAULT_SAVE_BYTES,
-    average_state_dicts,
+    BackgroundSaver,
+    HostSnapshot,
+    average_checkpoints,
     latest_valid_checkpoint,
     list_checkpoints,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
     step_path,
+    write_average,
 )
 from mtkit.errors import StorageError, UserError
+from mtkit.model import ModelConfig, Transformer
 
 
 def payload(step: int, value: float = 1.0) -> dict:
@@ -89,10 +93,98 @@ def test_latest_valid_skips_damaged_and_prune_protects(tmp_path: Path) -> None:
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000010.pt", "step_00000030.pt"]
 
 
-def test_average_is_float32_mean() -> None:
-    dicts = [{"w": torch.tensor([1.0, 2.0], dtype=torch.bfloat16)}, {"w": torch.tensor([2.0, 5.0], dtype=torch.bfloat16)}]
-    avg = average_state_dicts(dicts, ["a", "b"])
-    assert avg["w"].dtype == torch.bfloat16
-    assert torch.equal(avg["w"], torch.tensor([1.5, 3.5], dtype=torch.bfloat16))
-    with pytest.raises(UserError, match="names differ"):
-        average_state_dicts([{"w": torch.zeros(1)}, {"v": torch.zeros(1)}], ["a", "b"])
+def old_average(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """The average as mtkit computed it before streaming: every checkpoint loaded whole, then one float32 sum per key."""
+    states = [load_checkpoint(p)["model"] for p in paths]
+    keys = list(states[0])
+    total = {k: states[0][k].detach().to(torch.float32).clone() for k in keys}
+    for state in states[1:]:
+        for key in keys:
+            total[key] += state[key].to(torch.float32)
+    return {k: (total[k] / float(len(states))).to(states[0][k].dtype) for k in keys}
+
+
+def tiny_model_checkpoints(folder: Path, count: int, dtype: torch.dtype = torch.float32) -> list[Path]:
+    """`count` full checkpoints of a tied tiny Transformer with different weights and an Adam-sized optimizer state."""
+    cfg = ModelConfig.preset("tiny", vocab_size=300)
+    paths = []
+    for step in range(1, count + 1):
+        torch.manual_seed(step)
+        model = Transformer(cfg).to(dtype)
+        state = model.state_dict()
+        moments = {i: {"exp_avg": torch.randn_like(p), "exp_avg_sq": torch.rand_like(p)} for i, p in enumerate(model.parameters())}
+        paths.append(step_path(folder, step * 10))
+        save_checkpoint(paths[-1], {**payload(step * 10), "model": state, "optimizer": {"state": moments},
+                                    "configs": {"model": cfg.__dict__}})
+    return paths
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_streamed_average_equals_old_average_and_keeps_ties(tmp_path: Path, dtype: torch.dtype) -> None:
+    paths = tiny_model_checkpoints(tmp_path, 4, dtype)
+    expected = old_average(paths)
+    target, used = write_average(tmp_path, 3)
+    assert used == paths[-3:]
+    averaged = load_checkpoint(target)
+    assert averaged["averaged_steps"] == [20, 30, 40] and averaged["step"] == 40 and "optimizer" not in averaged
+    streamed, reference = averaged["model"], old_average(paths[-3:])
+    assert list(streamed) == list(reference) and expected.keys() == reference.keys()
+    for key in reference:
+        assert streamed[key].dtype == dtype and torch.equal(streamed[key], reference[key]), key
+    # Tied: the embedding and the output projection are one tensor in the file, and tied again in a model.
+    tied = [k for k in streamed if k.endswith("tokens.weight")] + ["output.weight"]
+    assert len({streamed[k].untyped_storage().data_ptr() for k in tied}) == 1
+    model = Transformer(ModelConfig(**averaged["configs"]["model"])).to(dtype)
+    model.load_state_dict(streamed)
+    assert model.output.weight is model.decoder.embed.tokens.weight
+    assert torch.equal(model.output.weight, reference["output.weight"])
+
+
+def test_average_refuses_mismatched_checkpoints(tmp_path: Path) -> None:
+    paths = tiny_model_checkpoints(tmp_path, 1)
+    other = tmp_path / "other.pt"
+    save_checkpoint(other, {**payload(99), "configs": load_checkpoint(paths[0])["configs"]})
+    with pytest.raises(UserError, match="parameter names differ"):
+        average_checkpoints([paths[0], other])
+
+
+def test_prune_keeps_weights_only_files_for_the_average(tmp_path: Path) -> None:
+    paths = tiny_model_checkpoints(tmp_path, 6)
+    before = load_checkpoint(paths[2])["model"]
+    deleted = prune_checkpoints(tmp_path, keep_last=2, protect=[paths[0]], keep_weights=4)
+    assert deleted == [paths[1]]  # paths[0] protected; paths[2:4] in the averaging window
+    kinds = [load_checkpoint(p)["kind"] for p in list_checkpoints(tmp_path)]
+    assert kinds == ["train", "weights", "weights", "train", "train"]
+    assert "optimizer" not in load_checkpoint(paths[2]) and paths[2].stat().st_size < paths[4].stat().st_size / 2
+    after = load_checkpoint(paths[2])["model"]
+    assert list(after) == list(before) and all(torch.equal(after[k], before[k]) for k in before)
+    # Resume never picks a weights-only file, averaging reads both kinds.
+    paths[5].write_bytes(b"damaged")
+    paths[4].write_bytes(b"damaged")
+    assert latest_valid_checkpoint(tmp_path, full_only=True)[0] == paths[0]
+    assert latest_valid_checkpoint(tmp_path)[0] == paths[3]
+    assert average_checkpoints(paths[2:4])["averaged_steps"] == [30, 40]
+
+
+def test_snapshot_is_independent_and_keeps_views_shared() -> None:
+    weight = torch.ones(3, 2)
+    state = {"model": {"a": weight, "b": weight, "c": torch.zeros(2)}, "step": [torch.tensor(1.0)], "n": 5}
+    copy = HostSnapshot().take(state)
+    weight.add_(1.0)
+    state["step"][0].add_(1.0)
+    assert torch.equal(copy["model"]["a"], torch.ones(3, 2)) and copy["model"]["a"] is copy["model"]["b"]
+    assert copy["step"][0].item() == 1.0 and copy["n"] == 5 and copy["model"]["c"] is not state["model"]["c"]
+
+
+def test_background_saver_runs_one_job_at_a_time_and_reports_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    saver, order = BackgroundSaver(), []
+    saver.submit(lambda: (save_checkpoint(tmp_path / "a.pt", payload(1)), order.append("a")))
+    saver.submit(lambda: order.append("b" if (tmp_path / "a.pt").is_file() else "b before a"))
+    saver.wait()
+    assert order == ["a", "b"]
+    monkeypatch.setenv(FAULT_SAVE_BYTES, "10")
+    saver.submit(lambda: save_checkpoint(tmp_path / "c.pt", payload(2)))
+    with pytest.raises(StorageError, match="c.pt"):
+        saver.wait()
+    saver.wait()  # reported once
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt"]

@@ -4,6 +4,7 @@ exception; through the CLI (translate, average) they exit 2 without a traceback.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import pickle
 import random
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from mtkit.checkpoint import content_sha256, list_checkpoints, load_checkpoint
+from mtkit.checkpoint import checksum_trailer, content_sha256, list_checkpoints, load_checkpoint
 from mtkit.errors import UserError
 from tests.reliability.common import differing_tensors, record, run_cli
 
@@ -40,7 +41,13 @@ def zipped(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def foreign_files(good: dict) -> list[bytes]:
+def signed(value: object) -> bytes:
+    """torch.save bytes followed by their correct checksum trailer."""
+    data = saved(value)
+    return data + checksum_trailer(hashlib.sha256(data).hexdigest())
+
+
+def foreign_files(good: dict, good_trailer: bytes) -> list[bytes]:
     """torch.save files that are not (valid) mtkit checkpoints: 15 of them."""
     payload = good["payload"]
     altered = {**payload, "step": payload["step"] + 1}
@@ -48,17 +55,20 @@ def foreign_files(good: dict) -> list[bytes]:
     first = next(iter(tensor_changed["model"]))
     tensor_changed["model"][first] = tensor_changed["model"][first] + 1
     newer = {**payload, "version": 99}
+    version1 = {**payload, "version": 1}  # the format before the checksum trailer: a content hash inside
     return [saved(x) for x in (
         {"weights": torch.zeros(3)}, torch.ones(2, 2), [1, 2, 3], None, "payload",
         payload["model"],  # a bare state dict
-        {"payload": "not a dict"}, {"payload": {**payload, "format": "fairseq"}, "sha256": good["sha256"]},
-        {"payload": altered, "sha256": good["sha256"]},  # a plain value changed
-        {"payload": tensor_changed, "sha256": good["sha256"]},  # one tensor changed
-        {"payload": newer, "sha256": content_sha256(newer)},  # a future version
-        {"payload": payload},  # checksum missing
-        {"payload": payload, "sha256": "0" * 64},
-        {"sha256": good["sha256"]}, {1: 2},
-    )]
+        {"payload": "not a dict"}, {"payload": payload},  # checksum missing
+        {"payload": {**version1, "step": 0}, "sha256": content_sha256(version1)},  # version 1, a value changed
+        {1: 2},
+    )] + [
+        signed({"payload": {**payload, "format": "fairseq"}}),
+        saved({"payload": altered}) + good_trailer,  # a plain value changed
+        saved({"payload": tensor_changed}) + good_trailer,  # one tensor changed
+        signed({"payload": newer}),  # a future version
+        saved({"payload": payload}) + checksum_trailer("0" * 64),
+    ]
 
 
 def damaged_files(good_bytes: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
@@ -70,7 +80,7 @@ def damaged_files(good_bytes: bytes, rng: random.Random) -> list[tuple[str, byte
     files += [("empty", b"")] * 5
     files += [("random bytes", rng.randbytes(rng.randint(1, 100_000))) for _ in range(10)]
     files += [("random after a zip magic", b"PK\x03\x04" + rng.randbytes(rng.randint(0, 5000))) for _ in range(5)]
-    files += [("foreign torch.save", data) for data in foreign_files(good)]
+    files += [("foreign torch.save", data) for data in foreign_files(good, good_bytes[-78:])]
     other_zips = [
         {"hello.txt": b"hello"}, {"archive/data.pkl": b"garbage"}, {"archive/data.pkl": pickle.dumps({"a": 1})},
         {"archive/data.pkl": pickle.dumps({"payload": {}}, protocol=2), "archive/version": b"3\n"},
