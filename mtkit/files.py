@@ -8,12 +8,13 @@ temporary name, fsync and rename, so a crash never leaves a half-written file un
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -158,16 +159,26 @@ def _remove_quietly(path: str | Path) -> None:
         os.unlink(path)
 
 
-class DirectoryLock:
-    """An exclusive flock on DIR/.lock; the kernel drops it when the holder dies, so a stale lock is taken over."""
+# flock errors of file systems without it (some NFS and cluster mounts): the lock falls back to a lock file.
+_NO_FLOCK = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP)
 
-    def __init__(self, directory: str | Path) -> None:
+
+class DirectoryLock:
+    """An exclusive flock on DIR/.lock; the kernel drops it when the holder dies, so a stale lock is taken over.
+
+    Where the file system has no flock, the lock is DIR/.lock.held created with O_CREAT|O_EXCL and holding
+    "pid P on HOST", with a warning through `warn`; a stale one of a dead process on this host is taken over,
+    one from another host is reported with the command to remove it."""
+
+    def __init__(self, directory: str | Path, warn: Callable[[str], None] | None = None) -> None:
         self.path = Path(directory) / ".lock"
+        self.held = Path(directory) / ".lock.held"
+        self._warn = warn
         self._fd: int | None = None
+        self._own_held = False
 
     def acquire(self) -> None:
         import fcntl
-        import socket
 
         from mtkit.errors import LockedError
 
@@ -179,14 +190,46 @@ class DirectoryLock:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise LockedError(f"{self.path.parent}: save directory is locked by {holder}") from None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in _NO_FLOCK:
+                raise
+            if self._warn is not None:
+                self._warn(f"{self.path.parent}: the file system has no flock ({exc.strerror}); locking with "
+                           f"{self.held.name} instead (removed at exit; a crash elsewhere may leave it)")
+            self._acquire_held()
+            return
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        os.pwrite(fd, _holder_line().encode(), 0)
         self._fd = fd
+
+    def _acquire_held(self) -> None:
+        """Create the lock file exclusively; take over one whose process is gone from this host."""
+        from mtkit.errors import LockedError
+
+        for _ in range(2):
+            try:
+                fd = os.open(self.held, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                holder = self.held.read_text(encoding="utf-8", errors="replace").strip() or "another process"
+                if not _dead_here(holder):
+                    raise LockedError(f"{self.path.parent}: save directory is locked by {holder} (lock file "
+                                      f"{self.held}; remove it if that process is gone)") from None
+                self.held.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(_holder_line())
+            self._own_held = True
+            return
+        raise LockedError(f"{self.path.parent}: save directory is locked (lock file {self.held} keeps reappearing)")
 
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._own_held:
+            self.held.unlink(missing_ok=True)
+            self._own_held = False
 
     def __enter__(self) -> "DirectoryLock":
         self.acquire()
@@ -194,3 +237,25 @@ class DirectoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _holder_line() -> str:
+    import socket
+
+    return f"pid {os.getpid()} on {socket.gethostname()}\n"
+
+
+def _dead_here(holder: str) -> bool:
+    """Whether a "pid P on HOST" line names a process of this host that no longer exists."""
+    import socket
+
+    parts = holder.split()
+    if len(parts) != 4 or parts[0] != "pid" or not parts[1].isdigit() or parts[3] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

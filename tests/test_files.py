@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,31 @@ def test_lock_exclusive_and_released_on_death(tmp_path: Path) -> None:
     lock = DirectoryLock(tmp_path)
     lock.acquire()
     lock.release()
+
+
+def test_lock_without_flock_falls_back_to_a_lock_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import fcntl
+    import socket
+
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    warnings: list[str] = []
+    first = DirectoryLock(tmp_path, warn=warnings.append)
+    first.acquire()
+    assert len(warnings) == 1 and "has no flock (Function not implemented)" in warnings[0]
+    held = tmp_path / ".lock.held"
+    assert held.read_text() == f"pid {os.getpid()} on {socket.gethostname()}\n"
+    with pytest.raises(LockedError, match=f"locked by pid {os.getpid()} on"):
+        DirectoryLock(tmp_path).acquire()  # this process is alive: refused
+    first.release()
+    assert not held.exists()
+    # A holder that died without releasing (kill -9) on this host is taken over; one from another host is not.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    held.write_text(f"pid {dead.stdout.strip()} on {socket.gethostname()}\n")
+    DirectoryLock(tmp_path).acquire()
+    held.write_text("pid 1 on some-other-node\n")
+    with pytest.raises(LockedError, match="pid 1 on some-other-node .*remove it if that process is gone"):
+        DirectoryLock(tmp_path).acquire()
