@@ -114,6 +114,7 @@ def train(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
+    log_interval: Optional[int] = typer.Option(None, "--log-interval", help="Log every N updates (train.log_interval)."),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from", help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
         "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
@@ -125,7 +126,7 @@ def train(
     """Train a Transformer (resumes when RUN_DIR has checkpoints); works under torchrun."""
     from mtkit.recipe import resolve_recipe
 
-    flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time,
+    flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time, "log_interval": log_interval,
              "init_from": str(init_from) if init_from is not None else None}
     extra = [f"train.{k}={v!r}" for k, v in flags.items() if v is not None]
     if dry_run:

@@ -73,6 +73,8 @@ class TrainConfig:
             raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
         if self.update_freq < 1 or self.max_tokens < 1:
             raise ValueError("update_freq and max_tokens must be positive")
+        if self.log_interval < 1:
+            raise ValueError(f"log_interval must be at least 1, got {self.log_interval}")
         self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
 
     def resolved(self, d_model: int) -> "TrainConfig":

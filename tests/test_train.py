@@ -200,3 +200,18 @@ def test_fine_tuning_refuses_another_architecture_or_vocabulary(tmp_path: Path, 
     same = cli("train", str(data), "--save-dir", str(tmp_path / "same"), "--arch", "tiny", "--max-steps", "2",
                "--init-from", str(tiny_run))
     assert same.returncode == 0 and "initialized from" in same.stderr, same.stderr[-2000:]
+
+
+def test_log_interval_flag_is_the_recipe_key(tmp_path: Path, small_data: Path) -> None:
+    """--log-interval N resolves as --set train.log_interval=N, and a run logs every N updates."""
+    dry = [cli("train", str(small_data), "--save-dir", str(tmp_path / "dry"), "--arch", "tiny", "--dry-run", "--json", *flag)
+           for flag in (["--log-interval", "3"], ["--set", "train.log_interval=3"], [])]
+    assert all(d.returncode == 0 for d in dry), [d.stderr[-1000:] for d in dry]
+    configs = [json.loads(d.stdout) for d in dry]
+    assert configs[0] == configs[1] and configs[0]["train"]["log_interval"] == 3 != configs[2]["train"]["log_interval"]
+    run = cli("train", str(small_data), "--save-dir", str(tmp_path / "run"), "--arch", "tiny", "--max-steps", "7",
+              "--log-interval", "3", "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert [r["step"] for r in logged(tmp_path / "run") if "loss" in r] == [3, 6]
+    zero = cli("train", str(small_data), "--save-dir", str(tmp_path / "zero"), "--arch", "tiny", "--log-interval", "0")
+    assert zero.returncode == 2 and "log_interval must be at least 1" in zero.stderr and "Traceback" not in zero.stderr
