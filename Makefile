@@ -9,7 +9,7 @@ DEMO_MINUTES ?= 15
 # first and later runs do not reinstall (again only when pyproject.toml is newer than the last install).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install test test-fast demo bench bench-peers clean
+.PHONY: install test test-fast demo bench bench-peers gpu-check gpu-check-tests gpu-check-bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,20 @@ bench:
 
 bench-peers:
 	PY=$(PY) bash benchmarks/peers.sh
+
+# On a machine with CUDA: tests/gpu, then the GPU benchmark; results in bench-out/gpu-check/summary.md (or
+# GPU_CHECK_OUT). Without CUDA: one line, exit 0. Uses .venv when there is one, else python3 (a CUDA torch).
+# Its two halves, gpu-check-tests and gpu-check-bench, are sized for one 10-minute device call each (estimated).
+GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+
+gpu-check:
+	@PY=$(GPU_PY) bash benchmarks/gpu_check.sh all
+
+gpu-check-tests:
+	@PY=$(GPU_PY) bash benchmarks/gpu_check.sh tests
+
+gpu-check-bench:
+	@PY=$(GPU_PY) bash benchmarks/gpu_check.sh bench
 
 clean:
 	rm -rf build *.egg-info .pytest_cache demo-run bench-out
