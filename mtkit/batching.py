@@ -17,8 +17,12 @@ def make_batches(
     seed: int,
     epoch: int,
     max_sentences: int | None = None,
+    pad_multiple: int = 1,
 ) -> list[np.ndarray]:
     """Sentence-index arrays, each within the budget, covering every sentence exactly once.
+
+    With `pad_multiple` > 1 each width is rounded up to that multiple, as collate pads it, so the budget holds
+    for the padded tensors and the batches of a length class all have the same shape.
 
     Sentences are sorted by (src, tgt) length with a tie-break drawn from (seed, epoch), cut greedily
     into batches, and the batch order is shuffled with the same generator.
@@ -32,7 +36,7 @@ def make_batches(
         raise ValueError(f"{len(src_lens)} source lengths but {len(tgt_lens)} target lengths")
     if max_tokens < 1 or (max_sentences is not None and max_sentences < 1):
         raise ValueError(f"max_tokens ({max_tokens}) and max_sentences ({max_sentences}) must be >= 1")
-    widths = np.maximum(src_lens, tgt_lens) + 1
+    widths = round_up(np.maximum(src_lens, tgt_lens) + 1, pad_multiple)
     too_wide = int((widths > max_tokens).sum())
     if too_wide:
         raise ValueError(
@@ -68,9 +72,10 @@ def epoch_batches(
     rank: int = 0,
     world_size: int = 1,
     max_sentences: int | None = None,
+    pad_multiple: int = 1,
 ) -> list[np.ndarray]:
     """This rank's batches for one epoch; resume with `[position:]`."""
-    batches = make_batches(src_lens, tgt_lens, max_tokens, seed, epoch, max_sentences)
+    batches = make_batches(src_lens, tgt_lens, max_tokens, seed, epoch, max_sentences, pad_multiple)
     return shard_batches(batches, rank, world_size)
 
 
@@ -89,6 +94,11 @@ def padding_efficiency(batches: list[np.ndarray], src_lens: np.ndarray, tgt_lens
         real += int(widths.sum())
         total += int((np.maximum.reduceat(widths, starts) * sizes).sum())
     return real / total
+
+
+def round_up(widths: np.ndarray, multiple: int) -> np.ndarray:
+    """Widths rounded up to a multiple of `multiple` (1: unchanged)."""
+    return -(-widths // multiple) * multiple
 
 
 def _length_order(src_lens: np.ndarray, tgt_lens: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -179,18 +179,21 @@ class Batch:
                      self.tgt_tokens)
 
 
-def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3) -> Batch:
-    """Gather sentences `indices` into padded int64 tensors with one vectorized fill per side."""
+def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3,
+            pad_multiple: int = 1) -> Batch:
+    """Gather sentences `indices` into padded int64 tensors with one vectorized fill per side; each padded
+    length rounded up to a multiple of `pad_multiple` (a bounded set of shapes for compiled GPU kernels)."""
     indices = np.asarray(indices, dtype=np.int64)
     src_lens = data.src_lens[indices].astype(np.int64)
     tgt_lens = data.tgt_lens[indices].astype(np.int64)
     src_rows, src_cols, src_ids = _gather(data._src_tokens, data._src_offsets, indices, src_lens)
     tgt_rows, tgt_cols, tgt_ids = _gather(data._tgt_tokens, data._tgt_offsets, indices, tgt_lens)
     rows = np.arange(len(indices))
-    src = np.full((len(indices), int(src_lens.max(initial=0)) + 1), pad_id, dtype=np.int64)  # [B, S]
+    src_width = -(-(int(src_lens.max(initial=0)) + 1) // pad_multiple) * pad_multiple
+    src = np.full((len(indices), src_width), pad_id, dtype=np.int64)  # [B, S]
     src[src_rows, src_cols] = src_ids
     src[rows, src_lens] = eos_id
-    width = int(tgt_lens.max(initial=0)) + 1
+    width = -(-(int(tgt_lens.max(initial=0)) + 1) // pad_multiple) * pad_multiple
     tgt_in = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
     tgt_in[:, 0] = bos_id
     tgt_in[tgt_rows, tgt_cols + 1] = tgt_ids
@@ -222,7 +225,8 @@ _END = object()  # the producer's end-of-epoch marker
 
 
 def prefetch_groups(
-    data: ParallelData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2
+    data: ParallelData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2,
+    pad_multiple: int = 1,
 ) -> Iterator[list[Batch]]:
     """`batches[start:]` in groups of `group_size`, collated on the device, in order.
 
@@ -247,7 +251,7 @@ def prefetch_groups(
     def produce() -> None:
         try:
             for position in range(start, len(batches), group_size):
-                group = [collate(data, idx) for idx in batches[position : position + group_size]]
+                group = [collate(data, idx, pad_multiple=pad_multiple) for idx in batches[position : position + group_size]]
                 if not put([batch.pin_memory() for batch in group] if pin else group):
                     return
             put(_END)

@@ -79,6 +79,18 @@ class ModelConfig:
         return cls(**{**PRESETS[name], **overrides})
 
 
+def configure_cuda_kernels(device: torch.device | str) -> None:
+    """On CUDA, scaled_dot_product_attention without its cuDNN backend (no-op elsewhere).
+
+    cuDNN attention builds an execution plan for every new shape (reported 0.04-1 s each): every new batch shape
+    in training and every key length in decoding (one more each step) would pay it. The flash and
+    memory-efficient kernels, which SDPA picks next, take any shape at no set-up cost.
+    """
+    if torch.device(device).type != "cuda":
+        return
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
     """softmax(q k^T / sqrt(d_k)) v: q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H].
 

@@ -23,7 +23,7 @@ from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpo
 from mtkit.console import log, progress, warn
 from mtkit.errors import UserError, check
 from mtkit.files import read_stream_lines
-from mtkit.model import ModelConfig, Transformer
+from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
 from mtkit.packed import pack_linears
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.tokenizer import Tokenizer
@@ -98,6 +98,7 @@ class Translator:
         check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
         check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use bf16 on CPU")
         target = torch.device(device)
+        configure_cuda_kernels(target)
         main_path = resolve_checkpoint(Path(path))
         model, payload = load_model(main_path, target, DTYPES[dtype], packed)
         models = [model]
@@ -162,6 +163,8 @@ class Translator:
 def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """src [B, S] (tokens + eos, right-padded to at least MIN_SOURCE_WIDTH) and src_lens [B] (eos excluded)."""
     width = max(max(len(t) for t in ids) + 1, MIN_SOURCE_WIDTH)
+    if torch.device(device).type == "cuda":
+        width = -(-width // 8) * 8  # a bounded set of source shapes for the GPU kernels
     src = torch.full((len(ids), width), pad_id, dtype=torch.long)
     for row, tokens in enumerate(ids):
         src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
