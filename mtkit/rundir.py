@@ -7,14 +7,15 @@ on), checkpoints/step_*.pt, average.pt and metrics.jsonl, so translate and avera
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from mtkit.checkpoint import latest_valid_checkpoint, load_checkpoint, remove_stale_temporaries
+from mtkit.checkpoint import latest_valid_checkpoint, list_checkpoints, load_checkpoint, remove_stale_temporaries
 from mtkit.console import log, warn
-from mtkit.errors import check
+from mtkit.errors import UserError, check
 from mtkit.files import write_text
 from mtkit.tokenizer import file_sha256
 
@@ -24,6 +25,9 @@ MANIFEST_NAME = "manifest.json"
 METRICS_NAME = "metrics.jsonl"
 # Manifest fields that identify the data; resuming on anything else is refused.
 DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")
+# Fault injection for the rank-agreement test: this rank, when it loads the checkpoint rank 0 chose, reads the one
+# listed before it, as a node whose file-system cache still shows an older file would.
+FAULT_STALE_RANK = "MTKIT_FAULT_STALE_CHECKPOINT_RANK"
 # Model fields that regularise rather than shape the parameters: a fine-tuning run may change them.
 REGULARISATION_FIELDS = ("dropout", "attention_dropout", "activation_dropout")
 
@@ -89,9 +93,41 @@ def load_parent(source: Path, recipe: dict, manifest: dict, warn: Any = None) ->
     return path, payload
 
 
-def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_main: bool) -> tuple[Path, dict] | None:
-    """Validate and (on rank 0) populate RUN_DIR; returns the checkpoint to resume from, if any."""
-    found = latest_valid_checkpoint(run_dir, warn=warn if is_main else None)
+def agreed_checkpoint(run_dir: Path, ctx: Any) -> tuple[Path, dict] | None:
+    """The checkpoint to resume from (`ctx` a distributed.DistContext): rank 0 chooses the newest full one that
+    verifies and every rank loads that file. Unless every rank then holds the step rank 0 chose, all stop with
+    one line naming both: a node with a stale view of a shared file system would continue from other weights."""
+    found = latest_valid_checkpoint(run_dir, warn=warn, full_only=True) if ctx.is_main else None
+    choice = ctx.broadcast_object(None if found is None else (str(found[0]), int(found[1]["step"])))
+    if choice is None:
+        return None
+    path, step = Path(choice[0]), choice[1]
+    loaded: int | str = step
+    if not ctx.is_main:
+        try:
+            found = path, load_checkpoint(_stale_view(path, ctx.rank))
+            loaded = int(found[1]["step"])
+        except UserError as exc:  # reported by every rank below, so none waits for the others in vain
+            loaded = str(exc)
+    seen = ctx.all_gather_object(loaded)
+    wrong = [f"rank {rank} " + (f"loaded step {got}" if isinstance(got, int) else f"could not load it ({got})")
+             for rank, got in enumerate(seen) if got != step]
+    check(not wrong, f"{path}: rank 0 chose step {step} to resume from, but {'; '.join(wrong)}: the ranks see "
+                     "different files (a stale cache of a shared file system?)")
+    return found
+
+
+def _stale_view(path: Path, rank: int) -> Path:
+    """`path`, or under FAULT_STALE_RANK the checkpoint listed before it (what a stale cache would show)."""
+    if os.environ.get(FAULT_STALE_RANK, "") != str(rank):
+        return path
+    older = [p for p in list_checkpoints(path.parent.parent) if p.name < path.name]
+    return older[-1] if older else path
+
+
+def open_run(run_dir: Path, data_dir: Path, recipe: dict, manifest: dict, is_main: bool,
+             found: tuple[Path, dict] | None) -> tuple[Path, dict] | None:
+    """Validate and (on rank 0) populate RUN_DIR before resuming from `found` (agreed_checkpoint's); returns it."""
     check_compatible(run_dir, recipe, manifest, found[1] if found else None)
     if is_main:
         for path in remove_stale_temporaries(run_dir):  # saves a kill -9 interrupted; rank 0 holds the lock
@@ -110,12 +146,13 @@ class MetricsLog:
 
     Training that starts at step S (0, or the checkpoint it resumes) first drops the records after S: it
     redoes those updates, so the log reads as one history with each step once (a killed run logs past its
-    last checkpoint).
+    last checkpoint). `monitor`, when given, gets every record written (monitor.TensorBoardLog plots them).
     """
 
-    def __init__(self, run_dir: Path, enabled: bool, start_wall: float, start_step: int = 0) -> None:
+    def __init__(self, run_dir: Path, enabled: bool, start_wall: float, start_step: int = 0, monitor: Any = None) -> None:
         self.path = run_dir / METRICS_NAME
         self.enabled = enabled
+        self.monitor = monitor
         self.start = time.monotonic() - start_wall
         if enabled and self.path.is_file():
             self._truncate_after(start_step)
@@ -142,4 +179,11 @@ class MetricsLog:
         record = {"wall": round(self.wall(), 3), **record}
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+        if self.monitor is not None:
+            self.monitor(record)
         log(line)
+
+    def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
+            self.monitor = None
