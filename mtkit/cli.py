@@ -115,6 +115,8 @@ def train(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
     log_interval: Optional[int] = typer.Option(None, "--log-interval", help="Log every N updates (train.log_interval)."),
+    tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write metrics.jsonl's scalars as "
+                                               "TensorBoard events here (train.tensorboard_dir; needs mtkit[tensorboard])."),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from", help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
         "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
@@ -127,7 +129,8 @@ def train(
     from mtkit.recipe import resolve_recipe
 
     flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time_minutes": max_time, "log_interval": log_interval,
-             "init_from": str(init_from) if init_from is not None else None}
+             "init_from": str(init_from) if init_from is not None else None,
+             "tensorboard_dir": str(tensorboard) if tensorboard is not None else None}
     extra = [f"train.{k}={v!r}" for k, v in flags.items() if v is not None]
     if dry_run:
         recipe = resolve_recipe(config, arch, list(overrides) + extra)

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from mtkit.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed
 from mtkit.loss import LossModule
+from mtkit.monitor import TensorBoardLog, require_tensorboard
 from mtkit.model import configure_cuda_kernels
 from mtkit.step import train_step, valid_bleu, validate
 
@@ -66,6 +67,7 @@ class TrainConfig:
     # Fine-tuning: a run directory or checkpoint whose weights a fresh run starts from (fresh optimizer, schedule
     # and step count); "" trains from random weights. A run that has checkpoints resumes and ignores it.
     init_from: str = ""
+    tensorboard_dir: str = ""  # TensorBoard event files of metrics.jsonl's scalars (rank 0); needs mtkit[tensorboard]
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -186,10 +188,13 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
     set_threads(recipe.train)
     configure_cuda_kernels(ctx.device)
     data_dir, run_dir = Path(data_dir), Path(run_dir)
+    if recipe.train.tensorboard_dir:
+        require_tensorboard()  # on every rank, before any work: none waits in vain for a rank that stopped
     manifest = read_manifest(data_dir)
     lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
+    run = None
     try:
         run, train_data = start_run(data_dir, run_dir, recipe, manifest, ctx)
         try:
@@ -199,6 +204,8 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
             raise
         return finish(run, stop, signum)
     finally:
+        if run is not None:
+            run.metrics.close()
         lock.release()
         if ctx.world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
@@ -321,7 +328,9 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
     module.train()
     extra = {"configs": recipe.as_dict(), "spm_model": (data_dir / "spm.model").read_bytes(),
              "spm_sha256": manifest["spm_sha256"], "manifest": manifest}
-    run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, MetricsLog(run_dir, ctx.is_main, state.wall, state.step),
+    monitor = TensorBoardLog(Path(cfg.tensorboard_dir), state.step) if cfg.tensorboard_dir and ctx.is_main else None
+    metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step, monitor)
+    run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, metrics,
               extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx),
               saved_step=state.step)
     return run, train_data
@@ -432,7 +441,7 @@ def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
     run.window = [w[0] + result.loss * result.tgt_tokens, w[1] + result.nll * result.tgt_tokens,
                   w[2] + result.src_tokens, w[3] + result.tgt_tokens, w[4] + 1, w[5]]
     if state.step % cfg.log_interval == 0:
-        log_interval(run.metrics, state, run.window, lr)
+        log_interval(run.metrics, state, run.window, lr, gradient_norm(run.model, result.grad_norm))
         run.window = fresh_window()
     return True
 
@@ -478,8 +487,18 @@ def finish(run: Run, stop: str, signum: int) -> dict | None:
             "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged)}
 
 
-def log_interval(metrics: Any, state: TrainState, window: list, lr: float) -> None:
-    """One metrics.jsonl record and one console line for the updates since the last log."""
+def gradient_norm(model: nn.Module, clipped: Tensor | None) -> float:
+    """L2 norm of the last update's gradients before clipping: clipping's own figure, else computed from the
+    gradients the update left (read on log steps only: it waits for the device)."""
+    if clipped is not None:
+        return float(clipped)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
+
+
+def log_interval(metrics: Any, state: TrainState, window: list, lr: float, grad_norm: float) -> None:
+    """One metrics.jsonl record and one console line for the updates since the last log (grad_norm: the last
+    update's)."""
     seconds = max(time.monotonic() - window[5], 1e-9)
     tokens = max(window[3], 1)
     loss, nll = window[0] / tokens, window[1] / tokens
@@ -487,6 +506,7 @@ def log_interval(metrics: Any, state: TrainState, window: list, lr: float) -> No
         "step": state.step, "epoch": state.epoch, "loss": round(loss, 4), "nll": round(nll, 4),
         "ppl": round(math.exp(min(nll, 50)), 3), "lr": lr, "src_tokens": int(window[2]), "tgt_tokens": int(window[3]),
         "tokens_per_s": round((window[2] + window[3]) / seconds, 1), "updates": int(window[4]),
+        "grad_norm": round(grad_norm, 4),
     }
     metrics.write(record, f"step {state.step} | epoch {state.epoch} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
                           f"lr {lr:.3g} | {record['tokens_per_s']:.0f} tok/s | {metrics.wall():.0f}s")
