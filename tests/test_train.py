@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -104,9 +105,12 @@ def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> 
     single = cli("train", str(small_data), "--save-dir", str(tmp_path / "one"), *common, "--set", "train.update_freq=2")
     assert single.returncode == 0, single.stderr[-2000:]
     launcher = [str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29533", "--no-python"]
-    ddp = cli("train", str(small_data), "--save-dir", str(tmp_path / "two"), *common, launcher=launcher,
+    board = ["--tensorboard", str(tmp_path / "board")] if importlib.util.find_spec("tensorboard") else []
+    ddp = cli("train", str(small_data), "--save-dir", str(tmp_path / "two"), *common, *board, launcher=launcher,
               env={"OMP_NUM_THREADS": "1"})
     assert ddp.returncode == 0, ddp.stderr[-3000:]
+    if board:  # TensorBoard events come from rank 0 alone: one event file
+        assert len(list((tmp_path / "board").glob("events.out.tfevents.*"))) == 1
     a = model_params(list_checkpoints(tmp_path / "one")[-1])
     b = model_params(list_checkpoints(tmp_path / "two")[-1])
     assert load_checkpoint(list_checkpoints(tmp_path / "two")[-1])["step"] == 6
