@@ -116,7 +116,7 @@ def train(
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
     log_interval: Optional[int] = typer.Option(None, "--log-interval", help="Log every N updates (train.log_interval)."),
     tensorboard: Optional[Path] = typer.Option(None, "--tensorboard", help="Also write metrics.jsonl's scalars as "
-                                               "TensorBoard events here (train.tensorboard_dir; needs mtkit[tensorboard])."),
+                                               "TensorBoard events here (train.tensorboard_dir; needs the tensorboard package)."),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from", help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
         "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
