@@ -172,7 +172,7 @@ def translate(
     batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", help="Source tokens per batch."),
     nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
     dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or fp16."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),

@@ -80,15 +80,25 @@ class ModelConfig:
 
 
 def configure_cuda_kernels(device: torch.device | str) -> None:
-    """On CUDA, scaled_dot_product_attention without its cuDNN backend (no-op elsewhere).
+    """On CUDA, TF32 for float32 matmuls and scaled_dot_product_attention without its cuDNN backend (no-op
+    elsewhere, so CPU numbers never change).
 
     cuDNN attention builds an execution plan for every new shape (reported 0.04-1 s each): every new batch shape
     in training and every key length in decoding (one more each step) would pay it. The flash and
-    memory-efficient kernels, which SDPA picks next, take any shape at no set-up cost.
+    memory-efficient kernels, which SDPA picks next, take any shape at no set-up cost. TF32 runs float32 matmuls
+    on tensor cores (10-bit mantissa inputs, float32 sums), several times faster, as PyTorch advises for
+    training; fp32 GPU results then differ from the CPU's in the last bits.
     """
     if torch.device(device).type != "cuda":
         return
     torch.backends.cuda.enable_cudnn_sdp(False)
+    torch.set_float32_matmul_precision("high")  # TF32 matmuls
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def cuda_lacks_bf16(device: torch.device | str) -> bool:
+    """True on a CUDA GPU without native bf16 (before Ampere), where bf16 would run on slow emulated paths."""
+    return torch.device(device).type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:

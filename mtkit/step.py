@@ -41,7 +41,7 @@ class StepResult:
     nll: float
     src_tokens: int
     tgt_tokens: int
-    skipped: str = ""  # "", "nonfinite" or "oom"
+    skipped: str = ""  # "", "nonfinite", "oom" or "overflow" (fp16: the loss scaler skipped the optimizer step)
     grad_norm: Tensor | None = None  # a device scalar: reading it waits for the device, so only when logged
     flags: list[float] = field(default_factory=list)  # the caller's flags, summed over ranks
 
@@ -92,16 +92,18 @@ def train_step(
         optimizer.zero_grad(set_to_none=True)
         return StepResult(loss_sum, nll_sum, int(all_src), int(all_tgt), skipped="nonfinite", flags=summed_flags)
     # DDP averaged the gradients over ranks; rescale so the update is sum(loss) / all target tokens.
-    grad_norm = apply_update(module, optimizer, scaler, ctx.world_size / max(all_tgt, 1.0), lr, clip_norm)
+    grad_norm, stepped = apply_update(module, optimizer, scaler, ctx.world_size / max(all_tgt, 1.0), lr, clip_norm)
     tokens = max(all_tgt, 1.0)
     return StepResult(loss_sum / tokens, nll_sum / tokens, int(all_src), int(all_tgt), grad_norm=grad_norm,
-                      flags=summed_flags)
+                      flags=summed_flags, skipped="" if stepped else "overflow")
 
 
 def apply_update(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: Any, scale: float, lr: float,
-                 clip_norm: float) -> Tensor | None:
+                 clip_norm: float) -> tuple[Tensor | None, bool]:
     """Scale the summed gradients, clip them, and step at `lr`; returns the gradient norm (None without
-    clipping) as a device scalar, unread."""
+    clipping) as a device scalar, unread, and whether the optimizer stepped (False: fp16 overflow, which the
+    scaler skipped and answered by lowering its scale; the same decision on every rank, whose gradients
+    are identical after DDP's all-reduce)."""
     if scaler is not None:
         scaler.unscale_(optimizer)
     params = [p for p in module.parameters() if p.grad is not None]
@@ -111,12 +113,13 @@ def apply_update(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: An
         grad_norm = nn.utils.clip_grad_norm_(params, clip_norm)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
+    if scaler is None:
         optimizer.step()
-    return grad_norm
+        return grad_norm, True
+    scale = scaler.get_scale()  # a host read, in fp16 runs only
+    scaler.step(optimizer)
+    scaler.update()
+    return grad_norm, scaler.get_scale() >= scale
 
 
 @torch.no_grad()

@@ -114,6 +114,21 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) ->
     )
 
 
+def make_scaler(precision: str) -> Any:
+    """fp16's dynamic loss scaler (None otherwise): it skips an update whose gradients overflowed."""
+    return torch.amp.GradScaler("cuda") if precision == "fp16" else None
+
+
+def check_precision(precision: str, device: torch.device) -> None:
+    """bf16 on a GPU without it would run on slow emulated paths without a word: refuse in one line."""
+    from mtkit.errors import check
+    from mtkit.model import cuda_lacks_bf16
+
+    check(not (precision == "bf16" and cuda_lacks_bf16(device)),
+          f"train.precision=bf16: {torch.cuda.get_device_name(device) if device.type == 'cuda' else device} has no "
+          "bf16 support (pre-Ampere GPU); use --set train.precision=fp16 (or fp32)")
+
+
 def set_threads(cfg: TrainConfig) -> None:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -186,6 +201,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
+    check_precision(recipe.train.precision, ctx.device)
     configure_cuda_kernels(ctx.device)
     data_dir, run_dir = Path(data_dir), Path(run_dir)
     if recipe.train.tensorboard_dir:
@@ -199,10 +215,10 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
         run, train_data = start_run(data_dir, run_dir, recipe, manifest, ctx)
         try:
             stop, signum = update_until_stopped(run, train_data)
+            return finish(run, stop, signum)
         except BaseException:
             run.saver.wait(raise_error=False)  # the save in flight ends (or fails) before this error is reported
             raise
-        return finish(run, stop, signum)
     finally:
         if run is not None:
             run.metrics.close()
@@ -308,7 +324,7 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
     model = Transformer(mcfg).to(ctx.device)
     module: nn.Module = LossModule(model, cfg.label_smoothing, mcfg.pad_id)
     optimizer = build_optimizer(model, cfg, ctx.device)
-    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    scaler = make_scaler(cfg.precision)
     state = TrainState()
     torch.manual_seed(cfg.seed + 7919 * (ctx.rank + 1))  # dropout streams differ per rank
     if found is not None:
@@ -425,6 +441,10 @@ def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
     except torch.OutOfMemoryError:
         raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
     state.position += len(group)
+    if result.skipped == "overflow":  # the scaler's routine calibration, not a failure: no step, no schedule
+        run.metrics.write({"step": state.step, "skipped": result.skipped, "attempt": state.attempts},
+                          f"fp16 overflow: step {state.step + 1} skipped, loss scale lowered")
+        return False
     if result.skipped:
         run.bad += 1
         run.metrics.write({"step": state.step, "skipped": result.skipped, "attempt": state.attempts},
@@ -478,6 +498,7 @@ def finish(run: Run, stop: str, signum: int) -> dict | None:
     if state.step != run.saved_step or run.resumed_from is None:
         run.save()
     run.saver.wait()
+    run.snapshot.release()
     if stop == "signal":
         raise Interrupted(signum)
     if not run.ctx.is_main:

@@ -23,7 +23,7 @@ from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpo
 from mtkit.console import log, progress, warn
 from mtkit.errors import UserError, check
 from mtkit.files import read_stream_lines
-from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
+from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels, cuda_lacks_bf16
 from mtkit.packed import pack_linears
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.tokenizer import Tokenizer
@@ -94,8 +94,11 @@ class Translator:
         cls, path: str | Path, device: str = "cpu", dtype: str = "fp32", ensemble: list[Path] | None = None,
         packed: bool = True, **overrides: Any,
     ) -> "Translator":
+        device = resolve_device(device)
         check(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
         check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
+        check(not (dtype == "bf16" and cuda_lacks_bf16(device)),
+              f"--dtype bf16: {device} has no bf16 support (pre-Ampere GPU); use --dtype fp16 or fp32")
         check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use bf16 on CPU")
         target = torch.device(device)
         configure_cuda_kernels(target)

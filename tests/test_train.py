@@ -219,3 +219,61 @@ def test_log_interval_flag_is_the_recipe_key(tmp_path: Path, small_data: Path) -
     assert [r["step"] for r in logged(tmp_path / "run") if "loss" in r] == [3, 6]
     zero = cli("train", str(small_data), "--save-dir", str(tmp_path / "zero"), "--arch", "tiny", "--log-interval", "0")
     assert zero.returncode == 2 and "log_interval must be at least 1" in zero.stderr and "Traceback" not in zero.stderr
+
+
+class SkippingScaler:
+    """Stands in for fp16's GradScaler: overflows (skips the optimizer step and halves its scale) on the
+    optimizer steps named in `skip` (1-based), steps normally otherwise."""
+
+    def __init__(self, skip: set[int]) -> None:
+        self.skip, self.calls, self.scale_value = skip, 0, 1024.0
+
+    def scale(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        pass
+
+    def step(self, optimizer: torch.optim.Optimizer) -> None:
+        self.calls += 1
+        if self.calls not in self.skip:
+            optimizer.step()
+
+    def update(self) -> None:
+        if self.calls in self.skip:
+            self.scale_value /= 2
+
+    def get_scale(self) -> float:
+        return self.scale_value
+
+    def state_dict(self) -> dict:
+        return {"scale": self.scale_value}
+
+
+def test_fp16_overflow_skips_do_not_advance_step_or_schedule(tmp_path: Path, small_data: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import mtkit.train
+
+    monkeypatch.setattr(mtkit.train, "make_scaler", lambda precision: SkippingScaler({2, 3}))
+    recipe = tiny_recipe("train.max_steps=3", "train.log_interval=1", "train.lr=1e-3", "train.warmup_steps=10")
+    train(small_data, tmp_path / "run", recipe)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["attempt"], r["skipped"]) for r in records if "skipped" in r] == [(2, "overflow"), (3, "overflow")]
+    logged = [(r["step"], r["lr"]) for r in records if "loss" in r]
+    # steps 2 and 3 came at attempts 4 and 5 with the schedule's step-2 and step-3 rates
+    assert logged == [(s, pytest.approx(learning_rate(s, 1e-3, 10))) for s in (1, 2, 3)]
+    state = load_checkpoint(list_checkpoints(tmp_path / "run")[-1])["state"]
+    assert (state["step"], state["attempts"]) == (3, 5)
+
+
+def test_bf16_on_a_gpu_without_it_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mtkit.errors import UserError
+    from mtkit.train import check_precision
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
+    with pytest.raises(UserError, match=r"^train.precision=bf16: Tesla V100 has no bf16 support .*fp16") as raised:
+        check_precision("bf16", torch.device("cuda", 0))
+    assert "\n" not in str(raised.value)
+    check_precision("fp16", torch.device("cuda", 0))
+    check_precision("bf16", torch.device("cpu"))  # CPU bf16 is native: no error

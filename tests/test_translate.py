@@ -226,3 +226,16 @@ def test_a_pause_in_the_input_ends_a_chunk_and_reader_errors_reach_the_caller() 
     with pytest.raises(UserError, match="<stdin>:2: cannot read"):
         translate_stream(RecordingTranslator(), failing(), io.StringIO(), quiet=True)
     assert threading.active_count() == threads  # the reader thread is gone
+
+
+def test_device_auto_is_the_default_and_picks_the_cpu_here(tiny_run: Path) -> None:
+    """`mtkit translate` defaults to --device auto: the GPU when there is one, the CPU on this machine."""
+    import inspect
+
+    from mtkit.cli import translate as translate_command
+    from mtkit.translate import Translator
+
+    assert inspect.signature(translate_command).parameters["device"].default.default == "auto"
+    translator = Translator.load(tiny_run, device="auto")
+    assert translator.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    assert translator.translate(["A man is sleeping."])[0]
