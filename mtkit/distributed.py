@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import Tensor
+from torch import Tensor, nn
 
 
 @dataclass
@@ -71,6 +71,31 @@ class DistContext:
         shares = self.all_gather_object(mine)
         ordered = [shares[i % self.world_size][i // self.world_size] for i in range(len(items))]
         return [result for results in ordered for result in results]
+
+
+def wrap_ddp(module: nn.Module, ctx: DistContext, bf16_compress: bool = False) -> nn.Module:
+    """DDP over `module` without a buffer broadcast per forward (the model's buffers are constants, identical on
+    every rank from the seed) and with gradients stored as views of the all-reduce buckets (no copy in and out
+    per update, one gradient-sized buffer less). `bf16_compress` all-reduces the gradients in bf16 (half the
+    traffic: 857 MB -> 428 MB per `big` update) and averages them back in float32; it needs NCCL (CUDA).
+
+    Raises:
+        ValueError: bf16_compress off CUDA (torch's hook refuses gloo).
+    """
+    import inspect
+
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+
+    if bf16_compress and ctx.device.type != "cuda":
+        raise ValueError("bf16 gradient compression needs CUDA (NCCL)")
+    # torch 2.13 renamed broadcast_buffers (deprecated) to forward_sync_buffers; both stop the per-forward sync.
+    params = inspect.signature(nn.parallel.DistributedDataParallel).parameters
+    no_sync = {"forward_sync_buffers": False} if "forward_sync_buffers" in params else {"broadcast_buffers": False}
+    ddp = nn.parallel.DistributedDataParallel(module, device_ids=[ctx.device] if ctx.device.type == "cuda" else None,
+                                              gradient_as_bucket_view=True, **no_sync)
+    if bf16_compress:
+        ddp.register_comm_hook(None, bf16_compress_hook)
+    return ddp
 
 
 def setup_distributed(device_name: str, timeout_minutes: float = 30.0) -> DistContext:

@@ -1,6 +1,6 @@
 """The training criterion: label-smoothed cross-entropy (fused, cache-chunked) and the model+loss module.
 
-torch only; train.py wraps LossModule in DDP / torch.compile.
+torch only; train.py wraps LossModule in DDP and compiles its model part (compile_model).
 """
 
 from __future__ import annotations
@@ -119,10 +119,21 @@ class LossModule(nn.Module):
         self.model = model
         self.label_smoothing = label_smoothing
         self.pad_id = pad_id
+        self.hidden = self._hidden
+
+    def compile_model(self, **options: Any) -> None:
+        """torch.compile the encoder-decoder only. The loss stays eager: on CPU its boolean index has a
+        data-dependent shape (a graph break and a recompile per pad count), and it is a few large kernels anyway.
+        Shapes may vary (torch.compile marks them dynamic after the first change; rounded lengths keep them few)."""
+        self.hidden = torch.compile(self._hidden, **options)
+
+    def _hidden(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src [B, S], tgt_in [B, T] -> decoder output [B, T, D] (final-normed, not projected)."""
+        memory, src_pad = self.model.encode(src)
+        return self.model.decode(tgt_in, memory, src_pad)
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
-        memory, src_pad = self.model.encode(src)
-        hidden = self.model.decode(tgt_in, memory, src_pad)  # [B, T, D]
+        hidden = self.hidden(src, tgt_in)  # [B, T, D]
         weight = self.model.output.weight
         if hidden.device.type == "cuda":
             return dense_label_smoothed_loss(hidden.flatten(0, 1), weight, tgt_out.flatten(), self.label_smoothing,

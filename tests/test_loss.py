@@ -87,3 +87,31 @@ def test_dense_gpu_path_equals_the_cpu_path(epsilon: float) -> None:
     assert hidden.grad[~keep].abs().max() == 0  # pad rows get no gradient
     torch.testing.assert_close(hidden.grad, expected[0], rtol=0, atol=1e-5)
     torch.testing.assert_close(weight.grad, expected[1], rtol=0, atol=1e-5)
+
+
+def test_compiling_the_model_leaves_the_loss_out_of_the_graph() -> None:
+    """compile_model compiles the encoder-decoder once: batches of one shape with different pad counts (a
+    different boolean-index size in the CPU loss) reuse the graph, and the result equals eager."""
+    from torch._dynamo.testing import CompileCounter
+
+    from mtkit.loss import LossModule
+    from mtkit.model import ModelConfig, Transformer
+
+    torch.manual_seed(0)
+    module = LossModule(Transformer(ModelConfig.preset("tiny", vocab_size=60, dropout=0.0)), 0.1, pad_id=0)
+    eager = [module(*batch) for batch in (_batch(3), _batch(5))]
+    counter = CompileCounter()
+    module.compile_model(backend=counter)
+    compiled = [module(*batch) for batch in (_batch(3), _batch(5))]
+    assert counter.frame_count == 1
+    for (loss, nll), (ref_loss, ref_nll) in zip(compiled, eager):
+        torch.testing.assert_close(loss, ref_loss)
+        torch.testing.assert_close(nll, ref_nll)
+
+
+def _batch(pads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """src, tgt_in, tgt_out [4, 8] with `pads` pad positions at the end of the target rows."""
+    gen = torch.Generator().manual_seed(pads)
+    src, tgt = torch.randint(4, 60, (4, 8), generator=gen), torch.randint(4, 60, (4, 8), generator=gen)
+    tgt.view(-1)[-pads:] = 0
+    return src, tgt, tgt

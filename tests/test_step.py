@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from mtkit.data import ParallelData, collate
@@ -32,3 +33,35 @@ def test_accumulated_update_equals_one_batch_of_both(small_data: Path) -> None:
         grads.append({name: p.grad.clone() for name, p in model.named_parameters()})
     for name, grad in grads[0].items():
         torch.testing.assert_close(grad, grads[1][name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+
+def test_ddp_wrapping_without_buffer_broadcasts(small_data: Path) -> None:
+    """wrap_ddp in a one-process gloo group: no per-forward buffer sync, gradients as bucket views that equal the
+    plain module's; bf16 compression is refused off CUDA (torch's hook needs NCCL; tests/gpu covers it)."""
+    import torch.distributed as dist
+
+    from mtkit.distributed import wrap_ddp
+
+    data = ParallelData.open(small_data, "train", "en", "de")
+    batch = collate(data, np.arange(16))
+    ctx = DistContext(rank=0, world_size=1, device=torch.device("cpu"))
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        grads = {}
+        for kind in ("plain", "ddp"):
+            torch.manual_seed(0)
+            model = Transformer(ModelConfig.preset("tiny", vocab_size=1000, dropout=0.0))
+            module = LossModule(model, 0.1, pad_id=0)
+            if kind == "ddp":
+                module = wrap_ddp(module, ctx)
+                assert module.gradient_as_bucket_view
+                assert not getattr(module, "forward_sync_buffers", module.broadcast_buffers)
+            loss, _ = module(batch.src, batch.tgt_in, batch.tgt_out)
+            loss.backward()
+            grads[kind] = torch.cat([p.grad.flatten() for p in model.parameters()])
+        with pytest.raises(ValueError, match="needs CUDA"):
+            wrap_ddp(LossModule(model, 0.1, pad_id=0), ctx, bf16_compress=True)
+    finally:
+        dist.destroy_process_group()
+    assert torch.equal(grads["ddp"], grads["plain"])
