@@ -332,6 +332,10 @@ class HostSnapshot:
     def __init__(self) -> None:
         self._buffers: dict[tuple, torch.Tensor] = {}
 
+    def release(self) -> None:
+        """Drop the kept buffers (after the last save, before averaging needs the memory)."""
+        self._buffers.clear()
+
     def take(self, value: Any) -> Any:
         memo: dict[tuple, torch.Tensor] = {}
         copied = self._copy(value, (), memo)
