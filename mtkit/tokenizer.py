@@ -134,7 +134,12 @@ class Tokenizer:
 
     def _encode_word(self, word: str) -> list[int]:
         # An empty word lies between two spaces: sentencepiece gives it a lone space piece.
-        return self._spm_encode([word])[0] if word else self._space_ids
+        if not word:
+            return self._space_ids
+        # One string, not a list of one: sentencepiece hands a list to its thread pool, which cost 28x on the
+        # 1,000 test sentences (0.16 s against 5.8 ms, 5% of translating them).
+        ids = self._processor.encode(word)
+        return ids if self._to_mtkit is None else [self._to_mtkit[i] for i in ids]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Texts of id sequences; pad/bos/eos decode to nothing (control pieces, or absent from the model)."""
