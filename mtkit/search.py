@@ -254,16 +254,19 @@ def beam_search(
     """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first."""
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
-    rows = torch.arange(n, device=device)
-    state = decoder.reorder(decoder.start(src), rows.repeat_interleave(beam))  # B*K rows
-    active = rows  # [b] original index of each sentence still searching
+    # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
+    # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
+    state = decoder.start(src)  # B rows
+    active = torch.arange(n, device=device)  # [b] original index of each sentence still searching
     scores = torch.full((n, beam), -math.inf, device=device)  # [b, K] raw log-probs
     scores[:, 0] = 0.0  # only beam 0 is live at step 0, so no duplicate hypotheses
     history = torch.zeros((n, beam, 0), dtype=torch.long, device=device)  # [b, K, t]
-    last = torch.full((n * beam,), bos_id, dtype=torch.long, device=device)
+    last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
-        logp = decoder.step(last, state).float().reshape(len(active), beam, -1)  # [b, K, V]
+        logp = decoder.step(last, state).float().reshape(len(active), beam if t else 1, -1)  # [b, K or 1, V]
+        if t == 0:  # the dead beams' rows as before: -inf scores keep them out of every candidate
+            logp = logp.expand(-1, beam, -1).contiguous()  # [b, K, V]
         logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
         cand = _top_candidates(scores, logp)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
@@ -272,8 +275,10 @@ def beam_search(
         keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg)).nonzero().squeeze(1)
         if len(keep) == 0:
             break
-        # One reorder per step: pick each kept sentence's chosen origin beams; finished sentences go.
-        state = decoder.reorder(state, (keep[:, None] * beam + origin[keep]).view(-1))
+        # One reorder per step: pick each kept sentence's chosen origin beams; finished sentences go. After
+        # step 0 every beam's origin is its sentence's single row.
+        rows = (keep[:, None] * beam + origin[keep]).view(-1) if t else keep.repeat_interleave(beam)
+        state = decoder.reorder(state, rows)
         active, scores, history, last = active[keep], scores[keep], history[keep], token[keep].view(-1)
     return finished.hypotheses(cfg.nbest)
 

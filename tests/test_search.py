@@ -287,8 +287,9 @@ def test_never_eos_ends_at_max_length_and_drops_finished_rows(beam: int) -> None
     results = search(decoder, src, src_lens, cfg, BOS, EOS, PAD)
     for source, hyps in zip(sources, results):
         assert len(hyps) == beam and all(len(h.tokens) == len(source) + 1 for h in hyps)
-    # Max lengths 2, 5, 3: a sentence's rows leave the batch after its forced eos at step max_len.
-    assert decoder.step_rows == [beam * sum(t <= m for m in (2, 5, 3)) for t in range(6)]
+    # Max lengths 2, 5, 3: a sentence's rows leave the batch after its forced eos at step max_len; step 0
+    # decodes one row per sentence (its beams are all bos then), later steps one per beam.
+    assert decoder.step_rows == [(beam if t else 1) * sum(t <= m for m in (2, 5, 3)) for t in range(6)]
     clipped = search(FakeDecoder(table), src, src_lens, cfg, BOS, EOS, PAD, max_positions=3)
     assert [len(hyps[0].tokens) for hyps in clipped] == [2, 2, 2]
 
