@@ -6,9 +6,11 @@ User mistakes (UserError) print one line and exit with the code of errors.py; bu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -187,15 +189,16 @@ def translate(
     """Translate raw text, one sentence per line, in order; empty lines stay empty."""
     import signal
 
-    from mtkit.translate import Translator, translate_stream
-
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
                "batch_tokens": batch_tokens, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
                "temperature": temperature}
-    translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
-                                 **{k: v for k, v in options.items() if v is not None})
+    with start_up_without_gc():
+        from mtkit.translate import Translator, translate_stream
+
+        translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
+                                     **{k: v for k, v in options.items() if v is not None})
     source = open(input, "rb") if input is not None else sys.stdin.buffer
     target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     try:
@@ -272,6 +275,24 @@ def serve(
     run_serve(model, ServeConfig(host=host, port=port, device=device, dtype=dtype, max_batch_tokens=max_batch_tokens,
                                  max_delay_ms=max_delay_ms, max_lines=max_lines, max_bytes=max_bytes, max_beam=max_beam,
                                  queue_size=queue_size, strict=strict, access_log=access_log))
+
+
+@contextlib.contextmanager
+def start_up_without_gc() -> Iterator[None]:
+    """Import torch and load a model without Python's cyclic garbage collector, then freeze what was made.
+
+    Importing torch creates ~170,000 long-lived objects, and the collector scans them all in each of the ~3 full
+    collections the growth triggers: 0.13-0.15 s of translate's 1.2 s start-up (gc.callbacks timing), for
+    nothing to free. Frozen, they are never scanned again; collection resumes for what comes after.
+    """
+    import gc
+
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def tune_allocator() -> None:
