@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import queue
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ import torch
 
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
+from mtkit.readahead import ReadAhead
 
 FORMAT = "mtkit-data"
 VERSION = 1
@@ -189,11 +188,10 @@ def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: in
     src_rows, src_cols, src_ids = _gather(data._src_tokens, data._src_offsets, indices, src_lens)
     tgt_rows, tgt_cols, tgt_ids = _gather(data._tgt_tokens, data._tgt_offsets, indices, tgt_lens)
     rows = np.arange(len(indices))
-    src_width = -(-(int(src_lens.max(initial=0)) + 1) // pad_multiple) * pad_multiple
-    src = np.full((len(indices), src_width), pad_id, dtype=np.int64)  # [B, S]
+    src = np.full((len(indices), _padded_width(src_lens, pad_multiple)), pad_id, dtype=np.int64)  # [B, S]
     src[src_rows, src_cols] = src_ids
     src[rows, src_lens] = eos_id
-    width = -(-(int(tgt_lens.max(initial=0)) + 1) // pad_multiple) * pad_multiple
+    width = _padded_width(tgt_lens, pad_multiple)
     tgt_in = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
     tgt_in[:, 0] = bos_id
     tgt_in[tgt_rows, tgt_cols + 1] = tgt_ids
@@ -209,6 +207,11 @@ def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: in
     )
 
 
+def _padded_width(lens: np.ndarray, multiple: int) -> int:
+    """The longest sentence + its eos (or bos), rounded up to `multiple` (as batching.round_up counts it)."""
+    return -(-(int(lens.max(initial=0)) + 1) // multiple) * multiple
+
+
 def _gather(
     tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, lens: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,9 +222,6 @@ def _gather(
     cols = np.arange(total) - np.repeat(starts, lens)
     positions = np.repeat(offsets[indices], lens) + cols
     return rows, cols, tokens[positions]
-
-
-_END = object()  # the producer's end-of-epoch marker
 
 
 def prefetch_groups(
@@ -236,36 +236,16 @@ def prefetch_groups(
     collating on the caller's thread.
     """
     pin = device.type == "cuda"
-    ready: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
 
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+    def groups() -> Iterator[list[Batch]]:
+        for position in range(start, len(batches), group_size):
+            group = [collate(data, idx, pad_multiple=pad_multiple) for idx in batches[position : position + group_size]]
+            yield [batch.pin_memory() for batch in group] if pin else group
 
-    def produce() -> None:
-        try:
-            for position in range(start, len(batches), group_size):
-                group = [collate(data, idx, pad_multiple=pad_multiple) for idx in batches[position : position + group_size]]
-                if not put([batch.pin_memory() for batch in group] if pin else group):
-                    return
-            put(_END)
-        except BaseException as exc:  # re-raised on the caller's thread
-            put(exc)
-
-    thread = threading.Thread(target=produce, name="mtkit-collate", daemon=True)
-    thread.start()
+    ahead = ReadAhead(groups(), depth, "mtkit-collate")
     try:
-        while (item := ready.get()) is not _END:
-            if isinstance(item, BaseException):
-                raise item
-            yield [batch.to(device, non_blocking=pin) for batch in item]
+        for group in ahead:
+            yield [batch.to(device, non_blocking=pin) for batch in group]  # type: ignore[attr-defined]
     finally:
-        stop.set()
-        thread.join()
+        ahead.close()
 

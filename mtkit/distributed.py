@@ -5,8 +5,8 @@ all-reduce, and every rank's RNG state for exact resume. torch only; never a lau
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -24,14 +24,6 @@ class DistContext:
     def is_main(self) -> bool:
         return self.rank == 0
 
-    def all_sum(self, values: list[float]) -> list[float]:
-        """Sum a few scalars over ranks (identity in a single process)."""
-        if self.world_size == 1:
-            return values
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(tensor)
-        return tensor.tolist()
-
     def all_sum_with(self, on_device: Tensor, on_host: list[float]) -> list[float]:
         """Sum device scalars [n] and host numbers over ranks in one all-reduce; the one host sync.
 
@@ -46,7 +38,6 @@ class DistContext:
         packed = torch.cat([on_device.double(), host.to(self.device, non_blocking=True)])
         dist.all_reduce(packed)
         return packed.tolist()
-
 
     def broadcast_object(self, value: Any) -> Any:
         """Rank 0's `value` on every rank (picklable; identity in a single process)."""

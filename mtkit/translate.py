@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import queue
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -19,12 +18,14 @@ from typing import IO, Any, BinaryIO, Callable
 import torch
 from torch import Tensor
 
+from mtkit.batching import round_up
 from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
 from mtkit.console import log, progress, warn
 from mtkit.errors import UserError, check
 from mtkit.files import read_stream_lines
 from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels, cuda_lacks_bf16
 from mtkit.packed import pack_linears
+from mtkit.readahead import END, ReadAhead
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.tokenizer import Tokenizer
 
@@ -167,7 +168,7 @@ def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.devi
     """src [B, S] (tokens + eos, right-padded to at least MIN_SOURCE_WIDTH) and src_lens [B] (eos excluded)."""
     width = max(max(len(t) for t in ids) + 1, MIN_SOURCE_WIDTH)
     if torch.device(device).type == "cuda":
-        width = -(-width // 8) * 8  # a bounded set of source shapes for the GPU kernels
+        width = int(round_up(width, 8))  # a bounded set of source shapes for the GPU kernels
     src = torch.full((len(ids), width), pad_id, dtype=torch.long)
     for row, tokens in enumerate(ids):
         src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
@@ -238,65 +239,28 @@ def translate_stream(
     return done
 
 
-_END = object()  # the reader's last item after the final line
-
-
 def read_chunks(source: BinaryIO, name: str, max_lines: int, pause: float) -> Iterator[list[str]]:
     """Lists of up to `max_lines` lines of `source`: a list ends when full, at the end, or when no line has come
     for `pause` seconds. A reader error (mtkit.files' one-line UserError among them) is raised here, in the
     caller's thread.
 
-    A daemon thread reads ahead into a bounded queue (two chunks: the next chunk is ready while one is
-    translated). Closing the generator stops it; one still blocked on an open, silent stdin cannot be stopped
-    and is left to die with the process.
+    The lines are read ahead on a thread (two chunks: the next chunk is ready while one is translated). Closing
+    the generator stops it; one still blocked on an open, silent stdin is left to die with the process.
     """
-    lines: queue.Queue = queue.Queue(maxsize=2 * max_lines)
-    stop = threading.Event()
-    reader = threading.Thread(target=_read_into, args=(lines, source, name, stop), name="mtkit-read", daemon=True)
-    reader.start()
+    lines = ReadAhead(read_stream_lines(source, name), 2 * max_lines, "mtkit-read")
     try:
-        ended = False
-        while not ended:
-            chunk: list[str] = []
-            item = lines.get()  # the first line of a chunk: wait as long as the input does
-            while True:
-                if item is _END:
-                    ended = True
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                chunk.append(item)
-                if len(chunk) >= max_lines:
-                    break
+        while (item := lines.get()) is not END:  # the first line of a chunk: wait as long as the input does
+            chunk = [item]
+            while len(chunk) < max_lines:
                 try:
                     item = lines.get(timeout=pause)
                 except queue.Empty:
                     break
-            if chunk:
-                yield chunk
-    finally:
-        stop.set()
-        reader.join(timeout=1.0)
-
-
-def _read_into(lines: queue.Queue, source: BinaryIO, name: str, stop: threading.Event) -> None:
-    """The reader thread: every line of `source`, then _END, or the exception that stopped the reading."""
-    last: object = _END
-    try:
-        for line in read_stream_lines(source, name):
-            if not _put(lines, line, stop):
+                if item is END:
+                    break
+                chunk.append(item)
+            yield chunk  # type: ignore[misc]
+            if item is END:
                 return
-    except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
-        last = exc
-    _put(lines, last, stop)
-
-
-def _put(lines: queue.Queue, item: object, stop: threading.Event) -> bool:
-    """Put `item`, waiting while the queue is full; False when the consumer has stopped."""
-    while not stop.is_set():
-        try:
-            lines.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
+    finally:
+        lines.close(timeout=1.0)

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mtkit"
-LAYER0 = {"errors", "console", "files"}
+LAYER0 = {"errors", "console", "files", "readahead"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "console": set(),
     "files": {"errors"},
+    "readahead": set(),
     "tokenizer": {"files", "errors"},
-    "data": {"files", "errors"},
+    "data": {"files", "errors", "readahead"},
     "score": {"files", "errors"},
     "checkpoint": {"files", "errors"},
     "batching": set(),
