@@ -172,6 +172,9 @@ def translate(
     max_len_a: Optional[float] = typer.Option(None, "--max-len-a", help="Max output length = a * source length + b."),
     max_len_b: Optional[int] = typer.Option(None, "--max-len-b"),
     batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", help="Source tokens per batch."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Batches decoded at once on CPU, each on its share of the threads (default 0: 2 "
+        "with 2+ threads, else 1)."),
     nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
@@ -192,7 +195,7 @@ def translate(
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
-               "batch_tokens": batch_tokens, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
+               "batch_tokens": batch_tokens, "workers": workers, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
                "temperature": temperature}
     with start_up_without_gc():
         from mtkit.translate import Translator, translate_stream

@@ -474,13 +474,18 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def decode_step(self, tokens: Tensor, state: DecodeState) -> Tensor:
         """tokens [N] (the last token of each row, bos first) -> logits [N, V]; advances the state."""
+        return self.project(self.decode_hidden(tokens, state))
+
+    @torch.no_grad()
+    def decode_hidden(self, tokens: Tensor, state: DecodeState) -> Tensor:
+        """decode_step before the output projection: -> hidden [N, D] (search projects it chunk by chunk)."""
         x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
         if state.position == state.layers[0].keys.shape[2]:
             _grow(state)
         for layer, cache in zip(self.decoder.layers, state.layers):
             x = layer.step(x, cache, state.memory_mask, state.position, state.group)
         state.position += 1
-        return self.project(self.decoder.final_norm(x[:, 0]))
+        return self.decoder.final_norm(x[:, 0])
 
     @torch.no_grad()
     def reorder_decode_state(self, state: DecodeState, order: Tensor) -> DecodeState:

@@ -24,18 +24,31 @@ FORCED_EOS_FLOOR = -1e4
 class Decoder(Protocol):
     """What search needs from a model; translate.py adapts the Transformer to it."""
 
+    vocab_size: int
+
     def start(self, src: Tensor) -> Any:
         """Encode src [B, S] once; return a decode state with B rows."""
         ...
 
-    def step(self, tokens: Tensor, state: Any) -> Tensor:
-        """Feed each row's last token [N] (bos first); return fresh log-probs [N, V] float32 (search
-        writes into them); advance state."""
+    def step(self, tokens: Tensor, state: Any) -> Any:
+        """Feed each row's last token [N] (bos first); advance state; return the step's output, which
+        `log_probs` turns into log-probs."""
+        ...
+
+    def log_probs(self, output: Any, rows: slice) -> Tensor:
+        """Fresh log-probs [r, V] float32 of the output's rows `rows` (search writes into them)."""
         ...
 
     def reorder(self, state: Any, order: Tensor) -> Any:
         """Return the state whose row n is row order[n] (LongTensor [N']; rows may repeat or go)."""
         ...
+
+
+# Log-probs are made and searched in chunks of whole sentences of at most this many float32 values (16 MiB):
+# a step's logits written whole leave the CPU's caches before log-softmax, masking and top-k read them back. On
+# the 2-core test machine (V = 8,000) 1,200 rows took 29.7 ms whole and 17.7 ms as three chunks of 400; at
+# 400 rows or fewer (one chunk) nothing changes.
+LOGITS_CHUNK = 1 << 22
 
 
 def _log_softmax_(logits: Tensor) -> Tensor:
@@ -44,22 +57,26 @@ def _log_softmax_(logits: Tensor) -> Tensor:
 
 
 class ModelDecoder:
-    """The search contract over models with init_decode_state / decode_step / reorder_decode_state
-    (mtkit.model.Transformer), one or an ensemble.
+    """The search contract over models with init_decode_state / decode_hidden / project /
+    reorder_decode_state (mtkit.model.Transformer), one or an ensemble.
 
-    An ensemble averages the members' log-probabilities at every step. decode_step must return fresh
+    An ensemble averages the members' log-probabilities at every step. project must return fresh
     logits: they are turned into log-probs in place.
     """
 
     def __init__(self, models: list[Any]) -> None:
         self.models = models
+        self.vocab_size = models[0].cfg.vocab_size
 
     def start(self, src: Tensor) -> list[Any]:
         return [model.init_decode_state(src) for model in self.models]
 
-    def step(self, tokens: Tensor, state: list[Any]) -> Tensor:
-        logps = [_log_softmax_(m.decode_step(tokens, s).float()) for m, s in zip(self.models, state)]
-        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [N, V]
+    def step(self, tokens: Tensor, state: list[Any]) -> list[Tensor]:
+        return [m.decode_hidden(tokens, s) for m, s in zip(self.models, state)]  # [N, D] per model
+
+    def log_probs(self, output: list[Tensor], rows: slice) -> Tensor:
+        logps = [_log_softmax_(m.project(hidden[rows]).float()) for m, hidden in zip(self.models, output)]
+        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [r, V]
 
     def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
         return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
@@ -79,11 +96,14 @@ class TranslateConfig:
     temperature: float = 1.0
     seed: int = 1
     batch_tokens: int = 4000  # source tokens per batch; used by translate.py, not by search
+    workers: int = 0  # batches decoded at once on CPU, each on its share of the threads (0: auto); translate.py
 
     def __post_init__(self) -> None:
         for name in ("beam", "nbest", "batch_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be 0 (auto) or more; got {self.workers}")
         if not self.sampling and self.nbest > self.beam:
             raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
         if self.max_len_a < 0 or self.max_len_b < 0:
@@ -176,16 +196,37 @@ class _Finished:
         ]
 
 
-def _top_candidates(scores: Tensor, logp: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """The best 2K one-token extensions [b, 2K]: raw score, origin beam, token.
+def _top_candidates(scores: Tensor, logp: Tensor, count: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The best `count` (2K) one-token extensions [b, count]: raw score, origin beam, token.
 
-    2K so that K non-eos candidates remain even if K of them end in eos. Dead beams (-inf, e.g. all
-    but beam 0 at step 0) only yield -inf candidates, so no hypothesis is ever duplicated.
+    2K so that K non-eos candidates remain even if K of them end in eos. Dead beams (-inf) only yield
+    -inf candidates, so no hypothesis is ever duplicated; a tiny vocabulary's single step-0 row is padded
+    with such dead candidates.
     """
-    b, beam, vocab = logp.shape
-    cand = logp.add_(scores.unsqueeze(2)).view(b, beam * vocab)  # [b, K*V], in logp: it is ours to write
-    top, flat = _topk(cand, min(2 * beam, beam * vocab))  # [b, 2K]
+    b, width, vocab = logp.shape
+    cand = logp.add_(scores.unsqueeze(2)).view(b, width * vocab)  # [b, width*V], in logp: it is ours to write
+    top, flat = _topk(cand, min(count, width * vocab))  # [b, count]
+    if top.size(1) < count:
+        top = torch.nn.functional.pad(top, (0, count - top.size(1)), value=-math.inf)
+        flat = torch.nn.functional.pad(flat, (0, count - flat.size(1)))
     return top, flat // vocab, flat % vocab
+
+
+def _candidates(
+    decoder: Decoder, output: Any, scores: Tensor, count: int, forced: Tensor, eos_id: int, pad_id: int, bos_id: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
+    made and searched in chunks of whole sentences of at most LOGITS_CHUNK values."""
+    b, width = scores.shape
+    n_chunks = -(-b * width * decoder.vocab_size // LOGITS_CHUNK)
+    per_chunk = -(-b // n_chunks)
+    parts = []
+    for first in range(0, b, per_chunk):
+        last = min(first + per_chunk, b)
+        logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
+        logp = _mask_logprobs(logp, forced[first:last], eos_id, pad_id, bos_id)
+        parts.append(_top_candidates(scores[first:last], logp, count))
+    return parts[0] if len(parts) == 1 else tuple(torch.cat(x) for x in zip(*parts))  # type: ignore[return-value]
 
 
 def _topk(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -258,17 +299,13 @@ def beam_search(
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
     state = decoder.start(src)  # B rows
     active = torch.arange(n, device=device)  # [b] original index of each sentence still searching
-    scores = torch.full((n, beam), -math.inf, device=device)  # [b, K] raw log-probs
-    scores[:, 0] = 0.0  # only beam 0 is live at step 0, so no duplicate hypotheses
+    scores = torch.zeros((n, 1), device=device)  # [b, K] raw log-probs; [b, 1] at step 0
     history = torch.zeros((n, beam, 0), dtype=torch.long, device=device)  # [b, K, t]
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
-        logp = decoder.step(last, state).float().reshape(len(active), beam if t else 1, -1)  # [b, K or 1, V]
-        if t == 0:  # the dead beams' rows as before: -inf scores keep them out of every candidate
-            logp = logp.expand(-1, beam, -1).contiguous()  # [b, K, V]
-        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
-        cand = _top_candidates(scores, logp)
+        output = decoder.step(last, state)
+        cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
@@ -296,7 +333,7 @@ def _decode_rows(
     active = torch.arange(n, device=device)  # [N'] original index of each live row
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     for t in range(longest + 1 if n else 0):
-        logp = decoder.step(last, state).float()  # [N', V]
+        logp = decoder.log_probs(decoder.step(last, state), slice(None))  # [N', V]
         logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
         token = pick(logp)  # [N']
         logprob[active] += logp.gather(1, token[:, None]).squeeze(1)

@@ -11,6 +11,7 @@ import math
 import queue
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable
@@ -149,12 +150,43 @@ class Translator:
                 ids[offset] = tokens[: self.max_source_tokens]
         return ids
 
+    @property
+    def workers(self) -> int:
+        """Batches decoded at once: cfg.workers, where 0 (auto) is 2 on a CPU with 2 or more threads, else 1."""
+        if self.device.type != "cpu":
+            return 1
+        return self.cfg.workers or (2 if torch.get_num_threads() >= 2 else 1)
+
     def search_ids(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length."""
+        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
+
+        On CPU several batches are decoded at once (`workers`), each on its share of torch's threads: one
+        stream's Python and search steps, which leave cores idle, overlap with another's matrix products.
+        Each sentence's output is the same either way (tests/test_translate.py).
+        """
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        for batch in length_batches([len(t) for t in ids], self.cfg.batch_tokens):
-            for index, hyps in zip(batch, self._search([ids[i] for i in batch])):
-                results[index] = hyps
+        # Longest sentences first: the costliest batches start early, so the last ones to end are short.
+        batches = length_batches([len(t) for t in ids], self.cfg.batch_tokens)[::-1]
+        workers = min(self.workers, len(batches))
+
+        def run(batch: list[int]) -> list[list[Hypothesis]]:
+            return self._search([ids[i] for i in batch])
+
+        if workers <= 1:
+            found: Iterator[list[list[Hypothesis]]] = map(run, batches)
+        else:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(max(1, threads // workers))  # process-wide: restored below
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="mtkit-decode")
+            found = pool.map(run, batches)
+        try:
+            for batch, hyps in zip(batches, found):
+                for index, one in zip(batch, hyps):
+                    results[index] = one
+        finally:
+            if workers > 1:
+                pool.shutdown(cancel_futures=True)
+                torch.set_num_threads(threads)
         return results
 
     @torch.inference_mode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import pytest
@@ -79,6 +80,8 @@ class FakeState:
 class FakeDecoder:
     """The search.Decoder contract over a table; records how many rows each step computed."""
 
+    vocab_size = VOCAB
+
     def __init__(self, table: Table) -> None:
         self.table = table
         self.step_rows: list[int] = []
@@ -98,6 +101,9 @@ class FakeDecoder:
             self.table(self.sources[r], tuple(p[1:])) for r, p in zip(state.rows.tolist(), state.prefix.tolist())
         ]
         return torch.stack(rows) if rows else torch.zeros((0, VOCAB))
+
+    def log_probs(self, output: Tensor, rows: slice) -> Tensor:
+        return output[rows].clone()
 
     def reorder(self, state: FakeState, order: Tensor) -> FakeState:
         return FakeState(state.rows[order], state.prefix[order])
@@ -363,13 +369,19 @@ def test_model_decoder_log_probs_are_normalized() -> None:
     """The in-place log-softmax gives F.log_softmax of the model's logits."""
 
     class Logits:
-        def __init__(self) -> None:
-            self.last = None
+        cfg = SimpleNamespace(vocab_size=50)
 
-        def decode_step(self, tokens: torch.Tensor, state: None) -> torch.Tensor:
-            self.last = torch.randn(len(tokens), 50, generator=torch.Generator().manual_seed(1)) * 5
-            return self.last.clone()
+        def __init__(self) -> None:
+            self.last = torch.randn(6, 50, generator=torch.Generator().manual_seed(1)) * 5
+
+        def decode_hidden(self, tokens: torch.Tensor, state: None) -> torch.Tensor:
+            return torch.arange(len(tokens))
+
+        def project(self, hidden: torch.Tensor) -> torch.Tensor:
+            return self.last[hidden].clone()
 
     model = Logits()
-    logp = ModelDecoder([model]).step(torch.zeros(6, dtype=torch.long), [None])
-    torch.testing.assert_close(logp, torch.log_softmax(model.last, dim=-1), rtol=0, atol=1e-6)
+    decoder = ModelDecoder([model])
+    output = decoder.step(torch.zeros(6, dtype=torch.long), [None])
+    torch.testing.assert_close(decoder.log_probs(output, slice(None)), torch.log_softmax(model.last, dim=-1), rtol=0, atol=1e-6)
+    torch.testing.assert_close(decoder.log_probs(output, slice(2, 5)), torch.log_softmax(model.last[2:5], dim=-1), rtol=0, atol=1e-6)

@@ -25,6 +25,7 @@ class NoCacheDecoder:
 
     def __init__(self, model) -> None:
         self.model = model
+        self.vocab_size = model.cfg.vocab_size
 
     def start(self, src):
         memory, src_pad = self.model.encode(src)
@@ -34,6 +35,9 @@ class NoCacheDecoder:
         state["prefix"] = torch.cat([state["prefix"], tokens[:, None]], dim=1)
         hidden = self.model.decode(state["prefix"], state["memory"], state["src_pad"])
         return torch.log_softmax(self.model.project(hidden[:, -1]).float(), dim=-1)
+
+    def log_probs(self, output, rows):
+        return output[rows].clone()
 
     def reorder(self, state, order):
         return {k: v.index_select(0, order) for k, v in state.items()}
@@ -82,6 +86,26 @@ def test_short_sentence_scores_do_not_depend_on_the_batch(tiny_run: Path, multi3
     alone = [translator.translate_hypotheses([line])[0] for line in short]
     together = translator.translate_hypotheses(short + [long])[: len(short)]
     assert [[(h.tokens, h.score) for h in hyps] for hyps in alone] == [[(h.tokens, h.score) for h in hyps] for hyps in together]
+
+
+def test_workers_decode_batches_at_once_with_the_same_results(tiny_run: Path, multi30k: Path) -> None:
+    """Batches decoded on 3 threads at once (each on its share of torch's threads) give bit-identical
+    hypotheses, in input order, and torch's thread count is restored after."""
+    lines = read_gz_lines(multi30k / "val.en.gz", 120)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        one = Translator.load(tiny_run, batch_tokens=150, max_len_b=20, workers=1)
+        three = Translator.load(tiny_run, batch_tokens=150, max_len_b=20, workers=3)
+        assert one.workers == 1 and three.workers == 3
+        assert Translator.load(tiny_run).workers == 2  # auto with 2 threads
+        expected = one.translate_hypotheses(lines)
+        found = three.translate_hypotheses(lines)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert len(length_batches([len(t) for t in one.encode_lines(lines)], 150)) >= 6
+    assert [[(h.tokens, h.score) for h in hyps] for hyps in found] == [[(h.tokens, h.score) for h in hyps] for hyps in expected]
 
 
 def test_order_and_empty_lines(tiny_run: Path, multi30k: Path) -> None:
@@ -138,6 +162,11 @@ def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nothing" in missing.stderr and "Traceback" not in missing.stderr
     greedy = mtkit("translate", str(tiny_run), "--beam", "1", stdin=text)
     assert greedy.returncode == 0 and len(greedy.stdout.splitlines()) == 3
+    two = mtkit("translate", str(tiny_run), "--beam", "2", "--workers", "2", stdin=text)
+    assert two.returncode == 0 and two.stdout == plain.stdout
+    negative = mtkit("translate", str(tiny_run), "--workers", "-1", stdin=text)
+    assert negative.returncode == 2 and "workers must be 0 (auto) or more" in negative.stderr
+    assert len(negative.stderr.strip().splitlines()) == 1
 
 
 def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
