@@ -1,13 +1,14 @@
 """mtkit against CTranslate2 on the same model: the run exported by `mtkit export`, in alternating rounds.
 
 Exports RUN to CTranslate2 twice (float32 and int8 weights), then in each round runs, each as a whole process
-under /usr/bin/time -v: `mtkit translate` fp32 and bf16, and benchmarks/ct2_translate_export.py (ctranslate2 +
-sentencepiece only) with compute types float32 and int8, on test_2016_flickr, beam 4, at two settings:
+under /usr/bin/time -v: `mtkit translate` fp32 (one batch at a time, and --workers 2) and bf16, and
+benchmarks/ct2_translate_export.py (ctranslate2 + sentencepiece only) with compute types float32 and int8, each with
+inter_threads 1 x intra_threads T and inter 2 x intra T/2 (PROGRAMS), on test_2016_flickr, beam 4, at two settings:
 matched (length penalty 0 and mtkit's maximum length in both) and each engine's defaults (mtkit's GNMT 0.6,
 CTranslate2's length_penalty 1 and max_decoding_length 256). Both batch by 4,000 source tokens (mtkit's default).
 Reported per program: sentences/s and target tokens/s over each program's own decode timing (its
 `translated N lines in X s` line: after the model load, tokenization and detokenization included), whole-process
-seconds and peak RSS; per pair (mtkit fp32 / CT2 float32, mtkit bf16 / CT2 int8) the per-round ratios and the
+seconds and peak RSS; per pair (PAIRS: mtkit fp32 / CT2 float32, mtkit bf16 / CT2 int8) the per-round ratios and the
 identical lines. Target tokens are counted the same way for both: the output's spm pieces, no end token.
 Writes bench-out/ct2-same/results.json and results.md.
 Usage: python benchmarks/bench_ct2_same_model.py [--model RUN | --train-minutes M] [--lines N] [--rounds 3]
@@ -35,9 +36,14 @@ CT2_PROGRAM = HERE / "ct2_translate_export.py"
 BATCH_TOKENS = 4000
 SETTINGS = ("matched", "defaults")
 # name -> (engine, precision); every round runs each of them once per setting, in this order.
-PROGRAMS = {"mtkit fp32": ("mtkit", "fp32"), "ct2 float32": ("ct2", "float32"),
-            "mtkit bf16": ("mtkit", "bf16"), "ct2 int8": ("ct2", "int8")}
-PAIRS = (("mtkit fp32", "ct2 float32"), ("mtkit bf16", "ct2 int8"))
+# name -> (engine, precision, batches at once). mtkit runs one batch at a time on all threads (its default) and, as
+# "mtkit fp32 2x1", --workers 2 of threads / 2 each. CTranslate2 runs both ways: inter_threads 1 x intra T (its
+# default layout) and inter 2 x intra T / 2 ("2x1").
+PROGRAMS = {"mtkit fp32": ("mtkit", "fp32", 1), "mtkit fp32 2x1": ("mtkit", "fp32", 2),
+            "ct2 float32": ("ct2", "float32", 1), "ct2 float32 2x1": ("ct2", "float32", 2),
+            "mtkit bf16": ("mtkit", "bf16", 0), "ct2 int8": ("ct2", "int8", 1), "ct2 int8 2x1": ("ct2", "int8", 2)}
+PAIRS = (("mtkit fp32", "ct2 float32"), ("mtkit fp32 2x1", "ct2 float32 2x1"), ("mtkit fp32", "ct2 float32 2x1"),
+         ("mtkit bf16", "ct2 int8"), ("mtkit bf16", "ct2 int8 2x1"))
 TIMING = re.compile(r"translated (\d+) lines in ([\d.]+)s")
 
 
@@ -54,13 +60,15 @@ def export_models(run_dir: Path, threads: int) -> dict[str, Path]:
 
 
 def program_command(name: str, setting: str, run_dir: Path, exports: dict[str, Path], source: Path, hyp: Path, threads: int) -> list[str]:
-    engine, precision = PROGRAMS[name]
+    engine, precision, at_once = PROGRAMS[name]
     if engine == "mtkit":
         cmd = mtkit_command() + ["translate", str(run_dir), "--beam", "4", "--batch-tokens", str(BATCH_TOKENS),
                                  "--dtype", precision, "-i", str(source), "-o", str(hyp)]
+        cmd += ["--workers", str(at_once)]
         return cmd + (["--length-penalty", "0"] if setting == "matched" else [])
     return [sys.executable, str(CT2_PROGRAM), str(exports[precision]), str(source), str(hyp), "--compute-type", precision,
-            "--threads", str(threads), "--settings", setting, "--batch-tokens", str(BATCH_TOKENS)]
+            "--threads", str(threads), "--inter-threads", str(at_once), "--settings", setting, "--batch-tokens",
+            str(BATCH_TOKENS)]
 
 
 def run_program(name: str, setting: str, round_no: int, cmd: list[str], hyp: Path, threads: int, count_tokens) -> dict:

@@ -11,9 +11,10 @@ and writes one line per input (empty stays empty), as `mtkit translate` does, an
   minimum length (mtkit allows an empty output).
 --settings defaults: CTranslate2's own defaults (length_penalty 1, max_decoding_length 256, min_decoding_length 1)
   with the same beam.
-Both batch by --batch-tokens source tokens (mtkit's default is 4,000).
+Both batch by --batch-tokens source tokens (mtkit's default is 4,000). --inter-threads N: N batches at once, each
+on --threads / N threads (CTranslate2's inter_threads; mtkit's --workers).
 Usage: python benchmarks/ct2_translate_export.py MODEL_DIR INPUT OUTPUT [--compute-type float32|int8]
-       [--threads 2] [--settings matched|defaults] [--batch-tokens 4000]
+       [--threads 2] [--inter-threads 1] [--settings matched|defaults] [--batch-tokens 4000]
 """
 
 from __future__ import annotations
@@ -39,12 +40,18 @@ def matched_translate(
         limit = math.floor(search["max_len_a"] * len(source) + search["max_len_b"])
         groups[min(limit, max_tokens)].append(index)  # mtkit also stops at the decoder's last position
     outputs: list[list[str]] = [[] for _ in pieces]
-    for limit, indices in sorted(groups.items()):
-        results = translator.translate_batch(
+    # Every group is submitted before any result is read, so that with inter_threads > 1 batches of several groups
+    # run at once, as one translate_batch call's batches do.
+    submitted = [
+        (indices, translator.translate_batch(
             [pieces[i] for i in indices], beam_size=search["beam"], length_penalty=0, min_decoding_length=0,
-            max_decoding_length=limit + 1, max_input_length=0, max_batch_size=batch_tokens, batch_type="tokens")
+            max_decoding_length=limit + 1, max_input_length=0, max_batch_size=batch_tokens, batch_type="tokens",
+            asynchronous=True))
+        for limit, indices in sorted(groups.items())
+    ]
+    for indices, results in submitted:
         for index, result in zip(indices, results):
-            outputs[index] = result.hypotheses[0]
+            outputs[index] = result.result().hypotheses[0]
     return outputs
 
 
@@ -62,12 +69,14 @@ def main() -> None:
     parser.add_argument("output", type=Path)
     parser.add_argument("--compute-type", default="float32")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--inter-threads", type=int, default=1, help="batches at once (each on threads / this)")
     parser.add_argument("--settings", choices=("matched", "defaults"), default="matched")
     parser.add_argument("--batch-tokens", type=int, default=4000)
     args = parser.parse_args()
     metadata = json.loads((args.model / "mtkit.json").read_text(encoding="utf-8"))
     translator = ctranslate2.Translator(str(args.model), device="cpu", compute_type=args.compute_type,
-                                        inter_threads=1, intra_threads=args.threads)
+                                        inter_threads=args.inter_threads,
+                                        intra_threads=max(1, args.threads // args.inter_threads))
     sp = spm.SentencePieceProcessor(model_file=str(args.model / "spm.model"))
     start = time.monotonic()
     lines = args.input.read_text(encoding="utf-8").split("\n")

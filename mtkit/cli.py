@@ -173,8 +173,7 @@ def translate(
     max_len_b: Optional[int] = typer.Option(None, "--max-len-b"),
     batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", help="Source tokens per batch."),
     workers: Optional[int] = typer.Option(
-        None, "--workers", help="Batches decoded at once on CPU, each on its share of the threads (default 0: 2 "
-        "with 2+ threads, else 1)."),
+        None, "--workers", help="Batches decoded at once on CPU, each on its share of the threads (default 1)."),
     nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),

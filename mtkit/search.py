@@ -96,14 +96,12 @@ class TranslateConfig:
     temperature: float = 1.0
     seed: int = 1
     batch_tokens: int = 4000  # source tokens per batch; used by translate.py, not by search
-    workers: int = 0  # batches decoded at once on CPU, each on its share of the threads (0: auto); translate.py
+    workers: int = 1  # batches decoded at once on CPU, each on its share of the threads; used by translate.py
 
     def __post_init__(self) -> None:
-        for name in ("beam", "nbest", "batch_tokens"):
+        for name in ("beam", "nbest", "batch_tokens", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if self.workers < 0:
-            raise ValueError(f"workers must be 0 (auto) or more; got {self.workers}")
         if not self.sampling and self.nbest > self.beam:
             raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
         if self.max_len_a < 0 or self.max_len_b < 0:

@@ -152,17 +152,16 @@ class Translator:
 
     @property
     def workers(self) -> int:
-        """Batches decoded at once: cfg.workers, where 0 (auto) is 2 on a CPU with 2 or more threads, else 1."""
-        if self.device.type != "cpu":
-            return 1
-        return self.cfg.workers or (2 if torch.get_num_threads() >= 2 else 1)
+        """Batches decoded at once: cfg.workers on CPU, 1 elsewhere."""
+        return self.cfg.workers if self.device.type == "cpu" else 1
 
     def search_ids(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
 
-        On CPU several batches are decoded at once (`workers`), each on its share of torch's threads: one
-        stream's Python and search steps, which leave cores idle, overlap with another's matrix products.
-        Each sentence's output is the same either way (tests/test_translate.py).
+        On CPU `workers` batches can be decoded at once, each on its share of torch's threads, as CTranslate2's
+        inter_threads: one stream's Python and search steps overlap with another's matrix products. Each
+        sentence's output is the same either way (tests/test_translate.py). Not the default: on the 2-core test
+        machine whole `mtkit translate` runs gained nothing at 2 x 1 threads and peaked 1.5x higher (BENCHMARKS.md).
         """
         results: list[list[Hypothesis]] = [[] for _ in ids]
         # Longest sentences first: the costliest batches start early, so the last ones to end are short.

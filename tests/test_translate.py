@@ -98,7 +98,7 @@ def test_workers_decode_batches_at_once_with_the_same_results(tiny_run: Path, mu
         one = Translator.load(tiny_run, batch_tokens=150, max_len_b=20, workers=1)
         three = Translator.load(tiny_run, batch_tokens=150, max_len_b=20, workers=3)
         assert one.workers == 1 and three.workers == 3
-        assert Translator.load(tiny_run).workers == 2  # auto with 2 threads
+        assert Translator.load(tiny_run).workers == 1
         expected = one.translate_hypotheses(lines)
         found = three.translate_hypotheses(lines)
         assert torch.get_num_threads() == 2
@@ -165,7 +165,7 @@ def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
     two = mtkit("translate", str(tiny_run), "--beam", "2", "--workers", "2", stdin=text)
     assert two.returncode == 0 and two.stdout == plain.stdout
     negative = mtkit("translate", str(tiny_run), "--workers", "-1", stdin=text)
-    assert negative.returncode == 2 and "workers must be 0 (auto) or more" in negative.stderr
+    assert negative.returncode == 2 and "workers must be at least 1" in negative.stderr
     assert len(negative.stderr.strip().splitlines()) == 1
 
 
