@@ -41,7 +41,7 @@ SETTINGS = ("matched", "defaults")
 # default layout) and inter 2 x intra T / 2 ("2x1").
 PROGRAMS = {"mtkit fp32": ("mtkit", "fp32", 1), "mtkit fp32 2x1": ("mtkit", "fp32", 2),
             "ct2 float32": ("ct2", "float32", 1), "ct2 float32 2x1": ("ct2", "float32", 2),
-            "mtkit bf16": ("mtkit", "bf16", 0), "ct2 int8": ("ct2", "int8", 1), "ct2 int8 2x1": ("ct2", "int8", 2)}
+            "mtkit bf16": ("mtkit", "bf16", 1), "ct2 int8": ("ct2", "int8", 1), "ct2 int8 2x1": ("ct2", "int8", 2)}
 PAIRS = (("mtkit fp32", "ct2 float32"), ("mtkit fp32 2x1", "ct2 float32 2x1"), ("mtkit fp32", "ct2 float32 2x1"),
          ("mtkit bf16", "ct2 int8"), ("mtkit bf16", "ct2 int8 2x1"))
 TIMING = re.compile(r"translated (\d+) lines in ([\d.]+)s")
