@@ -120,9 +120,9 @@ def _cpu_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal:
     scores = torch.matmul(q * q.size(-1) ** -0.5, k.transpose(-1, -2))  # [B, H, L, S]
     if causal:
         future = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).triu_(1)  # [L, S]
-        scores = scores.masked_fill(future, float("-inf"))
+        scores.masked_fill_(future, float("-inf"))  # in place: matmul's backward needs q and k, not scores
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores.masked_fill_(~mask, float("-inf"))
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
     if dropout_p > 0:
         probs = F.dropout(probs, dropout_p, True)
@@ -299,12 +299,13 @@ class FeedForward(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.inner = _linear(cfg.d_model, cfg.d_ff)
+        self.activation: nn.Module = nn.ReLU()  # a module, so that mtkit.packed can fold it into `inner`
         self.outer = _linear(cfg.d_ff, cfg.d_model)
         self.dropout = Dropout(cfg.activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         """[B, L, D] -> [B, L, D]."""
-        return self.outer(self.dropout(F.relu(self.inner(x))))
+        return self.outer(self.dropout(self.activation(self.inner(x))))
 
 
 class Residual(nn.Module):

@@ -5,6 +5,8 @@ on our 2-core test machine, oneDNN with pre-packed weights spends 10% less time 
 against 4.45 s under torch.profiler), so translation is about 1.07x faster (BENCHMARKS.md). Its result
 for a row is bit-identical however many rows come with it (MKL's is not), which is what lets batching
 never change a translation. bfloat16 linears already go through oneDNN, so only float32 is packed.
+A ReLU that follows a packed linear (a module's `inner` linear and `activation`, as mtkit.model's FeedForward)
+runs inside it as oneDNN's post-op: the same values without a second pass over [N, d_ff].
 Imports torch only.
 """
 
@@ -39,9 +41,10 @@ class PackedLinear(nn.Module):
         self.bias = linear.bias
         self._packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), ROWS_HINT)
         self._bias = None if linear.bias is None else linear.bias.detach()
+        self.activation = "none"  # or "relu": applied to the output inside the same oneDNN call
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self._packed, self._bias, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(x, self._packed, self._bias, self.activation, [], "")
 
 
 def pack_linears(model: nn.Module) -> int:
@@ -70,4 +73,8 @@ def pack_linears(model: nn.Module) -> int:
     for name, layer in packed.items():
         parent, _, attr = name.rpartition(".")
         setattr(model.get_submodule(parent), attr, layer)
+    for module in model.modules():
+        if isinstance(getattr(module, "inner", None), PackedLinear) and type(getattr(module, "activation", None)) is nn.ReLU:
+            module.inner.activation = "relu"
+            module.activation = nn.Identity()
     return len(packed)

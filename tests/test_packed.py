@@ -60,6 +60,8 @@ def test_pack_linears_keeps_weights_ties_and_outputs() -> None:
     after = model.state_dict()
     assert list(after) == list(before) and all(torch.equal(after[k], before[k]) for k in before)
     assert model.output.weight is model.decoder.embed.tokens.weight  # the tie survives
+    for layer in list(model.encoder.layers) + list(model.decoder.layers):  # the ReLU runs inside the first linear
+        assert layer.feed_forward.inner.activation == "relu" and type(layer.feed_forward.activation) is nn.Identity
     src = torch.tensor([[5, 6, 7, 3], [8, 9, 3, 0]])
     tgt = torch.tensor([[2, 10, 11], [2, 12, 0]])
     with torch.no_grad():
