@@ -164,9 +164,13 @@ class Translator:
         machine whole `mtkit translate` runs gained nothing at 2 x 1 threads and peaked 1.5x higher (BENCHMARKS.md).
         """
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        # Longest sentences first: the costliest batches start early, so the last ones to end are short.
-        batches = length_batches([len(t) for t in ids], self.cfg.batch_tokens)[::-1]
+        lengths = [len(t) for t in ids]
+        batches = length_batches(lengths, self.cfg.batch_tokens)
         workers = min(self.workers, len(batches))
+        if workers > 1:
+            # The costliest batches (most padded tokens) first, the tail in pieces: the workers end close together.
+            batches.sort(key=lambda batch: -len(batch) * (lengths[batch[-1]] + 1))
+            batches = split_tail(batches, workers)
 
         def run(batch: list[int]) -> list[list[Hypothesis]]:
             return self._search([ids[i] for i in batch])
@@ -224,6 +228,18 @@ def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     if current:
         batches.append(current)
     return batches
+
+
+def split_tail(batches: list[list[int]], parts: int) -> list[list[int]]:
+    """The last `parts` batches each cut into `parts` pieces (of consecutive sentences; empty ones dropped).
+
+    With `parts` workers taking batches in turn, a worker that finds none left waits for the others' last
+    batches: pieces make that wait short. Five batches on two workers, for one, kept a core idle for a fifth
+    of the work (in-process: 3.27 s for 1,000 lines, 3.13 s at 2,000 tokens a batch).
+    """
+    head, tail = batches[: len(batches) - parts], batches[len(batches) - parts :]
+    pieces = [batch[i * len(batch) // parts : (i + 1) * len(batch) // parts] for batch in tail for i in range(parts)]
+    return head + [piece for piece in pieces if piece]
 
 
 def one_line(text: str) -> str:

@@ -16,7 +16,7 @@ import torch
 
 from mtkit.errors import UserError
 from mtkit.search import TranslateConfig, search
-from mtkit.translate import CHUNK_LINES, Translator, length_batches, pad_batch, translate_stream
+from mtkit.translate import CHUNK_LINES, Translator, length_batches, pad_batch, split_tail, translate_stream
 from tests.conftest import read_gz_lines
 
 
@@ -86,6 +86,13 @@ def test_short_sentence_scores_do_not_depend_on_the_batch(tiny_run: Path, multi3
     alone = [translator.translate_hypotheses([line])[0] for line in short]
     together = translator.translate_hypotheses(short + [long])[: len(short)]
     assert [[(h.tokens, h.score) for h in hyps] for hyps in alone] == [[(h.tokens, h.score) for h in hyps] for hyps in together]
+
+
+def test_split_tail_cuts_the_last_batches_into_pieces() -> None:
+    batches = [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9, 10, 11], [12]]
+    assert split_tail(batches, 2) == [[0, 1, 2, 3], [4, 5, 6], [7, 8], [9, 10, 11], [12]]
+    assert split_tail(batches, 4) == [[0], [1], [2], [3], [4], [5], [6], [7], [8], [9], [10, 11], [12]]
+    assert split_tail([[0, 1]], 1) == [[0, 1]]
 
 
 def test_workers_decode_batches_at_once_with_the_same_results(tiny_run: Path, multi30k: Path) -> None:
