@@ -194,8 +194,8 @@ def translate(
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
-               "batch_tokens": batch_tokens, "workers": workers, "nbest": nbest, "sampling": sampling, "top_k": top_k, "top_p": top_p,
-               "temperature": temperature}
+               "batch_tokens": batch_tokens, "workers": workers, "nbest": nbest, "sampling": sampling,
+               "top_k": top_k, "top_p": top_p, "temperature": temperature}
     with start_up_without_gc():
         from mtkit.translate import Translator, translate_stream
 

@@ -12,6 +12,7 @@ import queue
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable
@@ -158,10 +159,8 @@ class Translator:
     def search_ids(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
 
-        On CPU `workers` batches can be decoded at once, each on its share of torch's threads, as CTranslate2's
-        inter_threads: one stream's Python and search steps overlap with another's matrix products. Each
-        sentence's output is the same either way (tests/test_translate.py). Not the default: on the 2-core test
-        machine whole `mtkit translate` runs gained nothing at 2 x 1 threads and peaked 1.5x higher (BENCHMARKS.md).
+        On CPU `workers` batches are decoded at once, each on its share of torch's threads, as CTranslate2's
+        inter_threads; each sentence's output is the same either way (tests/test_translate.py).
         """
         results: list[list[Hypothesis]] = [[] for _ in ids]
         lengths = [len(t) for t in ids]
@@ -175,21 +174,10 @@ class Translator:
         def run(batch: list[int]) -> list[list[Hypothesis]]:
             return self._search([ids[i] for i in batch])
 
-        if workers <= 1:
-            found: Iterator[list[list[Hypothesis]]] = map(run, batches)
-        else:
-            threads = torch.get_num_threads()
-            torch.set_num_threads(max(1, threads // workers))  # process-wide: restored below
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="mtkit-decode")
-            found = pool.map(run, batches)
-        try:
-            for batch, hyps in zip(batches, found):
+        with decode_threads(workers) as map_batches:
+            for batch, hyps in zip(batches, map_batches(run, batches)):
                 for index, one in zip(batch, hyps):
                     results[index] = one
-        finally:
-            if workers > 1:
-                pool.shutdown(cancel_futures=True)
-                torch.set_num_threads(threads)
         return results
 
     @torch.inference_mode()
@@ -230,12 +218,32 @@ def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     return batches
 
 
+@contextmanager
+def decode_threads(workers: int) -> Iterator[Callable]:
+    """A `map` that runs on `workers` threads, each on 1/workers of torch's threads (restored after); the builtin
+    map for one worker.
+
+    Not the default: on the 2-core test machine two workers of one thread decoded 1.05-1.07x the sentences/s of
+    one batch on two threads and peaked about 30% higher (BENCHMARKS.md, session 6).
+    """
+    if workers <= 1:
+        yield map
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // workers))  # process-wide
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="mtkit-decode")
+    try:
+        yield pool.map
+    finally:
+        pool.shutdown(cancel_futures=True)
+        torch.set_num_threads(threads)
+
+
 def split_tail(batches: list[list[int]], parts: int) -> list[list[int]]:
     """The last `parts` batches each cut into `parts` pieces (of consecutive sentences; empty ones dropped).
 
     With `parts` workers taking batches in turn, a worker that finds none left waits for the others' last
-    batches: pieces make that wait short. Five batches on two workers, for one, kept a core idle for a fifth
-    of the work (in-process: 3.27 s for 1,000 lines, 3.13 s at 2,000 tokens a batch).
+    batches: pieces make that wait short (two workers on the 1,000 test lines ended 0.5 s apart, now 0.06 s).
     """
     head, tail = batches[: len(batches) - parts], batches[len(batches) - parts :]
     pieces = [batch[i * len(batch) // parts : (i + 1) * len(batch) // parts] for batch in tail for i in range(parts)]
