@@ -17,6 +17,7 @@ from types import TracebackType
 import numpy as np
 import torch
 
+from mtkit.batching import round_up
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 from mtkit.readahead import ReadAhead
@@ -208,8 +209,8 @@ def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: in
 
 
 def _padded_width(lens: np.ndarray, multiple: int) -> int:
-    """The longest sentence + its eos (or bos), rounded up to `multiple` (as batching.round_up counts it)."""
-    return -(-(int(lens.max(initial=0)) + 1) // multiple) * multiple
+    """The longest sentence + its eos (or bos), rounded up to `multiple` (as the batch budget counts it)."""
+    return int(round_up(int(lens.max(initial=0)) + 1, multiple))
 
 
 def _gather(

@@ -24,8 +24,6 @@ FORCED_EOS_FLOOR = -1e4
 class Decoder(Protocol):
     """What search needs from a model; translate.py adapts the Transformer to it."""
 
-    vocab_size: int
-
     def start(self, src: Tensor) -> Any:
         """Encode src [B, S] once; return a decode state with B rows."""
         ...
@@ -44,11 +42,12 @@ class Decoder(Protocol):
         ...
 
 
-# Log-probs are made and searched in chunks of whole sentences of at most this many float32 values (16 MiB):
-# a step's logits written whole leave the CPU's caches before log-softmax, masking and top-k read them back. On
-# the 2-core test machine (V = 8,000) 1,200 rows took 29.7 ms whole and 17.7 ms as three chunks of 400; at
-# 400 rows or fewer (one chunk) nothing changes.
-LOGITS_CHUNK = 1 << 22
+# On CPU, log-probs are made and searched in chunks of whole sentences of at most this many rows: a step's logits
+# written whole leave the caches before log-softmax, masking and top-k read them back. On the 2-core test machine
+# (V = 8,000: 16 MiB a chunk) 1,200 rows took 29.7 ms whole and 17.7 ms as three chunks of 400; at 512 rows or
+# fewer (one chunk) nothing changes. Larger vocabularies were not measured; there the chunk bounds the logits'
+# memory. On a GPU a step is one chunk: more chunks would only add kernel launches and host syncs.
+LOGITS_CHUNK_ROWS = 512
 
 
 def _log_softmax_(logits: Tensor) -> Tensor:
@@ -66,7 +65,6 @@ class ModelDecoder:
 
     def __init__(self, models: list[Any]) -> None:
         self.models = models
-        self.vocab_size = models[0].cfg.vocab_size
 
     def start(self, src: Tensor) -> list[Any]:
         return [model.init_decode_state(src) for model in self.models]
@@ -214,10 +212,10 @@ def _candidates(
     decoder: Decoder, output: Any, scores: Tensor, count: int, forced: Tensor, eos_id: int, pad_id: int, bos_id: int,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
-    made and searched in chunks of whole sentences of at most LOGITS_CHUNK values."""
+    made and searched in equal chunks of whole sentences of at most LOGITS_CHUNK_ROWS rows on CPU."""
     b, width = scores.shape
-    n_chunks = -(-b * width * decoder.vocab_size // LOGITS_CHUNK)
-    per_chunk = -(-b // n_chunks)
+    n_chunks = -(-b * width // LOGITS_CHUNK_ROWS) if scores.device.type == "cpu" else 1
+    per_chunk = max(-(-b // n_chunks), 1)
     parts = []
     for first in range(0, b, per_chunk):
         last = min(first + per_chunk, b)

@@ -15,7 +15,7 @@ ALLOWED: dict[str, set[str]] = {
     "files": {"errors"},
     "readahead": set(),
     "tokenizer": {"files", "errors"},
-    "data": {"files", "errors", "readahead"},
+    "data": {"files", "errors", "readahead", "batching"},
     "score": {"files", "errors"},
     "checkpoint": {"files", "errors"},
     "batching": set(),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Callable
 
 import pytest
@@ -79,8 +78,6 @@ class FakeState:
 
 class FakeDecoder:
     """The search.Decoder contract over a table; records how many rows each step computed."""
-
-    vocab_size = VOCAB
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -369,8 +366,6 @@ def test_model_decoder_log_probs_are_normalized() -> None:
     """The in-place log-softmax gives F.log_softmax of the model's logits."""
 
     class Logits:
-        cfg = SimpleNamespace(vocab_size=50)
-
         def __init__(self) -> None:
             self.last = torch.randn(6, 50, generator=torch.Generator().manual_seed(1)) * 5
 

@@ -25,7 +25,6 @@ class NoCacheDecoder:
 
     def __init__(self, model) -> None:
         self.model = model
-        self.vocab_size = model.cfg.vocab_size
 
     def start(self, src):
         memory, src_pad = self.model.encode(src)
