@@ -224,7 +224,8 @@ def decode_threads(workers: int) -> Iterator[Callable]:
     map for one worker.
 
     Not the default: on the 2-core test machine two workers of one thread decoded 1.05-1.07x the sentences/s of
-    one batch on two threads and peaked about 30% higher (BENCHMARKS.md, session 6).
+    one batch on two threads and peaked about 30% higher (BENCHMARKS.md, "Same model against CTranslate2",
+    2026-11-23).
     """
     if workers <= 1:
         yield map
