@@ -89,6 +89,12 @@ def wrap_ddp(module: nn.Module, ctx: DistContext, bf16_compress: bool = False) -
     return ddp
 
 
+def training_device(name: str, local_rank: int = 0) -> torch.device:
+    """train.device as a training process takes it: auto is this rank's GPU when CUDA is available, else the CPU."""
+    use_cuda = name == "cuda" or (name == "auto" and torch.cuda.is_available())
+    return torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+
+
 def setup_distributed(device_name: str, timeout_minutes: float = 30.0) -> DistContext:
     """torchrun sets WORLD_SIZE/RANK/LOCAL_RANK; gloo on CPU, NCCL on GPU.
 
@@ -99,8 +105,8 @@ def setup_distributed(device_name: str, timeout_minutes: float = 30.0) -> DistCo
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = device_name == "cuda" or (device_name == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    device = training_device(device_name, local_rank)
+    use_cuda = device.type == "cuda"
     if use_cuda:
         torch.cuda.set_device(device)
     if world > 1 and not dist.is_initialized():
