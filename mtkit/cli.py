@@ -269,6 +269,8 @@ def serve(
     queue_size: int = typer.Option(64, "--queue-size", help="Requests waiting or decoding at once; more get 503 + Retry-After."),
     strict: bool = typer.Option(False, "--strict", help="Refuse over-long lines (413) instead of truncating them with a warning."),
     access_log: bool = typer.Option(False, "--access-log", help="Log every request on stderr."),
+    body_timeout: float = typer.Option(10.0, "--body-timeout", help="Seconds a request body may take to arrive (408 after)."),
+    grace_seconds: float = typer.Option(5.0, "--grace-seconds", help="After SIGTERM, seconds a body still arriving may take before the connection is closed."),
 ) -> None:
     """Serve translations over HTTP: POST /translate {"text": [...]}, GET /health, GET /info (README: Serving)."""
     from mtkit.serve import ServeConfig
@@ -276,7 +278,8 @@ def serve(
 
     run_serve(model, ServeConfig(host=host, port=port, device=device, dtype=dtype, max_batch_tokens=max_batch_tokens,
                                  max_delay_ms=max_delay_ms, max_lines=max_lines, max_bytes=max_bytes, max_beam=max_beam,
-                                 queue_size=queue_size, strict=strict, access_log=access_log))
+                                 queue_size=queue_size, strict=strict, access_log=access_log,
+                                 body_timeout=body_timeout, grace_seconds=grace_seconds))
 
 
 @contextlib.contextmanager

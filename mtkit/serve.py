@@ -31,6 +31,8 @@ REQUEST_KEYS = ("text", "beam", "nbest")
 # What `mtkit translate` passes when run without options, so the service answers as the CLI does.
 CLI_DEFAULTS: dict[str, Any] = {"nbest": 1, "sampling": False, "top_k": 0, "top_p": 1.0, "temperature": 1.0}
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
+# GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
+PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf-8")
 
 
 @dataclass
@@ -49,6 +51,8 @@ class ServeConfig:
     queue_size: int = 64  # requests admitted and not yet answered (503 above)
     strict: bool = False  # refuse over-long lines (413) instead of truncating them with a warning
     access_log: bool = False
+    body_timeout: float = 10.0  # seconds from the headers to the body's last byte (408 after); 1 MiB at ~100 KB/s
+    grace_seconds: float = 5.0  # after SIGTERM, how long a body still arriving may take before it is refused
 
     def __post_init__(self) -> None:
         check(self.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
@@ -56,15 +60,25 @@ class ServeConfig:
             check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
         check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")
         check(self.max_delay_ms >= 0, "--max-delay-ms must be >= 0")
+        check(self.body_timeout > 0, "--body-timeout must be > 0")
+        check(self.grace_seconds >= 0, "--grace-seconds must be >= 0")
         check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")
 
 
 class RequestError(Exception):
-    """A request the service refuses: HTTP status and a one-line message for the client."""
+    """A request the service refuses: HTTP status and a one-line message for the client.
 
-    def __init__(self, status: int, message: str) -> None:
+    `close`: the connection is closed after the answer (a body that never came leaves the stream unusable).
+    """
+
+    def __init__(self, status: int, message: str, close: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.close = close
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its request was read; logged in one line, nothing to answer."""
 
 
 @dataclass
@@ -279,6 +293,7 @@ def model_info(translator: Translator, cfg: ServeConfig) -> dict[str, Any]:
                   **dataclasses.asdict(translator.model_cfg)},
         "translate": dataclasses.asdict(translator.cfg),
         "recipe": translator.info.get("configs", {}),
+        "engine": "torch",
         "device": str(translator.device),
         "dtype": cfg.dtype,
         "limits": {key: getattr(cfg, key) for key in
@@ -286,23 +301,61 @@ def model_info(translator: Translator, cfg: ServeConfig) -> dict[str, Any]:
     }
 
 
-async def read_body(request: Any, max_bytes: int) -> bytes:
+async def collect_body(request: Any, max_bytes: int) -> bytes:
     """The request body, refused (413) as soon as it is known to be over max_bytes."""
+    from starlette.requests import ClientDisconnect
+
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"request body of {declared} bytes, over this server's limit of {max_bytes} (--max-bytes)")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:  # a chunked body declares no length: count as it comes
-            raise RequestError(413, f"request body over this server's limit of {max_bytes} bytes (--max-bytes)")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:  # a chunked body declares no length: count as it comes
+                raise RequestError(413, f"request body over this server's limit of {max_bytes} bytes (--max-bytes)")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone(f"{client_address(request)} closed the connection after {size} body bytes") from None
     return b"".join(chunks)
 
 
-async def translate_request(request: Any, translator: Translator, worker: BatchWorker, cfg: ServeConfig) -> dict:
+async def after_grace(stopping: asyncio.Event, grace_seconds: float) -> None:
+    """Returns `grace_seconds` after the server was asked to stop."""
+    await stopping.wait()
+    await asyncio.sleep(grace_seconds)
+
+
+async def read_body(request: Any, cfg: ServeConfig, stopping: asyncio.Event) -> bytes:
+    """The body, bounded in time: 408 after --body-timeout, 503 once the grace after SIGTERM has passed.
+
+    Without a bound, a client that sends headers and part of a body and then stalls holds its connection (and,
+    after SIGTERM, the whole process) for as long as it stays connected. Both answers close the connection.
+    """
+    body = asyncio.ensure_future(collect_body(request, cfg.max_bytes))
+    stop = asyncio.ensure_future(after_grace(stopping, cfg.grace_seconds))
+    try:
+        done, _ = await asyncio.wait((body, stop), timeout=cfg.body_timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        body.cancel()  # no-op when finished; else stops waiting on the socket
+    if body in done:
+        return body.result()
+    if stop in done:
+        raise RequestError(503, "server stopping: the request body did not arrive in time", close=True)
+    raise RequestError(408, f"request body not received within {cfg.body_timeout:g} s (--body-timeout)", close=True)
+
+
+def client_address(request: Any) -> str:
+    host, port = request.client if request.client else ("unknown client", "")
+    return f"{host}:{port}" if port else host
+
+
+async def translate_request(
+    request: Any, translator: Translator, worker: BatchWorker, cfg: ServeConfig, stopping: asyncio.Event,
+) -> dict:
     """POST /translate: validate, encode (warnings collected for this request), queue, await the worker."""
-    parsed = parse_request(await read_body(request, cfg.max_bytes), cfg, translator.cfg.beam)
+    parsed = parse_request(await read_body(request, cfg, stopping), cfg, translator.cfg.beam)
     warnings: list[str] = []
     try:
         ids = translator.encode_lines(parsed.lines, strict=cfg.strict, on_warning=warnings.append)
@@ -321,21 +374,33 @@ async def translate_request(request: Any, translator: Translator, worker: BatchW
     return answer
 
 
-def build_app(translator: Translator, worker: BatchWorker, cfg: ServeConfig, info: dict[str, Any]) -> Any:
-    """The FastAPI app: POST /translate, GET /health, GET /info; every error is {"error": message}."""
+def build_app(
+    translator: Translator, worker: BatchWorker, cfg: ServeConfig, info: dict[str, Any], stopping: asyncio.Event,
+) -> Any:
+    """The FastAPI app: POST /translate, GET /health, GET /info; every error is {"error": message}.
+
+    `stopping` is set when the server is asked to stop (see run_until_stopped).
+    """
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse
     from starlette.exceptions import HTTPException
 
     app = FastAPI(title="mtkit", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
 
-    def error(status: int, message: str) -> JSONResponse:
-        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    def error(status: int, message: str, close: bool = False) -> JSONResponse:
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
+        if close:
+            headers["Connection"] = "close"
         return JSONResponse({"error": message}, status_code=status, headers=headers)
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        return error(exc.status, str(exc))
+        return error(exc.status, str(exc), exc.close)
+
+    @app.exception_handler(ClientGone)
+    async def gone(request: Request, exc: ClientGone) -> JSONResponse:
+        log(str(exc))
+        return error(400, str(exc), close=True)  # the server drops it: nobody is listening
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405 in the same shape
@@ -343,7 +408,11 @@ def build_app(translator: Translator, worker: BatchWorker, cfg: ServeConfig, inf
 
     @app.post("/translate")
     async def translate(request: Request) -> dict:
-        return await translate_request(request, translator, worker, cfg)
+        return await translate_request(request, translator, worker, cfg, stopping)
+
+    @app.get("/")
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE)
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -384,6 +453,24 @@ def bind(host: str, port: int) -> socket.socket:
         raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
 
 
+async def run_until_stopped(server: Any, sock: socket.socket, stopping: asyncio.Event) -> None:
+    """Run the uvicorn server; set `stopping` once it has been told to exit (SIGTERM, SIGINT).
+
+    uvicorn notices a signal by polling `should_exit` every 0.1 s; this does the same, so request handlers
+    still waiting for a body learn of the stop and give it --grace-seconds.
+    """
+    async def watch() -> None:
+        while not server.should_exit:
+            await asyncio.sleep(0.1)
+        stopping.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+
+
 def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     """Load RUN_DIR's model and serve it until SIGTERM or SIGINT, which finish the requests in flight."""
     uvicorn = import_uvicorn()
@@ -393,7 +480,10 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     cfg = dataclasses.replace(cfg, max_batch_tokens=translator.cfg.batch_tokens)
     sock = bind(cfg.host, cfg.port)
     worker = BatchWorker(translator, cfg.max_batch_tokens, cfg.max_delay_ms, cfg.queue_size)
-    app = build_app(translator, worker, cfg, model_info(translator, cfg))
+    stopping = asyncio.Event()
+    app = build_app(translator, worker, cfg, model_info(translator, cfg), stopping)
+    # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
+    # read_body instead, and uvicorn closes idle connections at once when it stops.
     config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None)
     server = uvicorn.Server(config)
     # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
@@ -404,7 +494,7 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     log(f"serving {translator.info.get('checkpoint')} on http://{address} ({device}, {cfg.dtype}); SIGTERM to stop")
     try:
-        server.run(sockets=[sock])
+        asyncio.run(run_until_stopped(server, sock, stopping))
     finally:
         worker.stop()
         signal.signal(signal.SIGTERM, previous)

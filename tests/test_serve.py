@@ -10,6 +10,7 @@ import http.client
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -98,7 +99,7 @@ def wait_for(condition: Any, timeout: float = 30.0) -> None:
 def server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     """Small limits so that the 413s are cheap to provoke."""
     started = Server(tiny_run, tmp_path_factory.mktemp("serve") / "stderr.log",
-                     "--max-lines", "16", "--max-bytes", "8192", "--max-delay-ms", "20")
+                     "--max-lines", "16", "--max-bytes", "8192", "--max-delay-ms", "20", "--body-timeout", "2")
     yield started
     started.stop()
 
@@ -246,6 +247,63 @@ def test_sigterm_finishes_the_request_in_flight_and_exits_0(tiny_run: Path, tmp_
         assert status == 200 and len(answer["translations"]) == 2
         assert target.process.wait(timeout=60) == 0
         assert "stopped: every request answered" in target.log.read_text()
+    finally:
+        target.stop()
+
+
+def stall(port: int, body: bytes = b'{"text": ["A dog') -> socket.socket:
+    """A raw client that sends its headers and part of a 100-byte body, then nothing more."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S)
+    client.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100\r\n\r\n" + body)
+    return client
+
+
+def read_until_closed(client: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a timeout fails the test)."""
+    received = b""
+    while chunk := client.recv(65536):
+        received += chunk
+    return received
+
+
+def test_stalled_body_gets_408_and_the_connection_is_closed(server: Server) -> None:
+    start = time.monotonic()
+    with stall(server.port) as client:
+        answer = read_until_closed(client)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head.lower()
+    assert "--body-timeout" in json.loads(body)["error"]
+    assert 2 <= time.monotonic() - start < 2 + 10  # --body-timeout 2 in the fixture
+    assert server.translate({"text": ["A dog runs."]})[0] == 200
+
+
+def test_client_gone_mid_body_is_one_log_line(server: Server) -> None:
+    part = b'{"text": ["A cat'
+    with stall(server.port, part):
+        time.sleep(0.2)
+    wait_for(lambda: f"closed the connection after {len(part)} body bytes" in server.log.read_text())
+    log = server.log.read_text()
+    assert "Traceback" not in log and "ClientDisconnect" not in log
+    assert server.translate({"text": ["A dog runs."]})[0] == 200
+
+
+@pytest.mark.slow
+def test_sigterm_with_a_stalled_client_exits_0_after_the_grace(tiny_run: Path, tmp_path: Path) -> None:
+    """A client stalled mid-body delays the stop by --grace-seconds at most; an idle one not at all."""
+    target = Server(tiny_run, tmp_path / "stderr.log", "--body-timeout", "600", "--grace-seconds", "2")
+    try:
+        idle = socket.create_connection(("127.0.0.1", target.port), timeout=REQUEST_TIMEOUT_S)
+        stalled = stall(target.port)
+        time.sleep(0.5)  # the stalled request's handler is waiting for its body
+        start = time.monotonic()
+        target.process.send_signal(signal.SIGTERM)
+        assert target.process.wait(timeout=2 + 15) == 0
+        assert time.monotonic() - start >= 2 - 0.5  # the stalled client had its grace
+        head = read_until_closed(stalled).partition(b"\r\n")[0]
+        assert head.startswith(b"HTTP/1.1 503 ") and read_until_closed(idle) == b""
+        log = target.log.read_text()
+        assert "Traceback" not in log and "stopped: every request answered" in log
     finally:
         target.stop()
 
