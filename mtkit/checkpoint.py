@@ -42,6 +42,14 @@ _MODEL_FIELDS = ("configs", "spm_model", "spm_sha256", "manifest")
 # or pauses this many milliseconds once its first 4 KiB are written (so a kill lands inside a save).
 FAULT_SAVE_BYTES = "MTKIT_FAULT_SAVE_FAIL_AFTER_BYTES"
 FAULT_SAVE_DELAY = "MTKIT_FAULT_SAVE_DELAY_MS"
+# Model options added after checkpoints existed, with their defaults (mtkit.model.ModelConfig's, checked by
+# tests/test_model.py): a checkpoint written before an option existed was trained with its default.
+ADDED_MODEL_DEFAULTS = {"activation": "relu", "output_bias": False, "decoder_start_id": None, "tgt_vocab_size": None}
+
+
+def model_options(options: dict) -> dict:
+    """A checkpoint's model options, with the default of each option added since it was written."""
+    return {**ADDED_MODEL_DEFAULTS, **options}
 
 
 def _digest(value: Any, hasher: Any) -> None:
@@ -290,11 +298,11 @@ def average_checkpoints(paths: list[Path]) -> dict:
         payload = load_checkpoint(path, mmap=True)
         state = payload["model"]
         if not keys:
-            keys, alias, first_model = list(state), _alias_of(state), payload["configs"]["model"]
+            keys, alias, first_model = list(state), _alias_of(state), model_options(payload["configs"]["model"])
             dtypes = {k: state[k].dtype for k in keys}
             total = {k: state[k].detach().to(torch.float32, copy=True) for k in keys if k not in alias}
         else:
-            check(payload["configs"]["model"] == first_model, f"{path}: architecture differs from {paths[0]}")
+            check(model_options(payload["configs"]["model"]) == first_model, f"{path}: architecture differs from {paths[0]}")
             check(list(state) == keys, f"{path}: parameter names differ from {paths[0]}; cannot average")
             for key, summed in total.items():
                 check(state[key].shape == summed.shape, f"{path}: {key} has shape {tuple(state[key].shape)}")

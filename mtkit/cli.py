@@ -75,7 +75,7 @@ def preprocess(
     test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
     vocab_size: int = typer.Option(8000, "--vocab-size", help="Joint sentencepiece BPE vocabulary size."),
     workers: int = typer.Option(1, "--workers", "-j", help="Encoding worker processes."),
-    spm_model: Optional[Path] = typer.Option(None, "--spm-model", help="Reuse this sentencepiece model."),
+    spm_model: Optional[Path] = typer.Option(None, "--spm-model", help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it)."),
     max_len: int = typer.Option(256, "--max-len", help="Drop training pairs longer than this (pieces)."),
     max_ratio: float = typer.Option(9.0, "--max-ratio", help="Drop training pairs with a longer/shorter ratio above this."),
     dedup: bool = typer.Option(False, "--dedup/--no-dedup", help="Drop exact duplicate training pairs."),
@@ -135,7 +135,11 @@ def train(
              "tensorboard_dir": str(tensorboard) if tensorboard is not None else None}
     extra = [f"train.{k}={v!r}" for k, v in flags.items() if v is not None]
     if dry_run:
+        from mtkit.distributed import training_device
+        from mtkit.train import resolve_train_precision
+
         recipe = resolve_recipe(config, arch, list(overrides) + extra)
+        recipe = resolve_train_precision(recipe, training_device(recipe.train.device))  # what auto becomes here
         emit(recipe.as_dict(), as_json, json.dumps(recipe.as_dict(), indent=2))
         return
     from mtkit.data import read_manifest
@@ -177,7 +181,9 @@ def translate(
     nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or fp16."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, "
+                              "else fp32. --engine ctranslate2 also takes int8, int8_float32 (and float16, bfloat16 "
+                              "where the device has them)."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
     strict: bool = typer.Option(False, "--strict", help="Reject over-long lines instead of truncating them."),
@@ -187,30 +193,51 @@ def translate(
     temperature: float = typer.Option(1.0, "--temperature"),
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    engine: str = typer.Option("torch", "--engine", help="torch (mtkit's own search) or ctranslate2: the same "
+                               "output, faster start-up; MODEL may then also be an `mtkit export` directory."),
+    prefix_file: Optional[Path] = typer.Option(
+        None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."),
 ) -> None:
     """Translate raw text, one sentence per line, in order; empty lines stay empty."""
     import signal
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
+    check_prefix_file(prefix_file, input)
     options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
                "batch_tokens": batch_tokens, "workers": workers, "nbest": nbest, "sampling": sampling,
                "top_k": top_k, "top_p": top_p, "temperature": temperature}
     with start_up_without_gc():
-        from mtkit.translate import Translator, translate_stream
+        from mtkit.engine import load_translator
+        from mtkit.files import read_lines
+        from mtkit.stream import translate_stream
 
-        translator = Translator.load(model, device=device, dtype=dtype, ensemble=list(ensemble),
+        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble),
                                      **{k: v for k, v in options.items() if v is not None})
     source = open(input, "rb") if input is not None else sys.stdin.buffer
     target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     try:
         translate_stream(translator, source, target, with_scores=scores, strict=strict, quiet=quiet,
-                         name=str(input) if input else "<stdin>")
+                         name=str(input) if input else "<stdin>",
+                         prefixes=read_lines(prefix_file) if prefix_file else None, prefix_name=str(prefix_file))
     finally:
         if input is not None:
             source.close()
         if output is not None:
             target.close()
+
+
+def check_prefix_file(prefix_file: Optional[Path], input: Optional[Path]) -> None:
+    """Before the model load: the prefix file exists and, when the input is a file too, has as many lines."""
+    if prefix_file is None:
+        return
+    from mtkit.files import count_lines
+
+    check(prefix_file.is_file(), f"{prefix_file}: no such file")
+    if input is not None:
+        prefixes, lines = count_lines(prefix_file), count_lines(input)
+        check(prefixes == lines, f"{prefix_file}: {prefixes} lines, {input} {lines}; give one prefix per input line "
+                                 "(empty for none)")
 
 
 @app.command()
@@ -238,19 +265,43 @@ def score(
 @user_errors
 def export(
     model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
-    to: str = typer.Option(..., "--to", help="Target engine: ctranslate2."),
+    to: str = typer.Option(..., "--to", help="Target format: ctranslate2 or huggingface (MarianMTModel)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (written atomically)."),
-    quantization: Optional[str] = typer.Option(None, "--quantization", help="int8, int8_float32, float16 or bfloat16 (default float32)."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", help="ctranslate2: int8, int8_float32, float16 or bfloat16 (default float32)."),
+    score_json: Optional[Path] = typer.Option(None, "--score", help="huggingface: `mtkit score --json` output to quote in the model card."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Export a trained model to CTranslate2, served without mtkit (sentencepiece model and README beside it)."""
+    """Export a trained model to CTranslate2 or Hugging Face transformers, used without mtkit (README beside it)."""
+    check(to in ("ctranslate2", "huggingface"), f"--to {to}: supported formats: ctranslate2, huggingface")
+    check(to == "ctranslate2" or quantization is None, "--quantization applies to --to ctranslate2 only")
+    if to == "huggingface":
+        from mtkit.huggingface import export_huggingface
+
+        result = export_huggingface(model, out, score_json)
+        emit(result, as_json, f"{result['out']} <- {result['checkpoint']} (transformers {result['transformers']}, "
+                              f"{result['bytes'] / 2**20:.1f} MiB); see {result['out']}/README.md")
+        return
     from mtkit.export import export_ctranslate2
 
-    check(to == "ctranslate2", f"--to {to}: supported engines: ctranslate2")
     result = export_ctranslate2(model, out, quantization)
     text = (f"{result['out']} <- {result['checkpoint']} (CTranslate2 {result['ctranslate2']}, "
             f"{result['quantization']}, {result['bytes'] / 2**20:.1f} MiB); see {result['out']}/README.md")
     emit(result, as_json, text)
+
+
+@app.command(name="import")
+@user_errors
+def import_model(
+    source: Path = typer.Argument(..., help="A local Hugging Face MarianMTModel directory (e.g. a downloaded opus-mt model)."),
+    out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR to create (written atomically)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Import a Marian model as a run directory that translate, serve, export and train --init-from use."""
+    from mtkit.huggingface import import_huggingface
+
+    result = import_huggingface(source, out)
+    emit(result, as_json, f"{result['out']} <- {result['source']}; fine-tune with -c {result['out']}/recipe.toml "
+                          f"--init-from {result['out']} (README: From and to Hugging Face)")
 
 
 @app.command()
@@ -260,7 +311,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless told otherwise)."),
     port: int = typer.Option(8080, "--port", help="TCP port (0: any free port, printed on stderr)."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or fp16."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32."),
     max_batch_tokens: Optional[int] = typer.Option(None, "--max-batch-tokens", help="Source tokens decoded together (default: the run's translate.batch_tokens)."),
     max_delay_ms: float = typer.Option(5.0, "--max-delay-ms", help="Wait this long after a request for others to batch with it."),
     max_lines: int = typer.Option(1000, "--max-lines", help="Most lines per request (413 above)."),

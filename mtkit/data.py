@@ -227,20 +227,21 @@ def _gather(
 
 def prefetch_groups(
     data: ParallelData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2,
-    pad_multiple: int = 1,
+    pad_multiple: int = 1, token_ids: tuple[int, int, int] = (0, 2, 3),
 ) -> Iterator[list[Batch]]:
     """`batches[start:]` in groups of `group_size`, collated on the device, in order.
 
     A background thread collates the next `depth` groups while the caller computes (pinned when the device is
     CUDA, then copied with non_blocking=True), so the step never waits for numpy gathers or a blocking copy.
     Closing the generator stops the thread. Collation uses no random state, so the groups are the same as
-    collating on the caller's thread.
+    collating on the caller's thread. `token_ids`: the model's pad, decoder start and eos ids.
     """
     pin = device.type == "cuda"
 
     def groups() -> Iterator[list[Batch]]:
         for position in range(start, len(batches), group_size):
-            group = [collate(data, idx, pad_multiple=pad_multiple) for idx in batches[position : position + group_size]]
+            group = [collate(data, idx, *token_ids, pad_multiple=pad_multiple)
+                     for idx in batches[position : position + group_size]]
             yield [batch.pin_memory() for batch in group] if pin else group
 
     ahead = ReadAhead(groups(), depth, "mtkit-collate")

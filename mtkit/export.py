@@ -17,7 +17,7 @@ from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_directory
 from mtkit.model import ModelConfig, Transformer, sinusoidal_positions
-from mtkit.tokenizer import Tokenizer
+from mtkit.tokenizer import TableTokenizer, tokenizer_from_bytes
 from mtkit.translate import TranslateConfig, load_model, resolve_checkpoint
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "bfloat16")
@@ -32,6 +32,7 @@ EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
     "norm": ("post", "pre"),
     "positions": ("sinusoidal", "learned"),  # both written as an explicit table of position encodings
     "share_embeddings": ("all", "decoder", "none"),  # tied variables are stored once (spec.optimize)
+    "activation": ("relu", "swish"), "output_bias": (False, True), "decoder_start_id": None, "tgt_vocab_size": None,
 }
 METADATA_NAME = "mtkit.json"
 SPM_NAME = "spm.model"
@@ -73,11 +74,11 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     check_expressible(configs.get("model", {}), str(source))
     check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
     model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
-    tokenizer = Tokenizer.from_bytes(spm_model, name=str(source))
-    pieces = tokenizer.pieces()
-    check(len(pieces) == model.cfg.vocab_size,
-          f"{source}: the sentencepiece model has {len(pieces)} pieces, the model {model.cfg.vocab_size}")
-    spec = build_spec(ctranslate2.specs, model, pieces, tokenizer.unk_id)
+    tokenizer = tokenizer_from_bytes(spm_model, name=str(source))
+    pieces, target_pieces = tokenizer.pieces(), tokenizer.target_pieces()
+    check((len(pieces), len(target_pieces)) == (model.cfg.vocab_size, model.cfg.target_vocab_size),
+          f"{source}: the tokenizer has {len(pieces)} pieces, the model {model.cfg.vocab_size}")
+    spec = build_spec(ctranslate2.specs, model, pieces, tokenizer.unk_id, target_pieces)
     spec.validate()
     spec.optimize(quantization=quantization)
     try:
@@ -89,6 +90,9 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
         tmp.chmod(0o755)  # a model directory others may serve (mkdtemp made it private)
         spec.save(str(tmp))
         (tmp / SPM_NAME).write_bytes(spm_model)
+        if isinstance(tokenizer, TableTokenizer):  # spm.model is mtkit's bundle: the two models for sentencepiece
+            (tmp / "source.spm").write_bytes(tokenizer.models[0])
+            (tmp / "target.spm").write_bytes(tokenizer.models[1])
         (tmp / METADATA_NAME).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(usage_readme(metadata), encoding="utf-8")
     files = sorted(p.name for p in out.iterdir())
@@ -107,12 +111,14 @@ def _check_out(out: Path) -> None:
           f"{out}: exists and is not an mtkit export; choose another --out")
 
 
-def build_spec(specs: Any, model: Transformer, pieces: list[str], unk_id: int) -> Any:
-    """The CTranslate2 TransformerSpec holding `model`'s weights, vocabulary and special tokens."""
+def build_spec(specs: Any, model: Transformer, pieces: list[str], unk_id: int,
+               target_pieces: list[str] | None = None) -> Any:
+    """The CTranslate2 TransformerSpec holding `model`'s weights, vocabularies and special tokens."""
     cfg = model.cfg
+    target_pieces = target_pieces or pieces
     spec = specs.TransformerSpec.from_config(
         (cfg.encoder_layers, cfg.decoder_layers), cfg.n_heads, pre_norm=cfg.norm == "pre",
-        activation=specs.Activation.RELU,
+        activation=specs.Activation.SWISH if cfg.activation == "swish" else specs.Activation.RELU,
     )
     _set_stack(spec.encoder, model.encoder, cfg)
     spec.encoder.embeddings[0].weight = _array(model.encoder.embed.tokens.weight)
@@ -122,19 +128,19 @@ def build_spec(specs: Any, model: Transformer, pieces: list[str], unk_id: int) -
         _set_feed_forward(layer_spec.ffn, layer.feed_forward, r_ff.norm)
     _set_stack(spec.decoder, model.decoder, cfg)
     spec.decoder.embeddings.weight = _array(model.decoder.embed.tokens.weight)
-    spec.decoder.projection.weight = _array(model.output.weight)  # no bias: logits = hidden @ W^T
+    _set_linear(spec.decoder.projection, model.output)  # logits = hidden @ W^T (+ bias with output_bias)
     for layer_spec, layer in zip(spec.decoder.layer, model.decoder.layers):
         r_self, r_cross, r_ff = layer.residuals
         _set_self_attention(layer_spec.self_attention, layer.self_attn, r_self.norm)
         _set_cross_attention(layer_spec.attention, layer.cross_attn, r_cross.norm)
         _set_feed_forward(layer_spec.ffn, layer.feed_forward, r_ff.norm)
     spec.register_source_vocabulary(pieces)
-    spec.register_target_vocabulary(pieces)
-    # mtkit's source is its pieces + eos (translate.pad_batch); the decoder starts from bos.
+    spec.register_target_vocabulary(target_pieces)
+    # mtkit's source is its pieces + eos (translate.pad_batch); the decoder starts from its start id (bos unless set).
     spec.config.unk_token = pieces[unk_id]
-    spec.config.bos_token = pieces[cfg.bos_id]
-    spec.config.eos_token = pieces[cfg.eos_id]
-    spec.config.decoder_start_token = pieces[cfg.bos_id]
+    spec.config.bos_token = target_pieces[cfg.bos_id]
+    spec.config.eos_token = target_pieces[cfg.eos_id]
+    spec.config.decoder_start_token = target_pieces[cfg.start_id]
     spec.config.add_source_bos = False
     spec.config.add_source_eos = True
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON

@@ -30,6 +30,7 @@ _CHOICES = {
     "norm": ("post", "pre"),
     "positions": ("sinusoidal", "learned"),
     "share_embeddings": ("all", "decoder", "none"),
+    "activation": ("relu", "swish"),
 }
 
 
@@ -53,6 +54,20 @@ class ModelConfig:
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
+    # Options that models trained elsewhere need (Marian's opus-mt: mtkit.huggingface); the defaults are the paper's.
+    activation: str = "relu"  # the FFN's: "relu" (the paper) or "swish" (SiLU)
+    output_bias: bool = False  # a bias on the pre-softmax projection
+    decoder_start_id: int | None = None  # the decoder's first input token; None: bos_id
+    tgt_vocab_size: int | None = None  # target embedding and output size; None: vocab_size
+
+    @property
+    def start_id(self) -> int:
+        """The token every target sequence starts from (training's tgt_in, search's first step)."""
+        return self.bos_id if self.decoder_start_id is None else self.decoder_start_id
+
+    @property
+    def target_vocab_size(self) -> int:
+        return self.vocab_size if self.tgt_vocab_size is None else self.tgt_vocab_size
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
@@ -67,9 +82,14 @@ class ModelConfig:
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1); got {getattr(self, name)}")
-        for name in ("pad_id", "bos_id", "eos_id"):
-            if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"{name} ({getattr(self, name)}) must be below vocab_size ({self.vocab_size})")
+        if self.target_vocab_size < 1:
+            raise ValueError(f"tgt_vocab_size must be at least 1; got {self.tgt_vocab_size}")
+        if self.share_embeddings == "all" and self.target_vocab_size != self.vocab_size:
+            raise ValueError("share_embeddings='all' needs tgt_vocab_size equal to vocab_size (or unset)")
+        for name in ("pad_id", "bos_id", "eos_id", "decoder_start_id"):
+            value, size = getattr(self, name), min(self.vocab_size, self.target_vocab_size)
+            if value is not None and not 0 <= value < size:
+                raise ValueError(f"{name} ({value}) must be below the vocabulary size ({size})")
 
     @classmethod
     def preset(cls, name: str, **overrides: int | float | str) -> ModelConfig:
@@ -299,7 +319,8 @@ class FeedForward(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.inner = _linear(cfg.d_model, cfg.d_ff)
-        self.activation: nn.Module = nn.ReLU()  # a module, so that mtkit.packed can fold it into `inner`
+        # A module, so that mtkit.packed can fold a ReLU into `inner` (it leaves any other activation alone).
+        self.activation: nn.Module = nn.ReLU() if cfg.activation == "relu" else nn.SiLU()
         self.outer = _linear(cfg.d_ff, cfg.d_model)
         self.dropout = Dropout(cfg.activation_dropout)
 
@@ -423,10 +444,12 @@ class Transformer(nn.Module):
         src_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
         tgt_tokens = src_tokens
         if cfg.share_embeddings != "all":
-            tgt_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+            tgt_tokens = nn.Embedding(cfg.target_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
         self.encoder = Stack(cfg, src_tokens, [EncoderLayer(cfg) for _ in range(cfg.encoder_layers)])
         self.decoder = Stack(cfg, tgt_tokens, [DecoderLayer(cfg) for _ in range(cfg.decoder_layers)])
-        self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.output = nn.Linear(cfg.d_model, cfg.target_vocab_size, bias=cfg.output_bias)
+        if self.output.bias is not None:
+            nn.init.zeros_(self.output.bias)
         for tokens in {id(src_tokens): src_tokens, id(tgt_tokens): tgt_tokens}.values():
             _init_embedding(tokens.weight, cfg.d_model, cfg.pad_id)
         if cfg.share_embeddings == "none":
@@ -548,7 +571,9 @@ def expected_parameters(cfg: ModelConfig) -> int:
     encoder_layer = attention_params + feed_forward + 2 * norm
     decoder_layer = 2 * attention_params + feed_forward + 3 * norm
     final_norms = 2 * norm if cfg.norm == "pre" else 0
-    embeddings = {"all": 1, "decoder": 2, "none": 3}[cfg.share_embeddings] * cfg.vocab_size * d_model
+    target_tables = {"all": 0, "decoder": 1, "none": 2}[cfg.share_embeddings]  # target embedding, output
+    embeddings = (cfg.vocab_size + target_tables * cfg.target_vocab_size) * d_model
+    output_bias = cfg.target_vocab_size if cfg.output_bias else 0
     positions = 2 * cfg.max_positions * d_model if cfg.positions == "learned" else 0
     layers = cfg.encoder_layers * encoder_layer + cfg.decoder_layers * decoder_layer
-    return layers + final_norms + embeddings + positions
+    return layers + final_norms + embeddings + output_bias + positions

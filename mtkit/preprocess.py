@@ -32,7 +32,14 @@ from mtkit.files import (
     resolve_prefix,
     write_text,
 )
-from mtkit.tokenizer import Tokenizer, file_sha256, train_tokenizer
+from mtkit.tokenizer import (
+    TableTokenizer,
+    Tokenizer,
+    file_sha256,
+    load_tokenizer,
+    tokenizer_from_bytes,
+    train_tokenizer,
+)
 
 DEFAULT_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 DROP_REASONS = ("empty", "too_short", "too_long", "ratio", "duplicate")
@@ -108,7 +115,9 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
     sources = _plan_sources(cfg)  # every count and mismatch check happens before anything is written
-    reused = Tokenizer.load(cfg.spm_model) if cfg.spm_model else None
+    reused = load_tokenizer(cfg.spm_model) if cfg.spm_model else None
+    check(reused is None or token_dtype(reused.vocab_size) == token_dtype(reused.target_vocab_size),
+          f"{cfg.spm_model}: source and target vocabularies too different in size for one token file format")
     has_train = any(source.name == "train" for source in sources)
     check(reused is not None or has_train, "no train split to train sentencepiece on (give one, or an spm_model)")
     with atomic_directory(out_dir) as tmp:
@@ -262,7 +271,7 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> T
     return Tokenizer.load(path)
 
 
-def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokenizer, out_dir: Path) -> dict:
+def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokenizer | TableTokenizer, out_dir: Path) -> dict:
     """Encode and write every split with `cfg.workers` processes; returns the per-split statistics."""
     log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
     if cfg.workers == 1:
@@ -327,7 +336,7 @@ class _ChunkEncoder:
     """Strip, encode and (train split only) filter one chunk; runs inside a worker process."""
 
     def __init__(self, model: bytes, cfg: PreprocessConfig) -> None:
-        self.tokenizer = Tokenizer.from_bytes(model)
+        self.tokenizer = tokenizer_from_bytes(model)
         self.dtype = token_dtype(self.tokenizer.vocab_size)
         self.cfg = cfg
 
@@ -335,7 +344,7 @@ class _ChunkEncoder:
         src_text, tgt_text, clean = task
         src_text = [text.strip() for text in src_text]
         tgt_text = [text.strip() for text in tgt_text]
-        src_ids, tgt_ids = self.tokenizer.encode(src_text), self.tokenizer.encode(tgt_text)
+        src_ids, tgt_ids = self.tokenizer.encode(src_text), self.tokenizer.encode_target(tgt_text)
         src_lens = np.fromiter(map(len, src_ids), np.int64, len(src_ids))
         tgt_lens = np.fromiter(map(len, tgt_ids), np.int64, len(tgt_ids))
         keep = np.ones(len(src_ids), dtype=bool)

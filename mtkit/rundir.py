@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mtkit.checkpoint import latest_valid_checkpoint, list_checkpoints, load_checkpoint, remove_stale_temporaries
+from mtkit.checkpoint import (
+    latest_valid_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    model_options,
+    remove_stale_temporaries,
+)
 from mtkit.console import log, warn
 from mtkit.errors import UserError, check
 from mtkit.files import write_text
@@ -48,10 +54,11 @@ def check_compatible(run_dir: Path, recipe: dict, manifest: dict, payload: dict 
         )
     if payload is None:
         return
+    saved_model = model_options(payload["configs"]["model"])
     check(
-        payload["configs"]["model"] == recipe["model"],
+        saved_model == model_options(recipe["model"]),
         f"{run_dir}: the checkpoint's architecture differs from the requested one "
-        f"(checkpoint {_diff(payload['configs']['model'], recipe['model'])}); use a new --save-dir",
+        f"(checkpoint {_diff(saved_model, recipe['model'])}); use a new --save-dir",
     )
     check(
         payload.get("spm_sha256") == manifest.get("spm_sha256"),
@@ -82,7 +89,7 @@ def load_parent(source: Path, recipe: dict, manifest: dict, warn: Any = None) ->
         f"{path}: cannot initialize from it: sentencepiece model differs (spm_sha256 parent {str(parent_spm)[:12]}, "
         f"new {str(new_spm)[:12]}); preprocess the data with --spm-model PARENT_RUN/spm.model",
     )
-    parent, new = payload["configs"]["model"], recipe["model"]
+    parent, new = model_options(payload["configs"]["model"]), model_options(recipe["model"])
     keys = sorted(k for k in set(parent) | set(new) if k not in REGULARISATION_FIELDS and parent.get(k) != new.get(k))
     check(
         not keys,

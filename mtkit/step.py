@@ -145,16 +145,16 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
     from mtkit.data import collate
     from mtkit.score import score
     from mtkit.search import ModelDecoder, search
-    from mtkit.tokenizer import Tokenizer
+    from mtkit.tokenizer import tokenizer_from_bytes
 
-    tokenizer = Tokenizer.from_bytes(spm_model)
+    tokenizer = tokenizer_from_bytes(spm_model)
     decoder, c = ModelDecoder([model]), model.cfg
     device = ctx.device
 
     def translate(idx: Any) -> list[tuple[str, str]]:
         src = collate(data, idx, c.pad_id, c.bos_id, c.eos_id).src.to(device)
         found = search(decoder, src, torch.as_tensor(data.src_lens[idx], device=device), tcfg,
-                       c.bos_id, c.eos_id, c.pad_id, c.max_positions)
+                       c.start_id, c.eos_id, c.pad_id, c.max_positions)
         hyps = tokenizer.decode([h[0].tokens if h else [] for h in found])
         return list(zip(hyps, tokenizer.decode([data.tgt(i).tolist() for i in idx])))
 

@@ -1,4 +1,5 @@
-"""Joint sentencepiece BPE: train on a bounded sample of both sides, load, encode/decode.
+"""Joint sentencepiece BPE: train on a bounded sample of both sides, load, encode/decode; and the table
+tokenizer of models trained elsewhere (separate source and target sentencepiece models, ids from a table).
 
 Identity normalization with whitespace kept and byte fallback make decode(encode(x)) == x for every
 string except those containing U+2581 "▁" (sentencepiece's space marker), which decodes as a space.
@@ -8,8 +9,10 @@ the models mtkit trains; a model trained elsewhere keeps its own normalization a
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from mtkit.files import atomic_write
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 # Pieces written (mtkit.export) for the specials a model trained elsewhere lacks; sentencepiece's own names.
 SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")
+TABLE_MAGIC = b"mtkit-table-tokenizer 1\n"  # the first line of a TableTokenizer's bytes
 MAX_CACHED_WORDS = 500_000  # about 100 MB of word -> ids entries before the cache starts over
 # Texts on which the word cache must agree with sentencepiece, else the model splits words differently.
 # The last two are spaces only after NFKC (models trained elsewhere normalize so).
@@ -141,12 +145,131 @@ class Tokenizer:
         ids = self._processor.encode(word)
         return ids if self._to_mtkit is None else [self._to_mtkit[i] for i in ids]
 
+    @property
+    def target_vocab_size(self) -> int:
+        return self.vocab_size
+
+    def encode_target(self, texts: list[str]) -> list[list[int]]:
+        """Target-side ids: one joint model encodes both sides."""
+        return self.encode(texts)
+
+    def target_pieces(self) -> list[str]:
+        return self.pieces()
+
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Texts of id sequences; pad/bos/eos decode to nothing (control pieces, or absent from the model)."""
         if self._to_spm is None:
             return self._processor.decode([list(map(int, seq)) for seq in ids])
         to_spm = self._to_spm
         return self._processor.decode([[j for j in (to_spm[int(i)] for i in seq) if j >= 0] for seq in ids])
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer | TableTokenizer:
+    """A tokenizer file: a sentencepiece model, or a table tokenizer's bundle (TableTokenizer.to_bytes)."""
+    path = Path(path)
+    check(path.is_file(), f"{path}: no such tokenizer model")
+    return tokenizer_from_bytes(path.read_bytes(), name=str(path))
+
+
+def tokenizer_from_bytes(data: bytes, name: str = "<bytes>") -> Tokenizer | TableTokenizer:
+    """What a checkpoint's `spm_model` or a data directory's spm.model holds, loaded as the right tokenizer."""
+    if data.startswith(TABLE_MAGIC):
+        return TableTokenizer.from_bytes(data, name)
+    return Tokenizer.from_bytes(data, name)
+
+
+class TableTokenizer:
+    """Separate source and target sentencepiece models whose pieces are looked up in id tables (piece -> id), as
+    Marian's models (Hugging Face `MarianTokenizer`: source.spm, target.spm, vocab.json) tokenize.
+
+    Ids are the tables' own, not sentencepiece's; a piece missing from a table is unk. Special pieces are
+    Marian's names: </s> (eos), <unk>, <pad>, and <s> (bos) where the table has one, else bos is the pad (such a
+    model starts decoding from a configured id and never emits either). A source text may begin with a target
+    language code such as >>de<< (multilingual models), which is its own piece. Serialized as one blob so that a
+    checkpoint and a data directory carry it where they carry a sentencepiece model (`spm_model`, spm.model).
+    """
+
+    def __init__(self, source: bytes, target: bytes, source_vocab: list[str], target_vocab: list[str] | None = None,
+                 name: str = "<bytes>") -> None:
+        self._models = (source, target)
+        self._source, self._target = _load_processor(source, name), _load_processor(target, name)
+        self.source_vocab, self.target_vocab = list(source_vocab), list(target_vocab or source_vocab)
+        self._source_ids = {piece: i for i, piece in enumerate(self.source_vocab)}
+        self._target_ids = {piece: i for i, piece in enumerate(self.target_vocab)}
+        for piece in ("</s>", "<unk>", "<pad>"):
+            same = self._source_ids.get(piece) == self._target_ids.get(piece)
+            check(piece in self._source_ids and same, f"{name}: {piece} must have one id in both vocabularies")
+        self.eos_id, self.unk_id, self.pad_id = (self._source_ids[p] for p in ("</s>", "<unk>", "<pad>"))
+        self.bos_id = self._source_ids.get("<s>", self.pad_id)
+        self._skipped = {self.pad_id, self.bos_id, self.eos_id}
+        self._codes = {piece for piece in self.source_vocab if piece.startswith(">>") and piece.endswith("<<")}
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<bytes>") -> TableTokenizer:
+        try:
+            fields = json.loads(data[len(TABLE_MAGIC):].decode("utf-8"))
+            source, target = (base64.b64decode(fields[key]) for key in ("source_spm", "target_spm"))
+            return cls(source, target, fields["source_vocab"], fields["target_vocab"], name)
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{name}: not a valid mtkit table tokenizer") from None
+
+    def to_bytes(self) -> bytes:
+        """The bundle: a magic line, then JSON (sorted keys, so equal tokenizers give equal bytes and hashes)."""
+        source, target = (base64.b64encode(model).decode("ascii") for model in self._models)
+        target_vocab = None if self.target_vocab == self.source_vocab else self.target_vocab
+        fields = {"source_spm": source, "target_spm": target, "source_vocab": self.source_vocab,
+                  "target_vocab": target_vocab}
+        return TABLE_MAGIC + json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+    @property
+    def models(self) -> tuple[bytes, bytes]:
+        """The source and target sentencepiece model protos."""
+        return self._models
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.source_vocab)
+
+    @property
+    def target_vocab_size(self) -> int:
+        return len(self.target_vocab)
+
+    def pieces(self) -> list[str]:
+        return self.source_vocab
+
+    def target_pieces(self) -> list[str]:
+        return self.target_vocab
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Source ids of each text, without eos."""
+        return [self._encode_source(text) for text in texts]
+
+    def _encode_source(self, text: str) -> list[int]:
+        code: list[int] = []
+        end = text.find("<<") if text.startswith(">>") else -1
+        if end != -1 and text[: end + 2] in self._codes:
+            code, text = [self._source_ids[text[: end + 2]]], text[end + 2 :]
+        return code + self._lookup(self._source.encode(text, out_type=str), self._source_ids)
+
+    def encode_target(self, texts: list[str]) -> list[list[int]]:
+        """Target ids of each text, without eos (for training data)."""
+        return [self._lookup(pieces, self._target_ids) for pieces in self._target.encode(texts, out_type=str)]
+
+    def _lookup(self, pieces: list[str], table: dict[str, int]) -> list[int]:
+        unk = self.unk_id
+        return [table.get(piece, unk) for piece in pieces]
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        """Texts of target id sequences; pad, bos and eos decode to nothing."""
+        vocab, skipped = self.target_vocab, self._skipped
+        return [self._target.decode_pieces([vocab[int(i)] for i in seq if int(i) not in skipped]) for seq in ids]
+
+
+def _load_processor(model: bytes, name: str) -> spm.SentencePieceProcessor:
+    try:
+        return spm.SentencePieceProcessor(model_proto=model)
+    except RuntimeError:
+        raise UserError(f"{name}: not a valid sentencepiece model") from None
 
 
 def special_id_maps(specials: tuple[int, int, int, int], size: int) -> tuple[list[int] | None, list[int] | None]:

@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,11 @@ from mtkit.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed, wrap_ddp
 from mtkit.loss import LossModule
 from mtkit.monitor import TensorBoardLog, require_tensorboard
-from mtkit.model import configure_cuda_kernels
+from mtkit.model import ModelConfig, configure_cuda_kernels
+from mtkit.precision import PRECISIONS
 from mtkit.step import train_step, valid_bleu, validate
 
 
-PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("inverse_sqrt", "noam")
 # "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
 FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
@@ -37,7 +38,7 @@ FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
 class TrainConfig:
     seed: int = 1
     label_smoothing: float = 0.1
-    precision: str = "fp32"
+    precision: str = "fp32"  # auto: bf16 where the device runs it natively, else fp32 (mtkit.precision)
     lr: float = 1e-3  # peak learning rate (derived from d_model and warm-up when lr_schedule = "noam")
     lr_schedule: str = "inverse_sqrt"
     warmup_steps: int = 4000
@@ -120,14 +121,18 @@ def make_scaler(precision: str) -> Any:
     return torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
 
-def check_precision(precision: str, device: torch.device) -> None:
-    """bf16 on a GPU without it would run on slow emulated paths without a word: refuse in one line."""
-    from mtkit.errors import check
-    from mtkit.model import cuda_lacks_bf16
+def resolve_train_precision(recipe: Any, device: torch.device) -> Any:
+    """The recipe with `train.precision` resolved for `device` (auto: bf16 where it runs natively, else fp32),
+    refused in one line where it cannot run; what the run records and `--dry-run` shows."""
+    from mtkit.console import warn
+    from mtkit.errors import UserError
+    from mtkit.precision import resolve_precision
 
-    check(not (precision == "bf16" and cuda_lacks_bf16(device)),
-          f"train.precision=bf16: {torch.cuda.get_device_name(device) if device.type == 'cuda' else device} has no "
-          "bf16 support (pre-Ampere GPU); use --set train.precision=fp16 (or fp32)")
+    try:
+        precision = resolve_precision(recipe.train.precision, device, "train.precision", warn)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, precision=precision))
 
 
 def set_threads(cfg: TrainConfig) -> None:
@@ -202,7 +207,7 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
-    check_precision(recipe.train.precision, ctx.device)
+    recipe = resolve_train_precision(recipe, ctx.device)
     configure_cuda_kernels(ctx.device)
     data_dir, run_dir = Path(data_dir), Path(run_dir)
     if recipe.train.tensorboard_dir:
@@ -352,7 +357,7 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
     monitor = TensorBoardLog(Path(cfg.tensorboard_dir), state.step) if cfg.tensorboard_dir and ctx.is_main else None
     metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step, monitor)
     run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, metrics,
-              extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx),
+              extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx, mcfg),
               saved_step=state.step)
     return run, train_data
 
@@ -368,7 +373,12 @@ def init_from_parent(model: nn.Module, source: str, recipe: dict, manifest: dict
         log(f"initialized from {path} (its step {payload['step']}); fresh optimizer, schedule and step count")
 
 
-def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext) -> Validation | None:
+def token_ids(mcfg: ModelConfig) -> tuple[int, int, int]:
+    """pad, decoder start and eos: what collate writes around each sentence."""
+    return mcfg.pad_id, mcfg.start_id, mcfg.eos_id
+
+
+def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext, mcfg: ModelConfig) -> Validation | None:
     from mtkit.batching import epoch_batches
     from mtkit.data import collate
 
@@ -377,7 +387,8 @@ def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext) -> Validation 
     multiple = pad_multiple(cfg, ctx.device)
     bleu_batches = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1)
     shard = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size, pad_multiple=multiple)
-    return Validation(data, [collate(data, idx, pad_multiple=multiple).to(ctx.device) for idx in shard], bleu_batches)
+    return Validation(data, [collate(data, idx, *token_ids(mcfg), pad_multiple=multiple).to(ctx.device)
+                                      for idx in shard], bleu_batches)
 
 
 def pad_multiple(cfg: TrainConfig, device: torch.device) -> int:
@@ -402,7 +413,7 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
                                     ctx.rank, ctx.world_size, pad_multiple=multiple)
             # The next groups are collated on a background thread while this one computes.
             groups = prefetch_groups(train_data, batches, state.position, cfg.update_freq, ctx.device,
-                                     pad_multiple=multiple)
+                                     pad_multiple=multiple, token_ids=token_ids(run.model.cfg))
             try:
                 for group in groups:
                     if cfg.max_steps and state.step >= cfg.max_steps:

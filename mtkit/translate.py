@@ -1,41 +1,40 @@
-"""Translation: load a run's model and tokenizer, batch by length, search, restore input order, stream.
+"""Translation with mtkit's own (torch) engine: load a run's model and tokenizer, batch by length, search,
+restore input order.
 
-`Translator` is the Python API (services, notebooks); `translate_stream` is what the CLI runs. Input is
-read in chunks, so memory stays flat on any input length; outputs of a chunk are written as it finishes. A chunk
-ends at CHUNK_LINES or when the input pauses, so a line typed or piped into an open stream is answered at once.
+`Translator` is the Python API (services, notebooks). Streaming (`translate_stream`, what the CLI runs) lives in
+mtkit.stream and works over either engine; its names are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import queue
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-from mtkit.batching import round_up
+from mtkit.batching import length_batches, round_up
 from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
-from mtkit.console import log, progress, warn
+from mtkit.console import warn
+from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
-from mtkit.files import read_stream_lines
-from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels, cuda_lacks_bf16
+from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
 from mtkit.packed import pack_linears
-from mtkit.readahead import END, ReadAhead
+from mtkit.precision import PRECISIONS, resolve_precision
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
-from mtkit.tokenizer import Tokenizer
+from mtkit.stream import CHUNK_LINES, PAUSE_SECONDS, format_output, one_line, read_chunks, translate_stream
+from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
+
+# Streaming, output formats and length batching moved to torch-free modules; the names stay importable from here.
+__all__ = ["Translator", "CHUNK_LINES", "PAUSE_SECONDS", "format_output", "one_line", "read_chunks", "translate_stream",
+           "length_batches", "Hypothesis", "TranslateConfig", "DTYPES", "resolve_device", "resolve_checkpoint",
+           "load_model", "pad_batch", "split_tail", "decode_threads"]
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
-# A chunk also ends when no line has arrived for this long: a file or a fast pipe delivers its next line within
-# microseconds, so it still fills whole chunks, while a line from a person or a client is translated at once.
-PAUSE_SECONDS = 0.05
 # ATen multiplies small matrices (under 400 multiply-adds each) in its own loop and larger ones with BLAS, and
 # the two round differently. A short sentence alone would take the loop in attention over its source, and the
 # same sentence padded in a batch would take BLAS. At least 16 source positions (masked padding) keep every
@@ -48,6 +47,16 @@ def resolve_device(name: str) -> str:
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return name
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """--dtype on `device`: auto is bf16 where it runs natively, else fp32; refused in one line where it cannot run."""
+    check(dtype in PRECISIONS, f"--dtype must be one of {', '.join(PRECISIONS)}")
+    check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use fp32, or bf16 on CPU")
+    try:
+        return resolve_precision(dtype, device, "--dtype", warn)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def resolve_checkpoint(path: Path) -> Path:
@@ -85,7 +94,7 @@ class Translator:
     """Load once, translate many: `Translator.load(RUN_DIR).translate(["A man is sleeping."])`."""
 
     decoder: ModelDecoder
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer | TableTokenizer
     cfg: TranslateConfig
     model_cfg: ModelConfig
     device: torch.device
@@ -98,11 +107,8 @@ class Translator:
         packed: bool = True, **overrides: Any,
     ) -> "Translator":
         device = resolve_device(device)
-        check(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
         check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
-        check(not (dtype == "bf16" and cuda_lacks_bf16(device)),
-              f"--dtype bf16: {device} has no bf16 support (pre-Ampere GPU); use --dtype fp16 or fp32")
-        check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use bf16 on CPU")
+        dtype = resolve_dtype(dtype, device)
         target = torch.device(device)
         configure_cuda_kernels(target)
         main_path = resolve_checkpoint(Path(path))
@@ -113,7 +119,7 @@ class Translator:
             check(other_payload.get("spm_sha256") == payload.get("spm_sha256"), f"{extra}: another vocabulary than {main_path}")
             models.append(other)
         check("spm_model" in payload, f"{main_path}: checkpoint carries no sentencepiece model")
-        tokenizer = Tokenizer.from_bytes(payload["spm_model"])
+        tokenizer = tokenizer_from_bytes(payload["spm_model"])
         try:
             cfg = replace(TranslateConfig(**payload["configs"].get("translate", {})), **overrides)
         except (TypeError, ValueError) as exc:
@@ -130,9 +136,13 @@ class Translator:
         hypotheses = self.translate_hypotheses(lines)
         return [one_line(self.tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
 
-    def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order."""
-        return self.search_ids(self.encode_lines(lines, first_lineno, strict))
+    def translate_hypotheses(
+        self, lines: list[str], first_lineno: int = 1, strict: bool = False, prefixes: list[str] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order;
+        `prefixes` (one per line, "" for none): text each translation must begin with."""
+        ids = self.encode_lines(lines, first_lineno, strict)
+        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
 
     def encode_lines(
         self, lines: list[str], first_lineno: int = 1, strict: bool = False, on_warning: Callable[[str], None] = warn,
@@ -141,23 +151,16 @@ class Translator:
 
         `on_warning` receives each warning (mtkit.serve collects them per request instead of printing them).
         """
-        # Stripped as preprocess strips the training text, so a whitespace-only line translates to nothing.
-        ids = self.tokenizer.encode([line.strip() for line in lines])
-        for offset, tokens in enumerate(ids):
-            if len(tokens) > self.max_source_tokens:
-                where = f"line {first_lineno + offset}"
-                check(not strict, f"{where}: {len(tokens)} tokens, over the model's {self.max_source_tokens} (--strict)")
-                on_warning(f"{where}: {len(tokens)} tokens, truncated to {self.max_source_tokens}")
-                ids[offset] = tokens[: self.max_source_tokens]
-        return ids
+        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning)
 
     @property
     def workers(self) -> int:
         """Batches decoded at once: cfg.workers on CPU, 1 elsewhere."""
         return self.cfg.workers if self.device.type == "cpu" else 1
 
-    def search_ids(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
+    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
+        `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation.
 
         On CPU `workers` batches are decoded at once, each on its share of torch's threads, as CTranslate2's
         inter_threads; each sentence's output is the same either way (tests/test_translate.py).
@@ -172,7 +175,7 @@ class Translator:
             batches = split_tail(batches, workers)
 
         def run(batch: list[int]) -> list[list[Hypothesis]]:
-            return self._search([ids[i] for i in batch])
+            return self._search([ids[i] for i in batch], [prefixes[i] for i in batch] if prefixes else None)
 
         with decode_threads(workers) as map_batches:
             for batch, hyps in zip(batches, map_batches(run, batches)):
@@ -181,10 +184,22 @@ class Translator:
         return results
 
     @torch.inference_mode()
-    def _search(self, ids: list[list[int]]) -> list[list[Hypothesis]]:
+    def _search(self, ids: list[list[int]], prefixes: list[list[int]] | None) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
         c = self.model_cfg
-        return search(self.decoder, src, src_lens, self.cfg, c.bos_id, c.eos_id, c.pad_id, c.max_positions)
+        # Rows start from the decoder start token, which search also never emits (for mtkit's models: bos).
+        return search(self.decoder, src, src_lens, self.cfg, c.start_id, c.eos_id, c.pad_id, c.max_positions,
+                      prefix_batch(prefixes, self.device))
+
+
+def prefix_batch(prefixes: list[list[int]] | None, device: torch.device) -> Tensor | None:
+    """Forced target prefixes [B, P] (-1 after a prefix's end), or None when no sentence of the batch has one."""
+    if not prefixes or not any(prefixes):
+        return None
+    table = torch.full((len(prefixes), max(len(p) for p in prefixes)), -1, dtype=torch.long)
+    for row, tokens in enumerate(prefixes):
+        table[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    return table.to(device)
 
 
 def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
@@ -197,25 +212,6 @@ def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.devi
         src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         src[row, len(tokens)] = eos_id
     return src.to(device), torch.tensor([len(t) for t in ids], device=device)
-
-
-def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
-    """Indices of non-empty inputs, sorted by length and grouped so n * (longest + 1) <= batch_tokens.
-
-    A sentence longer than the budget still gets a batch of its own.
-    """
-    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        width = lengths[index] + 1
-        if current and (len(current) + 1) * width > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
 
 
 @contextmanager
@@ -251,72 +247,3 @@ def split_tail(batches: list[list[int]], parts: int) -> list[list[int]]:
     return head + [piece for piece in pieces if piece]
 
 
-def one_line(text: str) -> str:
-    """A decoded text as one output line: byte-fallback pieces can decode to "\n" or "\r", which would split it."""
-    return text.replace("\r", " ").replace("\n", " ")
-
-
-def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbest: int, with_scores: bool) -> list[str]:
-    """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best."""
-    texts = [one_line(text) for text in tokenizer.decode([h.tokens for h in hyps])] if hyps else [""]
-    scores = [h.score for h in hyps] if hyps else [0.0]
-    if nbest == 1:
-        return [f"{scores[0]:.4f}\t{texts[0]}" if with_scores else texts[0]]
-    rows = list(zip(texts, scores)) + [("", -math.inf)] * (nbest - len(texts))
-    return [f"{index}\t{rank}\t{score:.4f}\t{text}" for rank, (text, score) in enumerate(rows[:nbest])]
-
-
-def translate_stream(
-    translator: Translator, source: BinaryIO, target: IO[str], with_scores: bool = False, strict: bool = False,
-    quiet: bool = False, name: str = "<stdin>",
-) -> int:
-    """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines."""
-    chunks = read_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
-    done = 0
-    start = time.monotonic()
-    try:
-        with progress(quiet) as bar:
-            task = bar.add_task("translate", total=None, info="")
-            for chunk in chunks:
-                results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict)
-                out = []
-                for offset, hyps in enumerate(results):
-                    out.extend(format_output(hyps, translator.tokenizer, done + offset, translator.cfg.nbest, with_scores))
-                target.write("\n".join(out) + "\n")
-                target.flush()
-                done += len(chunk)
-                rate = done / max(time.monotonic() - start, 1e-9)
-                bar.update(task, completed=done, info=f"{rate:.1f} sent/s")
-    finally:
-        chunks.close()  # stops the reader thread when translation failed before the input ended
-    if not quiet and done:
-        seconds = time.monotonic() - start
-        log(f"translated {done} lines in {seconds:.2f}s ({done / max(seconds, 1e-9):.1f} sent/s)")
-    return done
-
-
-def read_chunks(source: BinaryIO, name: str, max_lines: int, pause: float) -> Iterator[list[str]]:
-    """Lists of up to `max_lines` lines of `source`: a list ends when full, at the end, or when no line has come
-    for `pause` seconds. A reader error (mtkit.files' one-line UserError among them) is raised here, in the
-    caller's thread.
-
-    The lines are read ahead on a thread (two chunks: the next chunk is ready while one is translated). Closing
-    the generator stops it; one still blocked on an open, silent stdin is left to die with the process.
-    """
-    lines = ReadAhead(read_stream_lines(source, name), 2 * max_lines, "mtkit-read")
-    try:
-        while (item := lines.get()) is not END:  # the first line of a chunk: wait as long as the input does
-            chunk = [item]
-            while len(chunk) < max_lines:
-                try:
-                    item = lines.get(timeout=pause)
-                except queue.Empty:
-                    break
-                if item is END:
-                    break
-                chunk.append(item)
-            yield chunk  # type: ignore[misc]
-            if item is END:
-                return
-    finally:
-        lines.close(timeout=1.0)

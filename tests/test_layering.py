@@ -20,19 +20,27 @@ ALLOWED: dict[str, set[str]] = {
     "checkpoint": {"files", "errors"},
     "batching": set(),
     "model": set(),
-    "search": set(),
+    "search": {"decoding"},
+    "decoding": set(),
+    "runfiles": {"errors"},
+    "stream": {"decoding", "engine", "tokenizer"} | LAYER0,
+    "engine": {"decoding", "tokenizer", "translate", "ct2engine"} | LAYER0,
+    "ct2cache": {"runfiles", "export", "translate"} | LAYER0,
+    "ct2engine": {"batching", "ct2cache", "decoding", "engine", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
+    "precision": set(),
     "distributed": set(),
     "monitor": {"errors"},
     "rundir": {"checkpoint", "tokenizer"} | LAYER0,
     "preprocess": {"tokenizer", "data", "batching"} | LAYER0,
     "step": {"search", "tokenizer", "data", "score", "loss", "distributed"},
-    "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor"} | LAYER0,
-    "translate": {"model", "packed", "search", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
+    "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
+    "translate": {"precision", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
     "serve": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
+    "huggingface": {"translate", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
@@ -78,3 +86,36 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
         assert not any(m and m.split(".")[0] == "recipes" for m in modules), path.stem
     run = subprocess.run([sys.executable, "-c", "import recipes"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0 and "ModuleNotFoundError" in run.stderr
+
+
+# What `mtkit translate --engine ctranslate2` runs: these modules import no torch (STYLE.md, "What imports torch"),
+# except inside the functions that export a stale cache or build the torch engine.
+TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
+              "engine", "ct2cache", "ct2engine")
+TORCH_MODULES = {"search", "translate", "model", "checkpoint", "export", "packed", "precision", "train", "step",
+                 "data", "loss", "distributed", "rundir", "recipe", "serve", "huggingface"}
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Modules imported when `path` is imported: statements outside functions (TYPE_CHECKING blocks excluded)."""
+    names: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for child in ast.walk(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(child, ast.ImportFrom) and child.module:
+                names.add(child.module)
+            elif isinstance(child, ast.Import):
+                names.update(a.name for a in child.names)
+    return names
+
+
+@pytest.mark.parametrize("name", TORCH_FREE)
+def test_the_ctranslate2_path_imports_no_torch(name: str) -> None:
+    imported = top_level_imports(PACKAGE / f"{name}.py")
+    assert not {m for m in imported if m.split(".")[0] == "torch"}, f"{name} imports torch"
+    heavy = {m.split(".")[1] for m in imported if m.startswith("mtkit.")} & TORCH_MODULES
+    assert not heavy, f"{name} imports torch through mtkit.{sorted(heavy)}"

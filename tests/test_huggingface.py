@@ -1,0 +1,123 @@
+"""mtkit <-> Hugging Face Marian: the exported model computes and translates as mtkit's; an opus-mt-shaped model
+imported computes and translates as transformers' own, fine-tunes, and exports again. Models are built here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+spm = pytest.importorskip("sentencepiece")
+
+from mtkit.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from mtkit.errors import UserError  # noqa: E402
+from mtkit.huggingface import export_huggingface, import_huggingface, model_permutation  # noqa: E402
+from mtkit.model import ModelConfig, sinusoidal_positions  # noqa: E402
+from mtkit.translate import Translator, load_model, pad_batch, resolve_checkpoint  # noqa: E402
+from tests.conftest import read_gz_lines  # noqa: E402
+
+N_LINES = 40
+CAP = 40  # mtkit's max output (max_len_a 0, max_len_b CAP); generate gets room for CAP + start + eos
+
+
+@pytest.fixture(scope="module")
+def lines(multi30k: Path) -> tuple[list[str], list[str]]:
+    return (read_gz_lines(multi30k / "test_2016_flickr.en.gz", N_LINES),
+            read_gz_lines(multi30k / "test_2016_flickr.de.gz", N_LINES))
+
+
+def test_permutation_maps_mtkit_positions_onto_marians() -> None:
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    for d in (8, 64, 512):
+        marian = MarianSinusoidalPositionalEmbedding(100, d).create_weight()
+        assert torch.equal(sinusoidal_positions(100, d)[:, model_permutation(d)], marian)
+
+
+def teacher_forced(run: Path, hf_dir: Path, src_lines: list[str], tgt_lines: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of mtkit's model and of the Marian directory's on the same sources and target prefixes."""
+    model, payload = load_model(resolve_checkpoint(run), torch.device("cpu"), torch.float32, packed=False)
+    translator = Translator.load(run, device="cpu")
+    c = model.cfg
+    src, _ = pad_batch(translator.tokenizer.encode(src_lines), c.pad_id, c.eos_id, torch.device("cpu"))
+    tgt = translator.tokenizer.encode_target(tgt_lines)
+    width = max(map(len, tgt)) + 1
+    tgt_in = torch.full((len(tgt), width), c.pad_id, dtype=torch.long)
+    tgt_in[:, 0] = c.start_id
+    for row, ids in enumerate(tgt):
+        tgt_in[row, 1 : len(ids) + 1] = torch.tensor(ids)
+    hf = transformers.MarianMTModel.from_pretrained(str(hf_dir), attn_implementation="eager", dtype=torch.float32).eval()
+    with torch.no_grad():
+        ours = model(src, tgt_in)
+        theirs = hf(input_ids=src, attention_mask=(src != c.pad_id).long(), decoder_input_ids=tgt_in).logits
+    real = torch.ones_like(tgt_in, dtype=torch.bool)
+    for row, ids in enumerate(tgt):
+        real[row, len(ids) + 1 :] = False  # positions after the target's end see padding only in mtkit's causal view
+    return ours[real], theirs[real]
+
+
+def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int) -> list[tuple[list[int], list[int]]]:
+    """(mtkit's tokens, generate's tokens) of every sentence mtkit did not cap, at length penalty 0."""
+    translator = Translator.load(run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP)
+    c = translator.model_cfg
+    ours = [hyps[0].tokens for hyps in translator.translate_hypotheses(src_lines)]
+    tokenizer = transformers.MarianTokenizer.from_pretrained(str(hf_dir))
+    hf = transformers.MarianMTModel.from_pretrained(str(hf_dir), dtype=torch.float32).eval()
+    batch = tokenizer(src_lines, return_tensors="pt", padding=True)
+    out = hf.generate(**batch, num_beams=beam, length_penalty=0.0, early_stopping=True, max_length=CAP + 2,
+                      bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})], do_sample=False)
+    theirs = [[t for t in row[1:].tolist() if t not in (c.eos_id, c.pad_id)] for row in out]
+    pairs = [(a, b) for a, b in zip(ours, theirs) if len(a) < CAP]
+    assert len(pairs) >= len(src_lines) // 4, "too few sentences ended before the cap to compare"
+    return pairs
+
+
+# --- export: mtkit -> Hugging Face ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def exported(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(export_huggingface(tiny_run, tmp_path_factory.mktemp("hf") / "marian")["out"])
+
+
+def test_export_tokenizer_ids_equal_mtkits(tiny_run: Path, exported: Path, lines: tuple[list[str], list[str]]) -> None:
+    ours = Translator.load(tiny_run, device="cpu").tokenizer.encode(lines[0])
+    theirs = transformers.MarianTokenizer.from_pretrained(str(exported))(lines[0])["input_ids"]
+    eos = ModelConfig(**load_checkpoint(resolve_checkpoint(tiny_run))["configs"]["model"]).eos_id
+    assert theirs == [ids + [eos] for ids in ours]
+    card = (exported / "README.md").read_text(encoding="utf-8")
+    assert "en -> de" in card and "MarianMTModel.from_pretrained" in card
+    generation = json.loads((exported / "generation_config.json").read_text(encoding="utf-8"))
+    assert generation["length_penalty"] == 0.0 and generation["num_beams"] == 4
+
+
+def test_export_logits_equal_mtkits(tiny_run: Path, exported: Path, lines: tuple[list[str], list[str]]) -> None:
+    ours, theirs = teacher_forced(tiny_run, exported, *lines)
+    torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_export_searches_as_mtkit(tiny_run: Path, exported: Path, lines: tuple[list[str], list[str]], beam: int) -> None:
+    for ours, theirs in searched_both(tiny_run, exported, lines[0], beam):
+        assert ours == theirs
+
+
+def test_export_import_round_trip_is_bit_identical(tiny_run: Path, exported: Path, tmp_path: Path) -> None:
+    run = Path(import_huggingface(exported, tmp_path / "back")["out"])
+    before = load_checkpoint(resolve_checkpoint(tiny_run))
+    after = load_checkpoint(resolve_checkpoint(run))
+    assert ModelConfig(**after["configs"]["model"]) == ModelConfig(**before["configs"]["model"])
+    assert list(after["model"]) == list(before["model"])
+    for name, tensor in before["model"].items():
+        assert torch.equal(after["model"][name], tensor.float()), name
+
+
+def test_export_refuses_pre_norm_in_one_line(tiny_run: Path, tmp_path: Path) -> None:
+    payload = load_checkpoint(resolve_checkpoint(tiny_run))
+    payload["configs"]["model"]["norm"] = "pre"
+    save_checkpoint(tmp_path / "pre.pt", payload)
+    with pytest.raises(UserError, match="norm='pre'") as error:
+        export_huggingface(tmp_path / "pre.pt", tmp_path / "out")
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
