@@ -38,9 +38,13 @@ def start_browser(profile: Path, size: tuple[int, int]) -> Any:
     chromium, driver = find_browser()
     options = webdriver.ChromeOptions()
     options.binary_location = chromium  # with the driver's path given too, Selenium downloads nothing
-    for flag in CHROMIUM_FLAGS + (f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}"):
+    for flag in CHROMIUM_FLAGS + (f"--user-data-dir={profile}",):
         options.add_argument(flag)
-    return webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    browser = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    # A phone's screen, as the browser's device emulation sets it: a window cannot be made narrower than 500 px.
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": True})
+    return browser
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +80,8 @@ def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_
     wait.until(lambda driver: driver.find_elements(By.CSS_SELECTOR, "#output li"))
     shown = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li")]
     assert shown == expected["translations"] and not browser.find_element(By.ID, "error").is_displayed()
-    # Usable on a phone: the page fits the screen's width, nothing to scroll sideways.
+    # Usable on a phone: the viewport is the phone's width (viewport meta), and nothing scrolls sideways.
+    assert browser.execute_script("return window.innerWidth") == PHONE[0]
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     assert browser.save_screenshot(str(tmp_path / "page.png"))
 
