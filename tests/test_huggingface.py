@@ -121,3 +121,78 @@ def test_export_refuses_pre_norm_in_one_line(tiny_run: Path, tmp_path: Path) -> 
     with pytest.raises(UserError, match="norm='pre'") as error:
         export_huggingface(tmp_path / "pre.pt", tmp_path / "out")
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
+# --- import: an opus-mt-shaped Marian model -> mtkit, fine-tuned, exported again ----------------------------------
+
+def train_spm(lines: list[str], path: Path) -> None:
+    """A unigram model with sentencepiece's default specials (unk 0, bos 1, eos 2), as opus-mt's are."""
+    import io
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=400,
+                                   model_type="unigram", minloglevel=2)
+    path.write_bytes(model.getvalue())
+
+
+@pytest.fixture(scope="module")
+def opus_dir(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """A randomly initialised MarianMTModel shaped as opus-mt-en-de, tiny: two sentencepiece models and a merged
+    vocab.json (eos 0, unk 1, pad last), swish, decoder start = pad (zero row), a non-zero final_logits_bias."""
+    out = tmp_path_factory.mktemp("opus") / "opus-mt-en-de-tiny"
+    out.mkdir()
+    pieces: list[str] = []
+    for lang, name in (("en", "source.spm"), ("de", "target.spm")):
+        train_spm(read_gz_lines(multi30k / f"train.{lang}.gz", 3000), out / name)
+        processor = spm.SentencePieceProcessor(model_file=str(out / name))
+        pieces += [processor.id_to_piece(i) for i in range(3, processor.get_piece_size())]
+    vocab = ["</s>", "<unk>"] + list(dict.fromkeys(pieces)) + ["<pad>"]
+    (out / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(vocab)}), encoding="utf-8")
+    pad = len(vocab) - 1
+    config = transformers.MarianConfig(
+        vocab_size=len(vocab), decoder_vocab_size=len(vocab), d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        activation_function="swish", scale_embedding=True, max_position_embeddings=128, pad_token_id=pad,
+        eos_token_id=0, forced_eos_token_id=0, decoder_start_token_id=pad, share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True, num_beams=4)
+    torch.manual_seed(0)
+    model = transformers.MarianMTModel(config)
+    with torch.no_grad():
+        model.model.shared.weight[pad].zero_()
+        model.final_logits_bias.normal_(0.0, 0.5)
+        model.final_logits_bias[0, 0] += 5.0  # eos likely enough that most sentences end before the cap
+    model.save_pretrained(str(out))
+    transformers.MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
+                                 source_lang="en", target_lang="de").save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def imported(opus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(import_huggingface(opus_dir, tmp_path_factory.mktemp("imported") / "run")["out"])
+
+
+def test_import_keeps_marians_ids_and_options(opus_dir: Path, imported: Path, lines: tuple[list[str], list[str]]) -> None:
+    translator = Translator.load(imported, device="cpu")
+    theirs = transformers.MarianTokenizer.from_pretrained(str(opus_dir))(lines[0])["input_ids"]
+    assert theirs == [ids + [0] for ids in translator.tokenizer.encode(lines[0])]
+    c = translator.model_cfg
+    assert (c.activation, c.output_bias, c.eos_id, c.pad_id, c.start_id) == ("swish", True, 0, c.vocab_size - 1, c.pad_id)
+
+
+def test_import_logits_equal_transformers(opus_dir: Path, imported: Path, lines: tuple[list[str], list[str]]) -> None:
+    ours, theirs = teacher_forced(imported, opus_dir, *lines)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_import_searches_as_transformers(opus_dir: Path, imported: Path, lines: tuple[list[str], list[str]], beam: int) -> None:
+    for ours, theirs in searched_both(imported, opus_dir, lines[0], beam):
+        assert ours == theirs
+
+
+def test_import_refuses_what_mtkit_cannot_represent(tmp_path: Path) -> None:
+    transformers.MarianConfig(activation_function="gelu", scale_embedding=True).save_pretrained(str(tmp_path / "gelu"))
+    with pytest.raises(UserError, match="config field activation_function='gelu'") as error:
+        import_huggingface(tmp_path / "gelu", tmp_path / "run")
+    assert "\n" not in str(error.value) and not (tmp_path / "run").exists()
