@@ -1,7 +1,8 @@
 """Translation search over a small decoder contract: beam, greedy and seeded sampling.
 
-Owns TranslateConfig, the GNMT length penalty and the per-sentence max length. Imports torch only:
-never mtkit.model, IO or data; any object with `start/step/reorder` (the `Decoder` protocol) works.
+Scores by mtkit.decoding's rules (TranslateConfig, GNMT length penalty, per-sentence max length; re-exported
+here). Imports torch and mtkit.decoding only: never mtkit.model, IO or data; any object with
+`start/step/reorder` (the `Decoder` protocol) works.
 Nothing that decides a sentence's output depends on the other rows of its batch or on padding.
 """
 
@@ -13,6 +14,11 @@ from typing import Any, Callable, Protocol
 
 import torch
 from torch import Tensor
+
+from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty
+
+__all__ = ["Hypothesis", "TranslateConfig", "length_penalty", "search", "beam_search", "greedy_search",
+           "sample_search", "max_lengths", "source_lengths", "ModelDecoder", "Decoder"]
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
 
@@ -80,48 +86,6 @@ class ModelDecoder:
         return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
 
 
-@dataclass
-class TranslateConfig:
-    beam: int = 4
-    length_penalty: float = 0.6  # GNMT alpha: score = logprob / ((5 + |Y|) / 6) ** alpha
-    max_len_a: float = 1.0  # max output tokens = floor(a * src_len + b), per sentence
-    max_len_b: int = 50
-    nbest: int = 1  # hypotheses returned per sentence (<= beam); samples per sentence when sampling
-    early_stop: bool = True  # stop a sentence at `beam` finished hypotheses (fairseq, CTranslate2)
-    sampling: bool = False
-    top_k: int = 0  # 0: no top-k truncation
-    top_p: float = 1.0  # 1.0: no nucleus truncation
-    temperature: float = 1.0
-    seed: int = 1
-    batch_tokens: int = 4000  # source tokens per batch; used by translate.py, not by search
-    workers: int = 1  # batches decoded at once on CPU, each on its share of the threads; used by translate.py
-
-    def __post_init__(self) -> None:
-        for name in ("beam", "nbest", "batch_tokens", "workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if not self.sampling and self.nbest > self.beam:
-            raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
-        if self.max_len_a < 0 or self.max_len_b < 0:
-            raise ValueError(f"max_len_a and max_len_b must be >= 0; got {self.max_len_a}, {self.max_len_b}")
-        if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or not self.temperature > 0.0:
-            raise ValueError(
-                f"need top_k >= 0, 0 < top_p <= 1, temperature > 0; got {self.top_k}, {self.top_p}, {self.temperature}"
-            )
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]  # without bos and eos
-    score: float  # logprob / length_penalty(len(tokens) + 1, alpha)
-    logprob: float  # sum of the decoder's log-probs, eos included
-
-
-def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
-    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14); 1 for alpha = 0."""
-    return ((5 + length) / 6) ** alpha
-
-
 def max_lengths(src_lens: Tensor, a: float, b: int, max_positions: int | None = None) -> Tensor:
     """Most output tokens (eos excluded) per sentence: floor(a * src_len + b), clipped to the decoder.
 
@@ -149,6 +113,29 @@ def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_i
     only_eos[..., eos_id] = logp[..., eos_id].clamp(min=FORCED_EOS_FLOOR)
     forced = forced.view(forced.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
     return torch.where(forced, only_eos, logp)
+
+
+def _force_tokens(logp: Tensor, token: Tensor | None) -> Tensor:
+    """Rows whose `token` [b] is >= 0 may emit only that token, at its own log-prob (a forced target prefix, as
+    CTranslate2's target_prefix: its log-probs count in the score); rows with -1, or token None, are unchanged."""
+    if token is None or not bool((token >= 0).any()):
+        return logp
+    shape = token.shape + (1,) * (logp.dim() - 1)  # [b, 1] or [b, 1, 1]
+    index = token.clamp(min=0).view(shape).expand(*logp.shape[:-1], 1)
+    only = torch.full_like(logp, -math.inf).scatter_(-1, index, logp.gather(-1, index))
+    return torch.where((token >= 0).view(shape), only, logp)
+
+
+def _prefix_step(prefixes: Tensor | None, rows: Tensor, t: int) -> Tensor | None:
+    """The token forced at step t on each of `rows` (-1: none), or None once every prefix has ended."""
+    if prefixes is None or t >= prefixes.size(1):
+        return None
+    return prefixes[rows, t]
+
+
+def _with_prefixes(max_len: Tensor, prefixes: Tensor | None) -> Tensor:
+    """A prefix longer than a sentence's maximum length raises that maximum to the prefix's length."""
+    return max_len if prefixes is None else torch.maximum(max_len, (prefixes >= 0).sum(dim=1))
 
 
 @dataclass
@@ -210,9 +197,11 @@ def _top_candidates(scores: Tensor, logp: Tensor, count: int) -> tuple[Tensor, T
 
 def _candidates(
     decoder: Decoder, output: Any, scores: Tensor, count: int, forced: Tensor, eos_id: int, pad_id: int, bos_id: int,
+    prefix: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
-    made and searched in equal chunks of whole sentences of at most LOGITS_CHUNK_ROWS rows on CPU."""
+    made and searched in equal chunks of whole sentences of at most LOGITS_CHUNK_ROWS rows on CPU; `prefix` [b]:
+    each sentence's forced token (-1: none)."""
     b, width = scores.shape
     n_chunks = -(-b * width // LOGITS_CHUNK_ROWS) if scores.device.type == "cpu" else 1
     per_chunk = max(-(-b // n_chunks), 1)
@@ -221,6 +210,7 @@ def _candidates(
         last = min(first + per_chunk, b)
         logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
         logp = _mask_logprobs(logp, forced[first:last], eos_id, pad_id, bos_id)
+        logp = _force_tokens(logp, None if prefix is None else prefix[first:last])
         parts.append(_top_candidates(scores[first:last], logp, count))
     return parts[0] if len(parts) == 1 else tuple(torch.cat(x) for x in zip(*parts))  # type: ignore[return-value]
 
@@ -286,11 +276,16 @@ def _sentences_done(finished_score: Tensor, scores: Tensor, t: int, max_len: Ten
 @torch.inference_mode()
 def beam_search(
     decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
-    """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first."""
+    """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first.
+
+    `prefixes` [B, P] (-1 past a prefix's end): tokens forced at the first steps; while a sentence's prefix lasts
+    its one live beam extends it, and the search widens to K beams after it.
+    """
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
+    max_len = _with_prefixes(max_len, prefixes)
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
     state = decoder.start(src)  # B rows
@@ -301,7 +296,8 @@ def beam_search(
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
         output = decoder.step(last, state)
-        cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id)
+        prefix = _prefix_step(prefixes, active, t)
+        cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id, prefix)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
@@ -318,9 +314,12 @@ def beam_search(
 
 def _decode_rows(
     decoder: Decoder, state: Any, max_len: Tensor, pick: Callable[[Tensor], Tensor],
-    bos_id: int, eos_id: int, pad_id: int,
+    bos_id: int, eos_id: int, pad_id: int, prefixes: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N]."""
+    """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N].
+
+    `prefixes` [N, P] (-1 past a prefix's end): tokens forced at the first steps.
+    """
     n, device = max_len.size(0), max_len.device
     longest = int(max_len.max()) if n else 0
     tokens = torch.full((n, longest), pad_id, dtype=torch.long, device=device)  # [N, L]
@@ -331,6 +330,7 @@ def _decode_rows(
     for t in range(longest + 1 if n else 0):
         logp = decoder.log_probs(decoder.step(last, state), slice(None))  # [N', V]
         logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
+        logp = _force_tokens(logp, _prefix_step(prefixes, active, t))
         token = pick(logp)  # [N']
         logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
         ended = token == eos_id
@@ -365,11 +365,11 @@ def _argmax(logp: Tensor) -> Tensor:
 @torch.inference_mode()
 def greedy_search(
     decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
-    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device)
-    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, _argmax, bos_id, eos_id, pad_id)
+    max_len = _with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
+    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, _argmax, bos_id, eos_id, pad_id, prefixes)
     return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
 
 
@@ -389,7 +389,7 @@ def _truncate(logits: Tensor, top_k: int, top_p: float) -> Tensor:
 @torch.inference_mode()
 def sample_search(
     decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """cfg.nbest samples per sentence (best first) from temperature-scaled, top-k/top-p truncated log-probs.
 
@@ -397,7 +397,7 @@ def sample_search(
     the draws depend on the batch. Scores use the decoder's own log-probs, not the truncated ones.
     """
     per_sentence = cfg.nbest
-    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device)
+    max_len = _with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
     expand = torch.arange(src.size(0), device=src.device).repeat_interleave(per_sentence)
     state = decoder.reorder(decoder.start(src), expand)
     generator = torch.Generator(device=src.device).manual_seed(cfg.seed)
@@ -406,17 +406,19 @@ def sample_search(
         probs = _truncate(logp / cfg.temperature, cfg.top_k, cfg.top_p).softmax(dim=1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
-    rows = _decode_rows(decoder, state, max_len[expand], draw, bos_id, eos_id, pad_id)
+    rows = _decode_rows(decoder, state, max_len[expand], draw, bos_id, eos_id, pad_id,
+                        None if prefixes is None else prefixes[expand])
     return _to_hypotheses(*rows, cfg.length_penalty, per_sentence)
 
 
 def search(
     decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None,
+    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
-    """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg."""
+    """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; `prefixes` [B, P]
+    (-1 past a prefix's end, None for none): tokens each translation must begin with."""
     if cfg.sampling:
-        return sample_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)
+        return sample_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)
     if cfg.beam == 1 and cfg.early_stop:
-        return greedy_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)
-    return beam_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions)
+        return greedy_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)
+    return beam_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)

@@ -1,0 +1,227 @@
+"""CTranslate2 as an engine of mtkit: the translations and scores of mtkit's own beam search, without torch.
+
+CTranslate2 is asked for all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps
+the stopping rule of its length-normalised search); they are re-ranked here with mtkit's GNMT penalty. mtkit's
+per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch decodes to its longest
+maximum and the few sentences that reach their own are decoded again alone at it. This relies on CTranslate2
+behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from mtkit.batching import length_batches
+from mtkit.console import warn
+from mtkit.ct2cache import SPM_NAME, model_directory, read_metadata
+from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
+from mtkit.engine import encode_prefixes, encode_sources
+from mtkit.errors import UserError, check
+from mtkit.stream import one_line
+from mtkit.tokenizer import Tokenizer
+
+INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
+# lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
+# would switch it to its unnormalised stopping rule, which ends a sentence at another step than mtkit's search.
+RAW_SCORES = 1e-30
+COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
+
+
+def import_ctranslate2() -> Any:
+    """The ctranslate2 module, or a one-line UserError saying how to install it."""
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(INSTALL_HINT) from None
+    return ctranslate2
+
+
+def resolve_device(ctranslate2: Any, name: str) -> str:
+    """`auto` -> cuda when CTranslate2 sees a CUDA device, else cpu; cpu and cuda as given."""
+    check(name in ("auto", "cpu", "cuda"), f"--device {name}: --engine ctranslate2 takes auto, cpu or cuda")
+    gpus = ctranslate2.get_cuda_device_count()
+    check(name != "cuda" or gpus > 0, "--device cuda: CTranslate2 sees no CUDA device")
+    return ("cuda" if gpus > 0 else "cpu") if name == "auto" else name
+
+
+def resolve_compute_type(ctranslate2: Any, dtype: str, device: str) -> str:
+    """--dtype as a CTranslate2 compute type (fp32 -> float32, ...), refused where the engine or device lacks it.
+
+    `auto`: float32 on CPU (int8 changes output), bfloat16 or else float16 on a GPU that has it.
+    """
+    supported = set(ctranslate2.get_supported_compute_types(device))
+    name = TORCH_DTYPES.get(dtype, dtype)
+    if name == "auto":
+        name = next((t for t in ("bfloat16", "float16") if t in supported and device == "cuda"), "float32")
+    check(name in COMPUTE_TYPES, f"--dtype {dtype}: --engine ctranslate2 takes {', '.join(COMPUTE_TYPES)} (or fp32, bf16, fp16)")
+    check(name in supported, f"--dtype {dtype}: CTranslate2 on {device} supports {', '.join(sorted(supported))}")
+    return name
+
+
+def default_threads(workers: int) -> int:
+    """Threads per batch: OMP_NUM_THREADS (torch's setting too) or the usable cores, shared by the workers."""
+    cores = int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
+    return max(1, cores // workers)
+
+
+@dataclass
+class CT2Translator:
+    """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.Translator."""
+
+    model: Any  # ctranslate2.Translator
+    tokenizer: Tokenizer
+    cfg: TranslateConfig
+    max_positions: int
+    device: str
+    info: dict[str, Any] = field(default_factory=dict)
+    pieces: list[str] = field(default_factory=list)  # id -> piece: CTranslate2 reads and writes pieces
+    piece_ids: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(
+        cls, path: str | Path, device: str = "auto", dtype: str = "float32", ensemble: list[Path] | None = None,
+        threads: int = 0, **overrides: Any,
+    ) -> "CT2Translator":
+        """RUN_DIR or a checkpoint (exported on first use, cached) or an `mtkit export` directory.
+
+        `threads`: intra-op threads per batch (0: default_threads); cfg.workers batches decode at once.
+        """
+        check(not ensemble, "--ensemble: --engine ctranslate2 decodes one model; use --engine torch to ensemble")
+        ctranslate2 = import_ctranslate2()
+        device = resolve_device(ctranslate2, device)
+        compute_type = resolve_compute_type(ctranslate2, dtype, device)
+        directory = model_directory(path)
+        metadata = read_metadata(directory)
+        try:
+            cfg = replace(TranslateConfig(**metadata.get("translate", metadata.get("search", {}))), **overrides)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"translate options: {exc}") from None
+        check(cfg.early_stop, "translate.early_stop=false: --engine ctranslate2 stops a sentence at `beam` "
+                              "finished hypotheses; use --engine torch")
+        workers = cfg.workers if device == "cpu" else 1
+        model = _open_model(ctranslate2, path, directory, device, compute_type, workers, threads or default_threads(workers))
+        tokenizer = Tokenizer.load(directory / SPM_NAME)
+        info = {"checkpoint": metadata.get("checkpoint"), "configs": metadata.get("configs", {}),
+                "manifest": metadata.get("manifest", {}), "engine": "ctranslate2", "model_dir": str(directory),
+                "compute_type": compute_type}
+        pieces = tokenizer.pieces()
+        return cls(model, tokenizer, cfg, int(metadata["model"]["max_positions"]), device, info, pieces,
+                   {piece: i for i, piece in enumerate(pieces)})
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.max_positions - 1  # room for eos
+
+    @property
+    def workers(self) -> int:
+        """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere."""
+        return self.cfg.workers if self.device == "cpu" else 1
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """One output per input line, in order; empty lines give empty outputs."""
+        hypotheses = self.translate_hypotheses(lines)
+        return [one_line(self.tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
+
+    def translate_hypotheses(
+        self, lines: list[str], first_lineno: int = 1, strict: bool = False, prefixes: list[str] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line (none for an empty line), in input order; each begins with its prefix."""
+        ids = self.encode_lines(lines, first_lineno, strict)
+        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
+
+    def encode_lines(
+        self, lines: list[str], first_lineno: int = 1, strict: bool = False, on_warning: Callable[[str], None] = warn,
+    ) -> list[list[int]]:
+        """Source ids per line; a line over the model's length is truncated with a warning, or refused when strict."""
+        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning)
+
+    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
+
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads).
+        """
+        prefixes = prefixes or [[] for _ in ids]
+        results: list[list[Hypothesis]] = [[] for _ in ids]
+        batches = length_batches([len(t) for t in ids], self.cfg.batch_tokens)
+        submitted = [(batch, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch])) for batch in batches]
+        for batch, (decoded, steps) in submitted:
+            for index, result in zip(batch, decoded):
+                results[index] = self._finish(ids[index], prefixes[index], result.result(), steps)
+        return results
+
+    def _limit(self, src: list[int], prefix: list[int]) -> int:
+        """mtkit's maximum output length of a sentence; a longer forced prefix raises it to the prefix's length."""
+        cfg = self.cfg
+        return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
+
+    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int | None = None) -> tuple[list[Any], int]:
+        """Start decoding a batch at `steps` decoding steps (default: its longest maximum length); async results."""
+        steps = max(self._limit(s, p) for s, p in zip(ids, prefixes)) if steps is None else steps
+        pieces = self.pieces
+        source = [[pieces[i] for i in s] for s in ids]
+        target = [[pieces[i] for i in p] or None for p in prefixes] if any(prefixes) else None
+        results = self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=steps,
+                                             **self._options())
+        return results, steps
+
+    def _options(self) -> dict[str, Any]:
+        cfg = self.cfg
+        common = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True}
+        if cfg.sampling:
+            return {**common, "beam_size": 1, "num_hypotheses": cfg.nbest, "sampling_topk": cfg.top_k or 0,
+                    "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature, "length_penalty": RAW_SCORES}
+        return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam, "length_penalty": RAW_SCORES}
+
+    def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int) -> list[Hypothesis]:
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps.
+
+        A hypothesis shorter than the sentence's own maximum ended by itself, as in mtkit. One that reached the
+        maximum would have had </s> forced and scored there: when the batch's maximum is the sentence's own, it is
+        scored with </s> (score_batch); otherwise the sentence is decoded again alone at its own maximum.
+        """
+        limit = self._limit(src, prefix)
+        if steps != limit and any(len(h) >= limit for h in result.hypotheses):
+            (again,), _ = self._submit([src], [prefix], steps=limit)
+            return self._finish(src, prefix, again.result(), limit)
+        ids = self._ids(result.hypotheses)
+        logprobs = list(result.scores)
+        cut = [k for k, h in enumerate(ids) if len(h) >= limit]
+        for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut])):
+            logprobs[k] = scored
+        return self._rank(ids, logprobs)
+
+    def _ids(self, hypotheses: list[list[str]]) -> list[list[int]]:
+        return [[self.piece_ids[piece] for piece in h] for h in hypotheses]
+
+    def _score_with_eos(self, src: list[int], targets: list[list[int]]) -> list[float]:
+        """Log-prob sums of `targets` followed by </s> (score_batch adds it), as mtkit scores a forced </s>."""
+        if not targets:
+            return []
+        pieces = self.pieces
+        source = [[pieces[i] for i in src]] * len(targets)
+        scored = self.model.score_batch(source, [[pieces[i] for i in t] for t in targets], max_input_length=0)
+        return [sum(s.log_probs) for s in scored]
+
+    def _rank(self, ids: list[list[int]], logprobs: list[float]) -> list[Hypothesis]:
+        """The n best by mtkit's score, logprob / lp(|Y| + 1); a stable sort keeps CTranslate2's order on ties."""
+        alpha = self.cfg.length_penalty
+        hyps = [Hypothesis(h, lp / length_penalty(len(h) + 1, alpha), lp) for h, lp in zip(ids, logprobs)]
+        return sorted(hyps, key=lambda h: -h.score)[: self.cfg.nbest]
+
+
+def _open_model(ctranslate2: Any, path: Any, directory: Path, device: str, compute_type: str, workers: int, threads: int) -> Any:
+    """ctranslate2.Translator over `directory`; a cache CTranslate2 cannot read is exported again once."""
+    def open_at(where: Path) -> Any:
+        return ctranslate2.Translator(str(where), device=device, compute_type=compute_type,
+                                      inter_threads=workers, intra_threads=threads)
+
+    try:
+        return open_at(directory)
+    except (RuntimeError, ValueError) as exc:
+        check(directory != Path(path), f"{directory}: CTranslate2 cannot load this model ({exc})")
+        return open_at(model_directory(path, rebuild=True))
