@@ -17,7 +17,7 @@ PROJECT_CHUNK_ROWS = 1024  # rows per output-projection GEMM: 1.5-1.7x faster th
 
 
 class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
-    """Summed label-smoothed cross-entropy of logits = hidden @ weight^T, in row chunks.
+    """Summed label-smoothed cross-entropy of logits = hidden @ weight^T (+ bias), in row chunks.
 
     With q the smoothed target distribution, loss = sum_n [lse_n - sum_v q_v z_nv] and its gradient
     is softmax(z) - q. The vocabulary is the widest layer, so its passes are arranged for the cache:
@@ -27,7 +27,8 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+    def forward(ctx: Any, hidden: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor,
+                epsilon: float) -> tuple[Tensor, Tensor]:
         vocab = weight.size(0)
         eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
         loss = torch.zeros((), dtype=torch.float64, device=hidden.device)
@@ -39,6 +40,8 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
         for start in range(0, hidden.size(0), PROJECT_CHUNK_ROWS):
             end = start + PROJECT_CHUNK_ROWS
             torch.mm(hidden[start:end], weight_t, out=logits[start:end])
+            if bias is not None:
+                logits[start:end] += bias
             for row in range(start, min(end, hidden.size(0)), CE_CHUNK_ROWS):
                 stop = min(row + CE_CHUNK_ROWS, end)
                 # log_softmax converts to float32 inside its kernel: no separate copy of the chunk
@@ -50,13 +53,13 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
                 else:
                     loss += nll.sum()
         ctx.save_for_backward(hidden, weight, logits, target)
-        ctx.epsilon, ctx.eps_i = epsilon, eps_i
+        ctx.epsilon, ctx.eps_i, ctx.has_bias = epsilon, eps_i, bias is not None
         nll_out = nll_total.float()
         ctx.mark_non_differentiable(nll_out)  # logged, never differentiated
         return loss.float(), nll_out
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, Tensor, None, None]:
+    def backward(ctx: Any, grad_loss: Tensor, grad_nll: Tensor) -> tuple[Tensor, Tensor, Tensor | None, None, None]:
         hidden, weight, logits, target = ctx.saved_tensors
         on_target = (1.0 - ctx.epsilon - ctx.eps_i) * grad_loss
         grad = torch.empty_like(logits)  # [N, V], written chunk by chunk: no concatenation pass
@@ -70,11 +73,12 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
             if ctx.eps_i:
                 g.sub_(ctx.eps_i * grad_loss)
             g[torch.arange(t.numel(), device=t.device), t] -= on_target.to(g.dtype)
-        return grad @ weight, grad.t() @ hidden, None, None
+        return grad @ weight, grad.t() @ hidden, grad.sum(0) if ctx.has_bias else None, None, None
 
 
-def label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-    """Summed label-smoothed cross-entropy and summed NLL of logits = hidden [N, D] @ weight [V, D]^T.
+def label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float,
+                        bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Summed label-smoothed cross-entropy and summed NLL of logits = hidden [N, D] @ weight [V, D]^T (+ bias [V]).
 
     As fairseq: the smoothing mass epsilon is spread over the V-1 other classes,
     loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v). The projection runs in the
@@ -84,12 +88,13 @@ def label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon:
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
         hidden, weight = hidden.to(dtype), weight.to(dtype)
+        bias = bias.to(dtype) if bias is not None else None
     with torch.autocast(device, enabled=False):
-        return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, target, epsilon)
+        return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, bias, target, epsilon)
 
 
 def dense_label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float,
-                              pad_id: int) -> tuple[Tensor, Tensor]:
+                              pad_id: int, bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The same sums as label_smoothed_loss over every row of hidden [N, D], pad targets weighted 0.
 
     For GPUs: a fixed number of large kernels whatever N (projection, one log_softmax, nll_loss with
@@ -99,7 +104,7 @@ def dense_label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, ep
     """
     vocab = weight.size(0)
     eps_i = epsilon / (vocab - 1) if epsilon > 0 else 0.0
-    lprobs = torch.log_softmax(F.linear(hidden, weight), dim=-1, dtype=torch.float32)  # [N, V]
+    lprobs = torch.log_softmax(F.linear(hidden, weight, bias), dim=-1, dtype=torch.float32)  # [N, V]
     nll = F.nll_loss(lprobs, target, ignore_index=pad_id, reduction="sum")
     if epsilon == 0:
         return nll, nll.detach()
@@ -134,9 +139,9 @@ class LossModule(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         hidden = self.hidden(src, tgt_in)  # [B, T, D]
-        weight = self.model.output.weight
+        weight, bias = self.model.output.weight, self.model.output.bias  # bias: None unless cfg.output_bias
         if hidden.device.type == "cuda":
             return dense_label_smoothed_loss(hidden.flatten(0, 1), weight, tgt_out.flatten(), self.label_smoothing,
-                                             self.pad_id)
+                                             self.pad_id, bias)
         keep = tgt_out != self.pad_id  # [B, T]
-        return label_smoothed_loss(hidden[keep], weight, tgt_out[keep], self.label_smoothing)
+        return label_smoothed_loss(hidden[keep], weight, tgt_out[keep], self.label_smoothing, bias)

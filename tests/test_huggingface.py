@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -12,12 +13,24 @@ import torch
 transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
 
-from mtkit.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from mtkit.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
+from mtkit.export import export_ctranslate2  # noqa: E402
 from mtkit.huggingface import export_huggingface, import_huggingface, model_permutation  # noqa: E402
 from mtkit.model import ModelConfig, sinusoidal_positions  # noqa: E402
+from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
+from mtkit.recipe import resolve_recipe  # noqa: E402
+from mtkit.train import train  # noqa: E402
 from mtkit.translate import Translator, load_model, pad_batch, resolve_checkpoint  # noqa: E402
-from tests.conftest import read_gz_lines  # noqa: E402
+from tests.conftest import preprocess_slice, read_gz_lines  # noqa: E402
+from tests.reliability.common import (  # noqa: E402
+    TRAIN_SETS,
+    Trainer,
+    differing_tensors,
+    kill9,
+    mtkit_command,
+    newest_step,
+)
 
 N_LINES = 40
 CAP = 40  # mtkit's max output (max_len_a 0, max_len_b CAP); generate gets room for CAP + start + eos
@@ -37,30 +50,44 @@ def test_permutation_maps_mtkit_positions_onto_marians() -> None:
         assert torch.equal(sinusoidal_positions(100, d)[:, model_permutation(d)], marian)
 
 
-def teacher_forced(run: Path, hf_dir: Path, src_lines: list[str], tgt_lines: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits of mtkit's model and of the Marian directory's on the same sources and target prefixes."""
+def forced_batch(run: Path, src_lines: list[str], tgt_lines: list[str]) -> tuple:
+    """mtkit's model of `run` and src [B, S], tgt_in [B, T], tgt_out [B, T] (pad after each target's eos)."""
     model, payload = load_model(resolve_checkpoint(run), torch.device("cpu"), torch.float32, packed=False)
-    translator = Translator.load(run, device="cpu")
-    c = model.cfg
-    src, _ = pad_batch(translator.tokenizer.encode(src_lines), c.pad_id, c.eos_id, torch.device("cpu"))
-    tgt = translator.tokenizer.encode_target(tgt_lines)
-    width = max(map(len, tgt)) + 1
-    tgt_in = torch.full((len(tgt), width), c.pad_id, dtype=torch.long)
+    tokenizer, c = tokenizer_from_bytes(payload["spm_model"]), model.cfg
+    src, _ = pad_batch(tokenizer.encode(src_lines), c.pad_id, c.eos_id, torch.device("cpu"))
+    tgt = tokenizer.encode_target(tgt_lines)
+    tgt_in = torch.full((len(tgt), max(map(len, tgt)) + 1), c.pad_id, dtype=torch.long)
+    tgt_out = tgt_in.clone()
     tgt_in[:, 0] = c.start_id
     for row, ids in enumerate(tgt):
-        tgt_in[row, 1 : len(ids) + 1] = torch.tensor(ids)
+        tgt_in[row, 1 : len(ids) + 1] = torch.tensor(ids, dtype=torch.long)
+        tgt_out[row, : len(ids) + 1] = torch.tensor(ids + [c.eos_id], dtype=torch.long)
+    return model, src, tgt_in, tgt_out
+
+
+def teacher_forced(run: Path, hf_dir: Path, src_lines: list[str], tgt_lines: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of mtkit's model and of the Marian directory's on the same sources and target prefixes."""
+    model, src, tgt_in, tgt_out = forced_batch(run, src_lines, tgt_lines)
+    pad = model.cfg.pad_id
     hf = transformers.MarianMTModel.from_pretrained(str(hf_dir), attn_implementation="eager", dtype=torch.float32).eval()
     with torch.no_grad():
         ours = model(src, tgt_in)
-        theirs = hf(input_ids=src, attention_mask=(src != c.pad_id).long(), decoder_input_ids=tgt_in).logits
-    real = torch.ones_like(tgt_in, dtype=torch.bool)
-    for row, ids in enumerate(tgt):
-        real[row, len(ids) + 1 :] = False  # positions after the target's end see padding only in mtkit's causal view
+        theirs = hf(input_ids=src, attention_mask=(src != pad).long(), decoder_input_ids=tgt_in).logits
+    real = tgt_out != pad  # positions after a target's end see padding only in mtkit's causal view
     return ours[real], theirs[real]
 
 
+def valid_loss(run: Path, src_lines: list[str], tgt_lines: list[str]) -> float:
+    """Mean cross-entropy per target token, teacher-forced."""
+    model, src, tgt_in, tgt_out = forced_batch(run, src_lines, tgt_lines)
+    with torch.no_grad():
+        logits = model(src, tgt_in)
+    return float(torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=model.cfg.pad_id))
+
+
 def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int) -> list[tuple[list[int], list[int]]]:
-    """(mtkit's tokens, generate's tokens) of every sentence mtkit did not cap, at length penalty 0."""
+    """(mtkit's tokens, generate's tokens) at length penalty 0: of every sentence for greedy search (both end a
+    sentence at the cap with a forced eos), of those mtkit did not cap for beam search."""
     translator = Translator.load(run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP)
     c = translator.model_cfg
     ours = [hyps[0].tokens for hyps in translator.translate_hypotheses(src_lines)]
@@ -68,9 +95,10 @@ def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int) -> l
     hf = transformers.MarianMTModel.from_pretrained(str(hf_dir), dtype=torch.float32).eval()
     batch = tokenizer(src_lines, return_tensors="pt", padding=True)
     out = hf.generate(**batch, num_beams=beam, length_penalty=0.0, early_stopping=True, max_length=CAP + 2,
-                      bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})], do_sample=False)
+                      bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})], forced_eos_token_id=c.eos_id,
+                      do_sample=False)
     theirs = [[t for t in row[1:].tolist() if t not in (c.eos_id, c.pad_id)] for row in out]
-    pairs = [(a, b) for a, b in zip(ours, theirs) if len(a) < CAP]
+    pairs = [(a, b) for a, b in zip(ours, theirs) if beam == 1 or len(a) < CAP]
     assert len(pairs) >= len(src_lines) // 4, "too few sentences ended before the cap to compare"
     return pairs
 
@@ -196,3 +224,65 @@ def test_import_refuses_what_mtkit_cannot_represent(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="config field activation_function='gelu'") as error:
         import_huggingface(tmp_path / "gelu", tmp_path / "run")
     assert "\n" not in str(error.value) and not (tmp_path / "run").exists()
+
+
+FINE_TUNE_STEPS = 40
+FINE_TUNE_SETS = [*TRAIN_SETS, "train.lr=5e-3", "train.save_interval_steps=4", "train.average_last=1", "train.keep_last=2"]
+
+
+def fine_tune_recipe(imported: Path, data: Path) -> Any:
+    manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    sets = [*FINE_TUNE_SETS, f"train.max_steps={FINE_TUNE_STEPS}", f"train.init_from={str(imported)!r}"]
+    return resolve_recipe(imported / "recipe.toml", None, sets, vocab_size=manifest["vocab_size"])
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(imported: Path, multi30k: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(data preprocessed with the imported model's tokenizer, an uninterrupted fine-tuning run on it)."""
+    base = tmp_path_factory.mktemp("fine-tune")
+    data = preprocess_slice(base / "data", multi30k, imported / "spm.model", 2000, 200)
+    train(data, base / "run", fine_tune_recipe(imported, data))
+    return data, base / "run"
+
+
+def test_fine_tuning_lowers_validation_loss(imported: Path, fine_tuned: tuple[Path, Path], multi30k: Path) -> None:
+    pairs = read_gz_lines(multi30k / "val.en.gz", 200), read_gz_lines(multi30k / "val.de.gz", 200)
+    assert valid_loss(fine_tuned[1], *pairs) < valid_loss(imported, *pairs) - 0.5
+
+
+def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tuned: tuple[Path, Path], tmp_path: Path) -> None:
+    data, reference = fine_tuned
+    run, sets = tmp_path / "killed", [arg for item in FINE_TUNE_SETS for arg in ("--set", item)]
+    command = mtkit_command("train", str(data), "--save-dir", str(run), "-c", str(imported / "recipe.toml"),
+                            "--max-steps", str(FINE_TUNE_STEPS), "--init-from", str(imported), *sets)
+    for kill in range(3):
+        trainer = Trainer(command)
+        if kill < 2:
+            assert trainer.wait_steps(10 + newest_step(run)), trainer.stderr[-3000:]
+            assert kill9(trainer) == -9
+        else:
+            assert trainer.finish() == 0, trainer.stderr[-3000:]
+    final = load_checkpoint(list_checkpoints(run)[-1])
+    expected = load_checkpoint(list_checkpoints(reference)[-1])
+    assert final["step"] == expected["step"] == FINE_TUNE_STEPS
+    assert not differing_tensors(final["model"], expected["model"])
+    assert not differing_tensors(final["optimizer"], expected["optimizer"])
+
+
+def test_fine_tuned_exports_translate_the_same(fine_tuned: tuple[Path, Path], lines: tuple[list[str], list[str]],
+                                               tmp_path: Path) -> None:
+    run = fine_tuned[1]
+    hf_dir = Path(export_huggingface(run, tmp_path / "hf")["out"])
+    for ours, theirs in searched_both(run, hf_dir, lines[0], 1):
+        assert ours == theirs
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    ct2_dir = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
+    translator = Translator.load(run, device="cpu", beam=1, max_len_a=0.0, max_len_b=CAP)
+    source = spm.SentencePieceProcessor(model_file=str(ct2_dir / "source.spm"))
+    results = ctranslate2.Translator(str(ct2_dir)).translate_batch(
+        [source.encode(line, out_type=str) for line in lines[0]], beam_size=1, max_decoding_length=CAP,
+        length_penalty=0, min_decoding_length=0)
+    pieces = translator.tokenizer.target_pieces()
+    for hyps, result in zip(translator.translate_hypotheses(lines[0]), results):
+        # CTranslate2 cuts a capped hypothesis where mtkit forces eos: the same greedy pieces either way
+        assert [pieces[i] for i in hyps[0].tokens] == result.hypotheses[0]

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mtkit.loss import label_smoothed_loss
+from mtkit.loss import dense_label_smoothed_loss, label_smoothed_loss
 
 
 def test_label_smoothed_loss_matches_explicit_distribution() -> None:
@@ -45,6 +45,24 @@ def test_label_smoothed_loss_gradient_equals_autograd_reference(epsilon: float, 
     (0.7 * ref).backward()
     assert torch.allclose(fused[0], hidden.grad, atol=1e-6)
     assert torch.allclose(fused[1], weight.grad, atol=1e-6)
+
+
+def test_label_smoothed_loss_with_output_bias_equals_autograd_reference() -> None:
+    """ModelConfig.output_bias: the fused loss adds the bias to every row and returns its gradient."""
+    torch.manual_seed(2)
+    hidden = torch.randn(300, 5, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(13, 5, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(13, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, 13, (300,))
+    loss, _ = label_smoothed_loss(hidden, weight, target, 0.1, bias)
+    loss.backward()
+    fused = hidden.grad.clone(), weight.grad.clone(), bias.grad.clone()
+    hidden.grad = weight.grad = bias.grad = None
+    dense, _ = dense_label_smoothed_loss(hidden, weight, target, 0.1, -1, bias)
+    assert loss.item() == pytest.approx(dense.item(), rel=1e-6)
+    dense.backward()
+    for ours, reference in zip(fused, (hidden.grad, weight.grad, bias.grad)):
+        assert torch.allclose(ours, reference, atol=1e-6)
 
 
 def test_label_smoothed_loss_under_bf16_autocast_matches_float32() -> None:
