@@ -395,3 +395,57 @@ def test_dropout_rate_scale_and_eval_identity() -> None:
     drop.eval()
     assert drop(x) is x
     assert Dropout(0.0)(x) is x
+
+
+# Options of models trained elsewhere (mtkit.huggingface): swish, output bias, decoder start, target vocabulary
+
+
+def test_added_options_defaults_are_the_checkpoint_defaults() -> None:
+    """checkpoint.ADDED_MODEL_DEFAULTS stands for the options a checkpoint written before them lacks."""
+    import dataclasses
+
+    from mtkit.checkpoint import ADDED_MODEL_DEFAULTS
+
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    assert {name: defaults[name] for name in ADDED_MODEL_DEFAULTS} == ADDED_MODEL_DEFAULTS
+    assert ModelConfig().start_id == ModelConfig().bos_id and ModelConfig().target_vocab_size == ModelConfig().vocab_size
+
+
+@pytest.mark.parametrize("options", [
+    dict(activation="swish"), dict(output_bias=True), dict(decoder_start_id=0),
+    dict(share_embeddings="none", tgt_vocab_size=VOCAB + 7, output_bias=True),
+    dict(share_embeddings="decoder", tgt_vocab_size=VOCAB - 5),
+])
+def test_added_options_keep_cache_equal_to_no_cache_and_counts(options: dict) -> None:
+    model = tiny_model(**options)
+    assert count_parameters(model) == expected_parameters(model.cfg)
+    g = torch.Generator().manual_seed(3)
+    src = sentence(7, g)[None]
+    tgt_in = torch.cat([torch.tensor([[model.cfg.start_id]]), sentence(5, g)[None] % model.cfg.target_vocab_size], 1)
+    with torch.no_grad():
+        full = model(src, tgt_in)  # [1, T, V]
+        state = model.init_decode_state(src)
+        steps = torch.stack([model.decode_step(tgt_in[:, t], state) for t in range(tgt_in.shape[1])], 1)
+    assert full.shape[-1] == model.cfg.target_vocab_size
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+
+
+def test_swish_and_output_bias_change_the_output() -> None:
+    relu, swish = tiny_model(), tiny_model(activation="swish")
+    swish.load_state_dict(relu.state_dict())
+    src, tgt = torch.tensor([[5, 6, 7, EOS]]), torch.tensor([[BOS, 8, 9]])
+    with torch.no_grad():
+        assert not torch.allclose(relu(src, tgt), swish(src, tgt))
+        biased = tiny_model(output_bias=True)
+        biased.load_state_dict({**relu.state_dict(), "output.bias": torch.arange(VOCAB, dtype=torch.float32)})
+        torch.testing.assert_close(biased(src, tgt), relu(src, tgt) + torch.arange(VOCAB, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(activation="gelu"), "activation"),
+    (dict(tgt_vocab_size=50), "share_embeddings='all'"),
+    (dict(decoder_start_id=8000), "decoder_start_id"),
+])
+def test_added_options_validation(kwargs: dict, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        ModelConfig(**kwargs)

@@ -14,6 +14,8 @@ from mtkit.errors import UserError
 from mtkit.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, file_sha256, special_id_maps, train_tokenizer
 from tests.conftest import read_gz_lines
 
+SPECIAL = {"<pad>", "<unk>", "<s>", "</s>"}
+
 TRICKY = [
     "",
     " ",
@@ -166,3 +168,26 @@ def test_file_sha256(tmp_path: Path) -> None:
     path = tmp_path / "blob"
     path.write_bytes(b"x" * 3_000_000)
     assert file_sha256(path) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
+
+
+def test_table_tokenizer_bytes_and_ids(multi30k_spm: Path, foreign_spm: Path, tmp_path: Path, multi30k: Path) -> None:
+    """Separate source/target models whose pieces are looked up in an id table; one blob, loaded by load_tokenizer."""
+    from mtkit.tokenizer import TableTokenizer, load_tokenizer, tokenizer_from_bytes
+
+    source, target = multi30k_spm.read_bytes(), foreign_spm.read_bytes()
+    pieces = ["</s>", "<unk>"] + [p for p in Tokenizer.load(multi30k_spm).pieces() if p not in SPECIAL] + ["<pad>"]
+    table = TableTokenizer(source, target, pieces)
+    assert (table.eos_id, table.unk_id, table.pad_id, table.bos_id) == (0, 1, len(pieces) - 1, len(pieces) - 1)
+    (tmp_path / "tok").write_bytes(table.to_bytes())
+    loaded = load_tokenizer(tmp_path / "tok")
+    assert isinstance(loaded, TableTokenizer) and loaded.to_bytes() == table.to_bytes()
+    assert isinstance(tokenizer_from_bytes(source), Tokenizer)
+    lines = read_gz_lines(multi30k / "val.en.gz", 50)
+    own = spm.SentencePieceProcessor(model_proto=source)
+    assert loaded.encode(lines) == [[pieces.index(p) if p in pieces else 1 for p in own.encode(line, out_type=str)]
+                                    for line in lines]
+    target_ids = loaded.encode_target(lines)  # the target model's pieces, in the same table
+    assert loaded.decode([ids + [0, len(pieces) - 1] for ids in target_ids])[0] == spm.SentencePieceProcessor(
+        model_proto=target).decode_pieces([pieces[i] for i in target_ids[0]])
+    with pytest.raises(UserError, match="<pad> must have one id"):
+        TableTokenizer(source, target, pieces[:-1])
