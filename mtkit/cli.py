@@ -311,7 +311,8 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless told otherwise)."),
     port: int = typer.Option(8080, "--port", help="TCP port (0: any free port, printed on stderr)."),
     device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32."),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32. "
+                              "--engine ctranslate2 also takes int8, int8_float32 (and float16, bfloat16 where the device has them)."),
     max_batch_tokens: Optional[int] = typer.Option(None, "--max-batch-tokens", help="Source tokens decoded together (default: the run's translate.batch_tokens)."),
     max_delay_ms: float = typer.Option(5.0, "--max-delay-ms", help="Wait this long after a request for others to batch with it."),
     max_lines: int = typer.Option(1000, "--max-lines", help="Most lines per request (413 above)."),
@@ -322,6 +323,9 @@ def serve(
     access_log: bool = typer.Option(False, "--access-log", help="Log every request on stderr."),
     body_timeout: float = typer.Option(10.0, "--body-timeout", help="Seconds a request body may take to arrive (408 after)."),
     grace_seconds: float = typer.Option(5.0, "--grace-seconds", help="After SIGTERM, seconds a body still arriving may take before the connection is closed."),
+    engine: str = typer.Option("torch", "--engine", help="torch (mtkit's own search) or ctranslate2: the same answers, less memory, no torch."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Batches decoded at once on CPU (CTranslate2's inter_threads; default: the run's translate.workers, 1)."),
+    threads: int = typer.Option(0, "--threads", help="Threads per batch (CTranslate2's intra_threads; torch: its thread count); 0: the cores shared by the workers."),
 ) -> None:
     """Serve translations over HTTP: POST /translate {"text": [...]}, GET /health, GET /info (README: Serving)."""
     from mtkit.serve import ServeConfig
@@ -330,7 +334,8 @@ def serve(
     run_serve(model, ServeConfig(host=host, port=port, device=device, dtype=dtype, max_batch_tokens=max_batch_tokens,
                                  max_delay_ms=max_delay_ms, max_lines=max_lines, max_bytes=max_bytes, max_beam=max_beam,
                                  queue_size=queue_size, strict=strict, access_log=access_log,
-                                 body_timeout=body_timeout, grace_seconds=grace_seconds))
+                                 body_timeout=body_timeout, grace_seconds=grace_seconds, engine=engine,
+                                 workers=workers, threads=threads))
 
 
 @contextlib.contextmanager

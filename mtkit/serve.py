@@ -1,33 +1,30 @@
-"""`mtkit serve`: an HTTP translation service over translate.Translator (FastAPI on uvicorn).
+"""`mtkit serve`: an HTTP translation service over either engine's translator (FastAPI on uvicorn).
 
 One worker thread owns the model: it collects queued requests up to a token budget or a delay, decodes
 them together and answers each. Every bad input is a 4xx JSON error; a full queue is a 503 with Retry-After.
 No training code here; fastapi and uvicorn are the optional extra `mtkit[serve]`, imported when serving.
+Imports no torch: the torch engine brings it when it is loaded, --engine ctranslate2 never does.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations (Request) as objects.
 import asyncio
 import dataclasses
-import json
-import queue
 import signal
 import socket
-import threading
-import time
-import traceback
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mtkit import __version__
-from mtkit.console import log, warn
+from mtkit.console import log
+from mtkit.decoding import Hypothesis
+from mtkit.engine import ENGINES, Translating, encode_prefixes, load_translator
 from mtkit.errors import UserError, check
-from mtkit.model import PRESETS, ModelConfig
-from mtkit.translate import DTYPES, Hypothesis, Translator, one_line, resolve_device
+from mtkit.serve_request import ClientGone, RequestError, parse_request
+from mtkit.serve_worker import BatchWorker, Job
+from mtkit.stream import one_line
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install 'mtkit[serve]'"
-REQUEST_KEYS = ("text", "beam", "nbest")
 # What `mtkit translate` passes when run without options, so the service answers as the CLI does.
 CLI_DEFAULTS: dict[str, Any] = {"nbest": 1, "sampling": False, "top_k": 0, "top_p": 1.0, "temperature": 1.0}
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -41,8 +38,11 @@ class ServeConfig:
 
     host: str = "127.0.0.1"  # loopback unless told otherwise
     port: int = 8080
+    engine: str = "torch"  # or ctranslate2
     device: str = "auto"  # auto: cuda when available, else cpu
-    dtype: str = "fp32"
+    dtype: str | None = None  # None: the engine's default (fp32 / float32); checked by the engine when it loads
+    workers: int | None = None  # batches decoded at once on CPU (None: the run's translate.workers)
+    threads: int = 0  # ctranslate2: threads per batch (0: the cores, or OMP_NUM_THREADS, shared by the workers)
     max_batch_tokens: int | None = None  # source tokens decoded together (None: the run's translate.batch_tokens)
     max_delay_ms: float = 5.0  # how long the worker waits for more requests after the first
     max_lines: int = 1000  # lines per request (413 above)
@@ -55,7 +55,9 @@ class ServeConfig:
     grace_seconds: float = 5.0  # after SIGTERM, how long a body still arriving may take before it is refused
 
     def __post_init__(self) -> None:
-        check(self.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}")
+        check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
+        check(self.workers is None or self.workers >= 1, "--workers must be at least 1")
+        check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")
         for name in ("max_lines", "max_bytes", "max_beam", "queue_size"):
             check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
         check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")
@@ -65,200 +67,7 @@ class ServeConfig:
         check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")
 
 
-class RequestError(Exception):
-    """A request the service refuses: HTTP status and a one-line message for the client.
-
-    `close`: the connection is closed after the answer (a body that never came leaves the stream unusable).
-    """
-
-    def __init__(self, status: int, message: str, close: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.close = close
-
-
-class ClientGone(Exception):
-    """The client closed its connection before its request was read; logged in one line, nothing to answer."""
-
-
-@dataclass
-class TranslateRequest:
-    lines: list[str]
-    beam: int
-    nbest: int
-
-
-@dataclass
-class Job:
-    """One request's source ids on their way through the worker; `future` gets its hypotheses."""
-
-    ids: list[list[int]]
-    beam: int
-    nbest: int
-    future: Future = field(default_factory=Future)
-
-    @property
-    def tokens(self) -> int:
-        return sum(len(seq) + 1 for seq in self.ids)  # + eos, as the batches count them
-
-
-def decode_json(body: bytes) -> Any:
-    """The body as JSON; not UTF-8, malformed or absurdly nested is a 400 saying which."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestError(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise RequestError(400, "malformed JSON: nested too deeply") from None
-
-
-def int_option(data: dict, name: str, default: int, low: int, high: int) -> int:
-    """An optional integer field in [low, high]; bools and floats are refused (422)."""
-    value = data.get(name, default)
-    if type(value) is not int:
-        raise RequestError(422, f"{name} must be an integer; got {json.dumps(value)}")
-    if not low <= value <= high:
-        raise RequestError(422, f"{name} must be between {low} and {high}; got {value}")
-    return value
-
-
-def parse_request(body: bytes, cfg: ServeConfig, default_beam: int) -> TranslateRequest:
-    """Validate a POST /translate body: {"text": [str, ...], "beam"?: int, "nbest"?: int}."""
-    data = decode_json(body)
-    if not isinstance(data, dict):
-        raise RequestError(422, 'the body must be a JSON object such as {"text": ["A sentence."]}')
-    unknown = sorted(set(data) - set(REQUEST_KEYS))
-    if unknown:
-        raise RequestError(422, f"unknown field {unknown[0]!r}; valid fields: {', '.join(REQUEST_KEYS)}")
-    lines = data.get("text")
-    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
-        raise RequestError(422, "text must be a list of strings")
-    if not lines:
-        raise RequestError(422, "text is an empty list; send at least one line")
-    if len(lines) > cfg.max_lines:
-        raise RequestError(413, f"{len(lines)} lines, over this server's limit of {cfg.max_lines} (--max-lines)")
-    for index, line in enumerate(lines):
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:  # JSON's \ud800 escapes decode to lone surrogates, which are not text
-            raise RequestError(400, f"text[{index}] is not valid Unicode (a lone surrogate)") from None
-    beam = int_option(data, "beam", default_beam, 1, cfg.max_beam)
-    nbest = int_option(data, "nbest", 1, 1, beam)
-    return TranslateRequest(lines, beam, nbest)
-
-
-def group_by_options(jobs: list[Job]) -> list[list[Job]]:
-    """Jobs split by (beam, nbest), first-come order kept within and across groups: one search per group."""
-    groups: dict[tuple[int, int], list[Job]] = {}
-    for job in jobs:
-        groups.setdefault((job.beam, job.nbest), []).append(job)
-    return list(groups.values())
-
-
-class BatchWorker:
-    """The one thread that runs the model: collect, decode together, answer each job's future."""
-
-    def __init__(self, translator: Translator, max_batch_tokens: int, max_delay_ms: float, queue_size: int) -> None:
-        self.translator = translator
-        self.max_batch_tokens = max_batch_tokens
-        self.max_delay_s = max_delay_ms / 1000
-        self._queue: queue.Queue[Job | None] = queue.Queue()
-        self._slots = threading.BoundedSemaphore(queue_size)  # bounds memory: admitted, unanswered requests
-        self._pending = 0
-        self._stopped = False
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="mtkit-serve-worker", daemon=True)
-
-    @property
-    def pending(self) -> int:
-        """Requests admitted and not yet answered."""
-        return self._pending
-
-    @property
-    def alive(self) -> bool:
-        """Taking work: not stopped, and its thread has not died (jobs submitted before start() wait for it)."""
-        return not self._stopped and (self._thread.ident is None or self._thread.is_alive())
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Answer everything queued, then end the thread."""
-        self._stopped = True
-        self._queue.put(None)
-        if self._thread.ident is not None:
-            self._thread.join()
-
-    def submit(self, job: Job) -> bool:
-        """Queue a job; False (nothing queued) when the queue is full or the worker has stopped."""
-        if not self.alive or not self._slots.acquire(blocking=False):
-            return False
-        with self._lock:
-            self._pending += 1
-        self._queue.put(job)
-        return True
-
-    def _run(self) -> None:
-        while (first := self._queue.get()) is not None:
-            for group in group_by_options(self._collect(first)):
-                self._decode(group)
-
-    def _collect(self, first: Job) -> list[Job]:
-        """`first` and whatever arrives until the token budget is reached or the delay has passed."""
-        jobs, tokens = [first], first.tokens
-        deadline = time.monotonic() + self.max_delay_s
-        while tokens < self.max_batch_tokens:
-            try:
-                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
-            except queue.Empty:
-                break
-            if job is None:  # stop() asked: decode what was collected, then end
-                self._queue.put(None)
-                break
-            jobs.append(job)
-            tokens += job.tokens
-        return jobs
-
-    def _decode(self, jobs: list[Job]) -> None:
-        """One search over the jobs' lines (same beam and nbest); each future gets its own lines' hypotheses."""
-        jobs = [job for job in jobs if self._claim(job)]
-        if not jobs:
-            return
-        cfg = dataclasses.replace(self.translator.cfg, beam=jobs[0].beam, nbest=jobs[0].nbest)
-        translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
-        error: Exception | None = None
-        try:
-            results = translator.search_ids([seq for job in jobs for seq in job.ids])
-        except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
-            warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
-            error = exc
-        start = 0
-        for job in jobs:
-            if error is None:
-                job.future.set_result(results[start : start + len(job.ids)])
-            else:
-                job.future.set_exception(error)
-            start += len(job.ids)
-            self._release()
-
-    def _claim(self, job: Job) -> bool:
-        """Mark a job running (it can no longer be cancelled); a cancelled one is dropped and its slot freed."""
-        if job.future.set_running_or_notify_cancel():
-            return True
-        self._release()
-        return False
-
-    def _release(self) -> None:
-        with self._lock:
-            self._pending -= 1
-        self._slots.release()
-
-
-def format_translations(translator: Translator, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
+def format_translations(translator: Translating, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
     """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first."""
     decode = translator.tokenizer.decode
     if nbest == 1:
@@ -270,32 +79,49 @@ def format_translations(translator: Translator, results: list[list[Hypothesis]],
     ]
 
 
-def preset_name(model_cfg: ModelConfig) -> str | None:
+def preset_name(model_cfg: dict[str, Any], presets: dict[str, dict[str, Any]]) -> str | None:
     """The preset whose sizes the model has (dropout aside), if any."""
     sizes = ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers")
-    for name, values in PRESETS.items():
-        if all(values[key] == getattr(model_cfg, key) for key in sizes):
+    for name, values in presets.items():
+        if all(values[key] == model_cfg.get(key) for key in sizes):
             return name
     return None
 
 
-def model_info(translator: Translator, cfg: ServeConfig) -> dict[str, Any]:
+def engine_facts(translator: Translating, engine: str) -> dict[str, Any]:
+    """What only the engine knows: the model's preset and parameter count (torch), the precision it runs in.
+
+    The presets live in mtkit.model, which imports torch: CTranslate2's answer leaves arch and parameters null.
+    """
+    if engine == "ctranslate2":
+        return {"arch": None, "parameters": None, "dtype": translator.info.get("compute_type")}
+    from mtkit.model import PRESETS  # the torch engine has imported torch already
+
+    model = translator.decoder.models[0]  # type: ignore[attr-defined]
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return {"arch": preset_name(dataclasses.asdict(translator.model_cfg), PRESETS),  # type: ignore[attr-defined]
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)}
+
+
+def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
     """GET /info: the model, its languages, sizes and recipe, and this server's settings and limits."""
     manifest = translator.info.get("manifest", {})
-    model = translator.decoder.models[0]
+    configs = translator.info.get("configs", {})
+    facts = engine_facts(translator, cfg.engine)
     return {
         "mtkit": __version__,
         "checkpoint": translator.info.get("checkpoint"),
         "source_lang": manifest.get("source_lang"),
         "target_lang": manifest.get("target_lang"),
         "vocab_size": translator.tokenizer.vocab_size,
-        "model": {"arch": preset_name(translator.model_cfg), "parameters": sum(p.numel() for p in model.parameters()),
-                  **dataclasses.asdict(translator.model_cfg)},
+        "model": {"arch": facts["arch"], "parameters": facts["parameters"], **configs.get("model", {})},
         "translate": dataclasses.asdict(translator.cfg),
-        "recipe": translator.info.get("configs", {}),
-        "engine": "torch",
+        "recipe": configs,
+        "engine": cfg.engine,
         "device": str(translator.device),
-        "dtype": cfg.dtype,
+        "dtype": facts["dtype"],
+        "workers": translator.workers,
         "limits": {key: getattr(cfg, key) for key in
                    ("max_lines", "max_bytes", "max_beam", "queue_size", "max_batch_tokens", "max_delay_ms", "strict")},
     }
@@ -351,17 +177,26 @@ def client_address(request: Any) -> str:
     return f"{host}:{port}" if port else host
 
 
+def encode_prefix_lines(translator: Translating, prefixes: list[str] | None) -> list[list[int]] | None:
+    """Target ids of each line's prefix; one longer than the model's positions is refused (422 naming it)."""
+    ids = encode_prefixes(translator.tokenizer, prefixes)
+    for index, tokens in enumerate(ids or []):
+        if len(tokens) > translator.max_source_tokens:
+            raise RequestError(422, f"prefix[{index}]: {len(tokens)} tokens, over the model's {translator.max_source_tokens}")
+    return ids
+
+
 async def translate_request(
-    request: Any, translator: Translator, worker: BatchWorker, cfg: ServeConfig, stopping: asyncio.Event,
+    request: Any, translator: Translating, worker: BatchWorker, cfg: ServeConfig, stopping: asyncio.Event,
 ) -> dict:
     """POST /translate: validate, encode (warnings collected for this request), queue, await the worker."""
-    parsed = parse_request(await read_body(request, cfg, stopping), cfg, translator.cfg.beam)
+    parsed = parse_request(await read_body(request, cfg, stopping), cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
     try:
         ids = translator.encode_lines(parsed.lines, strict=cfg.strict, on_warning=warnings.append)
     except UserError as exc:
         raise RequestError(413, str(exc)) from None
-    job = Job(ids, parsed.beam, parsed.nbest)
+    job = Job(ids, parsed.beam, parsed.nbest, prefixes=encode_prefix_lines(translator, parsed.prefixes))
     if not worker.submit(job):
         raise RequestError(503, f"server busy: {cfg.queue_size} requests queued (--queue-size); retry later")
     try:
@@ -375,7 +210,7 @@ async def translate_request(
 
 
 def build_app(
-    translator: Translator, worker: BatchWorker, cfg: ServeConfig, info: dict[str, Any], stopping: asyncio.Event,
+    translator: Translating, worker: BatchWorker, cfg: ServeConfig, info: dict[str, Any], stopping: asyncio.Event,
 ) -> Any:
     """The FastAPI app: POST /translate, GET /health, GET /info; every error is {"error": message}.
 
@@ -471,17 +306,32 @@ async def run_until_stopped(server: Any, sock: socket.socket, stopping: asyncio.
         watcher.cancel()
 
 
+def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translating:
+    """The engine's translator with the CLI's defaults and this server's batch budget, workers and threads."""
+    options = dict(CLI_DEFAULTS)
+    if cfg.max_batch_tokens:
+        options["batch_tokens"] = cfg.max_batch_tokens
+    if cfg.workers:
+        options["workers"] = cfg.workers
+    if cfg.engine == "ctranslate2":
+        options["threads"] = cfg.threads  # CTranslate2's intra_threads per batch; workers are its inter_threads
+    elif cfg.threads:
+        import torch  # the torch engine is loading it anyway
+
+        torch.set_num_threads(cfg.threads)
+    return load_translator(run_dir, engine=cfg.engine, device=cfg.device, dtype=cfg.dtype, **options)
+
+
 def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     """Load RUN_DIR's model and serve it until SIGTERM or SIGINT, which finish the requests in flight."""
     uvicorn = import_uvicorn()
-    device = resolve_device(cfg.device)
-    options = dict(CLI_DEFAULTS, **({"batch_tokens": cfg.max_batch_tokens} if cfg.max_batch_tokens else {}))
-    translator = Translator.load(run_dir, device=device, dtype=cfg.dtype, **options)
+    translator = load_service_translator(run_dir, cfg)
     cfg = dataclasses.replace(cfg, max_batch_tokens=translator.cfg.batch_tokens)
+    info = model_info(translator, cfg)
     sock = bind(cfg.host, cfg.port)
     worker = BatchWorker(translator, cfg.max_batch_tokens, cfg.max_delay_ms, cfg.queue_size)
     stopping = asyncio.Event()
-    app = build_app(translator, worker, cfg, model_info(translator, cfg), stopping)
+    app = build_app(translator, worker, cfg, info, stopping)
     # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
     # read_body instead, and uvicorn closes idle connections at once when it stops.
     config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None)
@@ -492,7 +342,8 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     worker.start()
     host, port = sock.getsockname()[:2]
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    log(f"serving {translator.info.get('checkpoint')} on http://{address} ({device}, {cfg.dtype}); SIGTERM to stop")
+    log(f"serving {translator.info.get('checkpoint')} on http://{address} "
+        f"({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
         asyncio.run(run_until_stopped(server, sock, stopping))
     finally:

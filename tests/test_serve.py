@@ -24,6 +24,8 @@ import pytest
 from tests.conftest import read_gz_lines
 
 MTKIT = Path(sys.executable).with_name("mtkit")  # the console script users run
+# `mtkit` in a process where `import torch` fails: what a torch-free path must survive.
+MTKIT_WITHOUT_TORCH = (sys.executable, "-c", "import sys; sys.modules['torch'] = None; from mtkit.cli import main; main()")
 START_TIMEOUT_S = 180  # torch import and model load on a busy 2-core machine
 REQUEST_TIMEOUT_S = 120
 
@@ -31,11 +33,11 @@ REQUEST_TIMEOUT_S = 120
 class Server:
     """`mtkit serve RUN --port 0 ...` in its own process; its port read from its log line on stderr."""
 
-    def __init__(self, run: Path, log: Path, *options: str) -> None:
+    def __init__(self, run: Path, log: Path, *options: str, command: tuple[str, ...] = (str(MTKIT),)) -> None:
         self.log = log
         with open(log, "wb") as stderr:
             self.process = subprocess.Popen(
-                [str(MTKIT), "serve", str(run), "--port", "0", "--device", "cpu", *options],
+                [*command, "serve", str(run), "--port", "0", "--device", "cpu", *options],
                 stdout=subprocess.DEVNULL, stderr=stderr,
             )
         self.port = self._wait_for_port()
@@ -95,11 +97,13 @@ def wait_for(condition: Any, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+SMALL_LIMITS = ("--max-lines", "16", "--max-bytes", "8192", "--max-delay-ms", "20", "--body-timeout", "2")
+
+
 @pytest.fixture(scope="module")
 def server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     """Small limits so that the 413s are cheap to provoke."""
-    started = Server(tiny_run, tmp_path_factory.mktemp("serve") / "stderr.log",
-                     "--max-lines", "16", "--max-bytes", "8192", "--max-delay-ms", "20", "--body-timeout", "2")
+    started = Server(tiny_run, tmp_path_factory.mktemp("serve") / "stderr.log", *SMALL_LIMITS)
     yield started
     started.stop()
 
@@ -121,9 +125,7 @@ def flickr_lines(multi30k: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def cli_translations(tiny_run: Path, flickr_lines: list[str]) -> list[str]:
     """The same lines through `mtkit translate`."""
-    run = subprocess.run([str(MTKIT), "translate", str(tiny_run), "--device", "cpu", "-q"],
-                         input="\n".join(flickr_lines) + "\n", capture_output=True, text=True, check=True)
-    return run.stdout.split("\n")[:-1]
+    return cli_output(tiny_run, flickr_lines)
 
 
 def test_answers_equal_mtkit_translate(server: Server, flickr_lines: list[str], cli_translations: list[str]) -> None:
@@ -151,6 +153,32 @@ def test_beam_and_nbest_per_request(server: Server, tiny_run: Path, flickr_lines
     assert all(isinstance(h["score"], float) for row in answer["translations"] for h in row)
 
 
+PREFIXES = ["Ein Mann", "", "Zwei"]  # forced beginnings of lines 0 and 2; line 1 translates freely
+
+
+def cli_output(run: Path, lines: list[str], *options: str, prefix_file: Path | None = None) -> list[str]:
+    """`mtkit translate RUN --device cpu -q OPTIONS` of `lines`, its output lines."""
+    extra = ("--prefix-file", str(prefix_file)) if prefix_file else ()
+    run = subprocess.run([str(MTKIT), "translate", str(run), "--device", "cpu", "-q", *options, *extra],
+                         input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    return run.stdout.split("\n")[:-1]
+
+
+def check_prefixes(target: Server, run: Path, lines: list[str], tmp_path: Path, *engine: str) -> None:
+    """Forced prefixes answer as `mtkit translate --prefix-file`; a line without one as without any."""
+    lines = lines[: len(PREFIXES)]
+    (tmp_path / "prefixes.txt").write_text("\n".join(PREFIXES) + "\n", encoding="utf-8")
+    expected = cli_output(run, lines, *engine, prefix_file=tmp_path / "prefixes.txt")
+    status, _, answer = target.translate({"text": lines, "prefix": PREFIXES})
+    assert status == 200 and answer["translations"] == expected
+    assert all(text.startswith(prefix) for text, prefix in zip(expected, PREFIXES))
+    assert expected[1] == target.translate({"text": lines[1:2]})[2]["translations"][0]
+
+
+def test_prefixes_answer_as_the_cli(server: Server, tiny_run: Path, flickr_lines: list[str], tmp_path: Path) -> None:
+    check_prefixes(server, tiny_run, flickr_lines, tmp_path)
+
+
 def test_health_and_info(server: Server, tiny_run: Path) -> None:
     assert server.request("GET", "/health")[:3:2] == (200, {"status": "ok", "pending": 0})
     status, _, info = server.request("GET", "/info")
@@ -158,6 +186,7 @@ def test_health_and_info(server: Server, tiny_run: Path) -> None:
     assert (info["source_lang"], info["target_lang"], info["vocab_size"]) == ("en", "de", 1000)
     assert info["model"]["arch"] == "tiny" and info["model"]["d_model"] == 64 and info["model"]["parameters"] > 0
     assert info["recipe"]["train"]["max_steps"] == 150 and info["device"] == "cpu" and info["dtype"] == "fp32"
+    assert info["engine"] == "torch" and info["workers"] == 1
     assert info["limits"]["max_lines"] == 16 and info["checkpoint"] == str(tiny_run / "average.pt")
     assert "on http://127.0.0.1:" in server.log.read_text()  # loopback by default
 
@@ -178,7 +207,7 @@ def test_small_requests_are_answered_without_a_network_stall(server: Server) -> 
 TOO_DEEP = b"[" * 5000  # within --max-bytes; json.loads would recurse past Python's limit
 
 
-@pytest.mark.parametrize("body, status, message", [
+BAD_INPUTS = [
     (b'{"text": ["A dog."', 400, "malformed JSON"),
     (b"", 400, "malformed JSON"),
     (TOO_DEEP, 400, "nested too deeply"),
@@ -197,7 +226,15 @@ TOO_DEEP = b"[" * 5000  # within --max-bytes; json.loads would recurse past Pyth
     (b'{"text": ["A dog."], "beam": 2, "nbest": 3}', 422, "nbest must be between 1 and 2"),
     (json.dumps({"text": ["A dog."] * 17}).encode(), 413, "--max-lines"),
     (json.dumps({"text": ["A dog. " * 1200]}).encode(), 413, "--max-bytes"),
-])
+    (b'{"text": ["A dog.", "A cat."], "prefix": ["Ein"]}', 422, "prefix must have one string per line of text (2"),
+    (b'{"text": ["A dog."], "prefix": "Ein"}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "prefix": [null]}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "prefix": ["\\ud800"]}', 400, "prefix[0] is not valid Unicode"),
+    (json.dumps({"text": ["A dog."], "prefix": ["Hund " * 1100]}).encode(), 422, "prefix[0]: "),
+]
+
+
+@pytest.mark.parametrize("body, status, message", BAD_INPUTS)
 def test_bad_input_gets_a_clear_4xx(server: Server, body: bytes, status: int, message: str) -> None:
     got_status, headers, answer = server.request("POST", "/translate", body, {"Content-Type": "application/json"})
     assert (got_status, headers["content-type"]) == (status, "application/json")
@@ -235,7 +272,14 @@ def test_full_queue_is_503_with_retry_after(busy_server: Server) -> None:
 
 @pytest.mark.slow
 def test_sigterm_finishes_the_request_in_flight_and_exits_0(tiny_run: Path, tmp_path: Path) -> None:
-    target = Server(tiny_run, tmp_path / "stderr.log", "--max-delay-ms", "3000", "--max-batch-tokens", "100000")
+    check_sigterm_drains(Server(tiny_run, tmp_path / "stderr.log", *DRAIN_OPTIONS))
+
+
+DRAIN_OPTIONS = ("--max-delay-ms", "3000", "--max-batch-tokens", "100000")  # a request waits 3 s for company
+
+
+def check_sigterm_drains(target: Server) -> None:
+    """SIGTERM while a request waits for its batch: no new connections, the request answered, exit 0."""
     try:
         with ThreadPoolExecutor(1) as pool:
             in_flight = pool.submit(target.translate, {"text": ["A man is sleeping.", "Two dogs play."]})
@@ -325,7 +369,7 @@ def test_port_in_use_is_a_one_line_error(server: Server, tiny_run: Path) -> None
 
 def test_worker_groups_one_collection_by_beam_and_nbest(tiny_run: Path, flickr_lines: list[str]) -> None:
     """Jobs queued before the worker starts are collected together; each option set is searched as asked."""
-    from mtkit.serve import BatchWorker, Job, group_by_options
+    from mtkit.serve_worker import BatchWorker, Job, group_by_options
     from mtkit.translate import Translator
 
     translator = Translator.load(tiny_run)
