@@ -46,6 +46,7 @@ def import_transformers() -> Any:
         import transformers
     except ImportError:
         raise UserError(INSTALL_HINT) from None
+    transformers.utils.logging.disable_progress_bar()  # mtkit reports on stderr itself; no per-tensor bars
     return transformers
 
 
@@ -452,4 +453,4 @@ def recipe_toml(recipe: dict) -> str:
         lines.append(f"[{section}]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in recipe[section].items() if value is not None]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
