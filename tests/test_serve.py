@@ -334,10 +334,13 @@ def test_client_gone_mid_body_is_one_log_line(server: Server) -> None:
 
 @pytest.mark.slow
 def test_sigterm_with_a_stalled_client_exits_0_after_the_grace(tiny_run: Path, tmp_path: Path) -> None:
-    """A client stalled mid-body delays the stop by --grace-seconds at most; an idle one not at all."""
+    """A client stalled mid-body delays the stop by --grace-seconds at most; an idle one, or one stalled in its
+    headers, not at all."""
     target = Server(tiny_run, tmp_path / "stderr.log", "--body-timeout", "600", "--grace-seconds", "2")
     try:
         idle = socket.create_connection(("127.0.0.1", target.port), timeout=REQUEST_TIMEOUT_S)
+        in_headers = socket.create_connection(("127.0.0.1", target.port), timeout=REQUEST_TIMEOUT_S)
+        in_headers.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Le")
         stalled = stall(target.port)
         time.sleep(0.5)  # the stalled request's handler is waiting for its body
         start = time.monotonic()
@@ -345,7 +348,7 @@ def test_sigterm_with_a_stalled_client_exits_0_after_the_grace(tiny_run: Path, t
         assert target.process.wait(timeout=2 + 15) == 0
         assert time.monotonic() - start >= 2 - 0.5  # the stalled client had its grace
         head = read_until_closed(stalled).partition(b"\r\n")[0]
-        assert head.startswith(b"HTTP/1.1 503 ") and read_until_closed(idle) == b""
+        assert head.startswith(b"HTTP/1.1 503 ") and read_until_closed(idle) == read_until_closed(in_headers) == b""
         log = target.log.read_text()
         assert "Traceback" not in log and "stopped: every request answered" in log
     finally:
