@@ -9,8 +9,8 @@ behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 i
 
 from __future__ import annotations
 
-import math
 import os
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +29,8 @@ INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
 # would switch it to its unnormalised stopping rule, which ends a sentence at another step than mtkit's search.
 RAW_SCORES = 1e-30
 COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+# CTranslate2 gives a beam that cannot continue (behind a forced prefix) a score of -1e10 and still returns it.
+DEAD_SCORE = -1e9
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
 
 
@@ -143,69 +145,95 @@ class CT2Translator:
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
 
-        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads).
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). A batch
+        decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
+        again, grouped by that maximum, at it.
         """
         prefixes = prefixes or [[] for _ in ids]
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        batches = length_batches([len(t) for t in ids], self.cfg.batch_tokens)
-        submitted = [(batch, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch])) for batch in batches]
-        for batch, (decoded, steps) in submitted:
-            for index, result in zip(batch, decoded):
-                results[index] = self._finish(ids[index], prefixes[index], result.result(), steps)
+        todo = [(batch, None) for batch in self._batches(ids, prefixes)]
+        while todo:
+            submitted = [(batch, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps))
+                         for batch, steps in todo]
+            again: dict[int, list[int]] = defaultdict(list)
+            for batch, (decoded, steps) in submitted:
+                for index, result in zip(batch, decoded):
+                    limit = self._limit(ids[index], prefixes[index])
+                    hyps = self._finish(ids[index], prefixes[index], result.result(), steps, limit)
+                    if hyps is None:
+                        again[limit].append(index)
+                    else:
+                        results[index] = hyps
+            todo = [(batch, limit) for limit, group in again.items() for batch in self._batches(ids, prefixes, group)]
         return results
+
+    def _batches(self, ids: list[list[int]], prefixes: list[list[int]], among: list[int] | None = None) -> list[list[int]]:
+        """Length batches of the non-empty sequences (`among` them), those with a prefix apart from those without:
+        CTranslate2 treats the first step of a call with prefixes differently even for a sentence without one."""
+        among = list(range(len(ids))) if among is None else among
+        lengths = [len(ids[i]) for i in among]
+        batches = [[among[j] for j in batch] for batch in length_batches(lengths, self.cfg.batch_tokens)]
+        return [part for batch in batches
+                for part in ([i for i in batch if not prefixes[i]], [i for i in batch if prefixes[i]]) if part]
 
     def _limit(self, src: list[int], prefix: list[int]) -> int:
         """mtkit's maximum output length of a sentence; a longer forced prefix raises it to the prefix's length."""
         cfg = self.cfg
         return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
 
-    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int | None = None) -> tuple[list[Any], int]:
-        """Start decoding a batch at `steps` decoding steps (default: its longest maximum length); async results."""
+    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int | None) -> tuple[list[Any], int]:
+        """Start decoding a batch at `steps` decoding steps (None: its longest maximum length); async results."""
         steps = max(self._limit(s, p) for s, p in zip(ids, prefixes)) if steps is None else steps
-        pieces = self.pieces
-        source = [[pieces[i] for i in s] for s in ids]
-        target = [[pieces[i] for i in p] or None for p in prefixes] if any(prefixes) else None
-        results = self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=steps,
+        source = [[self.pieces[i] for i in s] for s in ids]
+        target = [[self.pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
+        if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
+            import_ctranslate2().set_random_seed(self.cfg.seed)
+        # CTranslate2 needs at least one step: a sentence whose maximum is 0 gets its forced </s> in _finish.
+        results = self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=max(steps, 1),
                                              **self._options())
         return results, steps
 
     def _options(self) -> dict[str, Any]:
         cfg = self.cfg
-        common = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True}
+        common = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True,
+                  "length_penalty": RAW_SCORES}
         if cfg.sampling:
-            return {**common, "beam_size": 1, "num_hypotheses": cfg.nbest, "sampling_topk": cfg.top_k or 0,
-                    "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature, "length_penalty": RAW_SCORES}
-        return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam, "length_penalty": RAW_SCORES}
+            return {**common, "beam_size": 1, "num_hypotheses": cfg.nbest, "sampling_topk": cfg.top_k,
+                    "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature}
+        return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam}
 
-    def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int) -> list[Hypothesis]:
-        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps.
+    def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int) -> list[Hypothesis] | None:
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the
+        sentence must be decoded again at its own maximum length `limit`.
 
-        A hypothesis shorter than the sentence's own maximum ended by itself, as in mtkit. One that reached the
-        maximum would have had </s> forced and scored there: when the batch's maximum is the sentence's own, it is
-        scored with </s> (score_batch); otherwise the sentence is decoded again alone at its own maximum.
+        A hypothesis shorter than the sentence's maximum ended by itself, as in mtkit. One that reached the maximum
+        would have had </s> forced and scored there: when the decoding stopped at the sentence's own maximum, it is
+        scored with </s> (score_batch); otherwise (a batch's longer maximum) the sentence is decoded again.
         """
-        limit = self._limit(src, prefix)
-        if steps != limit and any(len(h) >= limit for h in result.hypotheses):
-            (again,), _ = self._submit([src], [prefix], steps=limit)
-            return self._finish(src, prefix, again.result(), limit)
-        ids = self._ids(result.hypotheses)
-        logprobs = list(result.scores)
+        if limit == 0:  # mtkit forces </s> at the first step
+            return self._rank([[]], self._score_with_eos(src, [[]], prefix))
+        # A beam that died (CTranslate2 scores it about -1e10: behind a forced prefix) is no hypothesis.
+        alive = [(h, s) for h, s in zip(result.hypotheses, result.scores) if s > DEAD_SCORE]
+        if steps != limit and any(len(h) >= limit for h, _ in alive):
+            return None
+        ids = self._ids([h for h, _ in alive])
+        logprobs = [s for _, s in alive]
         cut = [k for k, h in enumerate(ids) if len(h) >= limit]
-        for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut])):
+        for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut], prefix)):
             logprobs[k] = scored
         return self._rank(ids, logprobs)
 
     def _ids(self, hypotheses: list[list[str]]) -> list[list[int]]:
         return [[self.piece_ids[piece] for piece in h] for h in hypotheses]
 
-    def _score_with_eos(self, src: list[int], targets: list[list[int]]) -> list[float]:
-        """Log-prob sums of `targets` followed by </s> (score_batch adds it), as mtkit scores a forced </s>."""
+    def _score_with_eos(self, src: list[int], targets: list[list[int]], prefix: list[int]) -> list[float]:
+        """Log-prob sums of `targets` followed by </s> (score_batch adds it), as mtkit scores a forced </s>; the
+        prefix's tokens count nothing, as in the search."""
         if not targets:
             return []
-        pieces = self.pieces
-        source = [[pieces[i] for i in src]] * len(targets)
-        scored = self.model.score_batch(source, [[pieces[i] for i in t] for t in targets], max_input_length=0)
-        return [sum(s.log_probs) for s in scored]
+        source = [[self.pieces[i] for i in src]] * len(targets)
+        scored = self.model.score_batch(source, [[self.pieces[i] for i in t] for t in targets], max_input_length=0)
+        return [sum(s.log_probs[len(prefix):]) for s in scored]
 
     def _rank(self, ids: list[list[int]], logprobs: list[float]) -> list[Hypothesis]:
         """The n best by mtkit's score, logprob / lp(|Y| + 1); a stable sort keeps CTranslate2's order on ties."""

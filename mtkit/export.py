@@ -54,7 +54,7 @@ def check_expressible(model_options: dict[str, Any], where: str) -> None:
         check(name in EXPRESSIBLE, f"{where}: model option {name}={value!r} has no CTranslate2 equivalent")
         allowed = EXPRESSIBLE[name]
         check(allowed is None or value in allowed,
-              f"{where}: model option {name}={value!r} has no CTranslate2 equivalent (exportable: {', '.join(allowed or ())})")
+              f"{where}: model option {name}={value!r} has no CTranslate2 equivalent (exportable: {', '.join(map(str, allowed or ()))})")
 
 
 def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | None = None) -> dict[str, Any]:

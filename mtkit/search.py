@@ -116,14 +116,34 @@ def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_i
 
 
 def _force_tokens(logp: Tensor, token: Tensor | None) -> Tensor:
-    """Rows whose `token` [b] is >= 0 may emit only that token, at its own log-prob (a forced target prefix, as
-    CTranslate2's target_prefix: its log-probs count in the score); rows with -1, or token None, are unchanged."""
+    """Rows whose `token` [b] is >= 0 may emit only that token, at log-prob 0: a forced target prefix adds nothing
+    to the score, as in CTranslate2's target_prefix (its search resets the score to 0 at each prefix step). Rows
+    with -1, or token None, are unchanged."""
     if token is None or not bool((token >= 0).any()):
         return logp
     shape = token.shape + (1,) * (logp.dim() - 1)  # [b, 1] or [b, 1, 1]
     index = token.clamp(min=0).view(shape).expand(*logp.shape[:-1], 1)
-    only = torch.full_like(logp, -math.inf).scatter_(-1, index, logp.gather(-1, index))
+    only = torch.full_like(logp, -math.inf).scatter_(-1, index, 0.0)
     return torch.where((token >= 0).view(shape), only, logp)
+
+
+def _after_prefix(
+    cand: tuple[Tensor, Tensor, Tensor], first_free: Tensor, beam: int, eos_id: int, pad_id: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """CTranslate2's rule at the first step after a forced prefix (sentences `first_free` [b]), kept so that both
+    engines agree: only the best candidate may end; an </s> ranked 2..K keeps its beam slot as a dead beam, and a
+    candidate past the top K replaces only a best candidate that ended (CTranslate2 issue #277: short outputs)."""
+    if not bool(first_free.any()):
+        return cand
+    score, origin, token = cand  # [b, 2K], best first
+    rank = torch.arange(token.size(1), device=token.device)
+    is_eos = token == eos_id
+    dropped = first_free[:, None] & is_eos & (rank > 0) & (rank < beam)
+    secondary = first_free[:, None] & (rank >= beam)
+    usable = secondary & ~is_eos
+    spare = usable & (usable.cumsum(dim=1) == 1) & is_eos[:, :1]  # the one that takes an ended best's place
+    score = score.masked_fill(dropped | (secondary & ~spare), -math.inf)
+    return score, origin, token.masked_fill(dropped, pad_id)
 
 
 def _prefix_step(prefixes: Tensor | None, rows: Tensor, t: int) -> Tensor | None:
@@ -286,6 +306,7 @@ def beam_search(
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
     max_len = _with_prefixes(max_len, prefixes)
+    prefix_len = None if prefixes is None else (prefixes >= 0).sum(dim=1)  # [B]
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
     state = decoder.start(src)  # B rows
@@ -298,6 +319,8 @@ def beam_search(
         output = decoder.step(last, state)
         prefix = _prefix_step(prefixes, active, t)
         cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id, prefix)
+        if prefix_len is not None:
+            cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, eos_id, pad_id)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
