@@ -13,7 +13,7 @@ import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mtkit import __version__
 from mtkit.console import log
@@ -261,6 +261,26 @@ def build_app(
     return app
 
 
+def headers_within(seconds: float) -> Callable[..., Any]:
+    """uvicorn's HTTP/1.1 connections, each closed if its first request's headers have not arrived in `seconds`.
+
+    uvicorn bounds neither a new connection's wait for its request nor headers that stop half-way (a client
+    can hold a connection open that way for as long as it likes); read_body bounds the body once they are in.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    def close_if_no_request(protocol: Any) -> None:
+        if protocol.cycle is None and not protocol.transport.is_closing():  # cycle: made when the headers are in
+            protocol.transport.close()
+
+    def connection(**kwargs: Any) -> Any:
+        protocol = H11Protocol(**kwargs)
+        asyncio.get_running_loop().call_later(seconds, close_if_no_request, protocol)
+        return protocol
+
+    return connection
+
+
 def import_uvicorn() -> Any:
     """The uvicorn module (FastAPI checked too), or a one-line UserError saying how to install them."""
     try:
@@ -334,7 +354,8 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     app = build_app(translator, worker, cfg, info, stopping)
     # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
     # read_body instead, and uvicorn closes idle connections at once when it stops.
-    config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None)
+    config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None,
+                            http=headers_within(cfg.body_timeout))
     server = uvicorn.Server(config)
     # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
     # no-op (so we exit 0), and a SIGTERM just before uvicorn took over still stops it at once.

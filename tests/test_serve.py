@@ -322,6 +322,15 @@ def test_stalled_body_gets_408_and_the_connection_is_closed(server: Server) -> N
     assert server.translate({"text": ["A dog runs."]})[0] == 200
 
 
+def test_headers_that_stall_are_closed_after_the_body_timeout(server: Server) -> None:
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=REQUEST_TIMEOUT_S) as client:
+        client.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Le")
+        assert read_until_closed(client) == b""
+    assert 2 <= time.monotonic() - start < 2 + 10  # --body-timeout 2 in the fixture
+    assert server.translate({"text": ["A dog runs."]})[0] == 200
+
+
 def test_client_gone_mid_body_is_one_log_line(server: Server) -> None:
     part = b'{"text": ["A cat'
     with stall(server.port, part):
