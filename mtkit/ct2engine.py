@@ -22,7 +22,7 @@ from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_leng
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
 from mtkit.stream import one_line
-from mtkit.tokenizer import Tokenizer
+from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
 # lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
@@ -76,12 +76,14 @@ class CT2Translator:
     """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.Translator."""
 
     model: Any  # ctranslate2.Translator
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer | TableTokenizer
     cfg: TranslateConfig
     max_positions: int
     device: str
     info: dict[str, Any] = field(default_factory=dict)
-    pieces: list[str] = field(default_factory=list)  # id -> piece: CTranslate2 reads and writes pieces
+    # CTranslate2 reads and writes pieces: source id -> piece, target id -> piece and back.
+    pieces: list[str] = field(default_factory=list)
+    target_pieces: list[str] = field(default_factory=list)
     piece_ids: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -107,13 +109,13 @@ class CT2Translator:
                               "finished hypotheses; use --engine torch")
         workers = cfg.workers if device == "cpu" else 1
         model = _open_model(ctranslate2, path, directory, device, compute_type, workers, threads or default_threads(workers))
-        tokenizer = Tokenizer.load(directory / SPM_NAME)
+        tokenizer = tokenizer_from_bytes((directory / SPM_NAME).read_bytes(), name=str(directory / SPM_NAME))
         info = {"checkpoint": metadata.get("checkpoint"), "configs": metadata.get("configs", {}),
                 "manifest": metadata.get("manifest", {}), "engine": "ctranslate2", "model_dir": str(directory),
                 "compute_type": compute_type}
-        pieces = tokenizer.pieces()
-        return cls(model, tokenizer, cfg, int(metadata["model"]["max_positions"]), device, info, pieces,
-                   {piece: i for i, piece in enumerate(pieces)})
+        target = tokenizer.target_pieces()
+        return cls(model, tokenizer, cfg, int(metadata["model"]["max_positions"]), device, info, tokenizer.pieces(),
+                   target, {piece: i for i, piece in enumerate(target)})
 
     @property
     def max_source_tokens(self) -> int:
@@ -185,7 +187,7 @@ class CT2Translator:
         """Start decoding a batch at `steps` decoding steps (None: its longest maximum length); async results."""
         steps = max(self._limit(s, p) for s, p in zip(ids, prefixes)) if steps is None else steps
         source = [[self.pieces[i] for i in s] for s in ids]
-        target = [[self.pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
+        target = [[self.target_pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
         if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
             import_ctranslate2().set_random_seed(self.cfg.seed)
         # CTranslate2 needs at least one step: a sentence whose maximum is 0 gets its forced </s> in _finish.
@@ -232,7 +234,7 @@ class CT2Translator:
         if not targets:
             return []
         source = [[self.pieces[i] for i in src]] * len(targets)
-        scored = self.model.score_batch(source, [[self.pieces[i] for i in t] for t in targets], max_input_length=0)
+        scored = self.model.score_batch(source, [[self.target_pieces[i] for i in t] for t in targets], max_input_length=0)
         return [sum(s.log_probs[len(prefix):]) for s in scored]
 
     def _rank(self, ids: list[list[int]], logprobs: list[float]) -> list[Hypothesis]:

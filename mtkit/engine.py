@@ -104,4 +104,4 @@ def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None) -> list[li
     """Target ids each translation must begin with ([] for an empty prefix), or None when there are no prefixes."""
     if prefixes is None:
         return None
-    return tokenizer.encode([prefix.strip() for prefix in prefixes])
+    return tokenizer.encode_target([prefix.strip() for prefix in prefixes])

@@ -70,6 +70,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     _check_out(out)
     payload = load_checkpoint(source)
     configs, spm_model, step = payload.get("configs", {}), payload.get("spm_model"), payload.get("step")
+    manifest = payload.get("manifest", {})
     del payload  # load_model reads the weights again: one copy in memory at a time
     check_expressible(configs.get("model", {}), str(source))
     check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
@@ -86,6 +87,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     except (TypeError, ValueError) as exc:
         raise UserError(f"{source}: translate options: {exc}") from None
     metadata = _metadata(source, step, model.cfg, quantization, search)
+    metadata |= {"configs": configs, "manifest": manifest}  # what the run says of itself (mtkit serve's /info)
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may serve (mkdtemp made it private)
         spec.save(str(tmp))
@@ -199,6 +201,7 @@ def _metadata(source: Path, step: int | None, cfg: ModelConfig, quantization: st
         "quantization": quantization or "float32", "model": dataclasses.asdict(cfg),
         "max_source_tokens": cfg.max_positions - 1,
         "search": {k: getattr(search, k) for k in ("beam", "length_penalty", "max_len_a", "max_len_b")},
+        "translate": dataclasses.asdict(search),  # every setting, for `mtkit translate EXPORT --engine ctranslate2`
     }
 
 
