@@ -334,7 +334,8 @@ def save_marian_tokenizer(transformers: Any, tokenizer: Any, cfg: ModelConfig, m
 
 def _valid_bleu(source: Path) -> dict | None:
     """The last validation BLEU in the run's metrics.jsonl (train.valid_bleu), if any."""
-    metrics = (source if source.is_dir() else source.parent.parent) / "metrics.jsonl"
+    run_dir = source.parent.parent if source.parent.name == CHECKPOINT_DIR else source.parent  # step_N.pt, average.pt
+    metrics = run_dir / "metrics.jsonl"
     found = None
     if metrics.is_file():
         for line in metrics.read_text(encoding="utf-8").splitlines():
