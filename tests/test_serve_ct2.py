@@ -68,6 +68,7 @@ def test_info_names_the_engine(ct2_server: Server, tiny_run: Path) -> None:
     status, _, info = ct2_server.request("GET", "/info")
     assert status == 200 and (info["engine"], info["dtype"], info["device"]) == ("ctranslate2", "float32", "cpu")
     assert info["limits"]["max_lines"] == 16 and info["translate"]["beam"] == 4
+    assert (info["source_lang"], info["target_lang"], info["model"]["d_model"]) == ("en", "de", 64)
     assert "(ctranslate2, cpu, float32)" in ct2_server.log.read_text()
 
 

@@ -47,10 +47,17 @@ def start_browser(profile: Path, size: tuple[int, int]) -> Any:
     return browser
 
 
-@pytest.fixture(scope="module")
-def page_server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
+ENGINE_LINES = {"torch": "torch (cpu, fp32)", "ctranslate2": "ctranslate2 (cpu, float32)"}  # what /info gives
+
+
+@pytest.fixture(scope="module", params=list(ENGINE_LINES))
+def page_server(request: pytest.FixtureRequest, tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     find_browser()  # skip before paying for a server start
-    started = Server(tiny_run, tmp_path_factory.mktemp("serve-page") / "stderr.log", "--max-lines", "3")
+    if request.param == "ctranslate2":
+        pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ctranslate2]'")
+    started = Server(tiny_run, tmp_path_factory.mktemp("serve-page") / "stderr.log", "--max-lines", "3",
+                     "--engine", request.param)
+    started.engine = request.param
     yield started
     started.stop()
 
@@ -73,7 +80,7 @@ def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_
     wait = WebDriverWait(browser, WAIT_S)
     wait.until(lambda driver: driver.find_element(By.ID, "engine").text != "…")  # /info has been shown
     assert browser.find_element(By.ID, "languages").text == "en → de"
-    assert browser.find_element(By.ID, "engine").text.startswith("torch (cpu, fp32)")
+    assert browser.find_element(By.ID, "engine").text == ENGINE_LINES[page_server.engine]
 
     browser.find_element(By.ID, "source").send_keys("\n".join(lines))
     browser.find_element(By.ID, "translate").click()
