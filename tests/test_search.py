@@ -380,3 +380,39 @@ def test_model_decoder_log_probs_are_normalized() -> None:
     output = decoder.step(torch.zeros(6, dtype=torch.long), [None])
     torch.testing.assert_close(decoder.log_probs(output, slice(None)), torch.log_softmax(model.last, dim=-1), rtol=0, atol=1e-6)
     torch.testing.assert_close(decoder.log_probs(output, slice(2, 5)), torch.log_softmax(model.last[2:5], dim=-1), rtol=0, atol=1e-6)
+
+
+def logprob_after(table: Table, source: tuple[int, ...], tokens: list[int], start: int, max_len: int) -> float:
+    """sequence_logprob without the first `start` tokens' terms: a forced prefix scores nothing."""
+    total = torch.zeros(())
+    for i, token in enumerate(tokens + [EOS]):
+        if i >= start:
+            value = table(source, tuple(tokens[:i]))[token]
+            total = total + (value.clamp(min=-1e4) if token == EOS and i == max_len else value)
+    return float(total)
+
+
+@pytest.mark.parametrize("search_fn,beam", [(beam_search, 3), (greedy_search, 1), (sample_search, 1)])
+def test_a_forced_prefix_begins_every_hypothesis_and_scores_nothing(search_fn, beam: int) -> None:
+    """Each hypothesis starts with its sentence's prefix, which adds nothing to its log-prob; a prefix longer than
+    the maximum length raises it; a sentence without a prefix gets what it gets without prefixes (beam, greedy)."""
+    sampling = search_fn is sample_search
+    cfg = TranslateConfig(beam=beam, nbest=2 if sampling else beam, max_len_a=1.0, max_len_b=1, length_penalty=0.6,
+                          sampling=sampling)
+    sources = [[A, B, A], [B, B, A, A], [A]]
+    prefix_lists = [[B, A], [], [A, A, B, B]]  # the last is longer than its maximum (2)
+    prefixes = torch.full((3, 4), -1)
+    for row, tokens in enumerate(prefix_lists):
+        prefixes[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    for seed in range(3):
+        table = random_table(seed)
+        forced = run(search_fn, table, sources, cfg, prefixes=prefixes)
+        plain = run(search_fn, table, sources, cfg)
+        for source, prefix, hyps in zip(sources, prefix_lists, forced):
+            limit = max(len(source) + 1, len(prefix))
+            for h in hyps:
+                assert h.tokens[: len(prefix)] == prefix and len(h.tokens) <= limit
+                expected = logprob_after(table, tuple(source), h.tokens, len(prefix), limit)
+                assert h.logprob == pytest.approx(expected, abs=1e-4)
+        if not sampling:
+            assert [(h.tokens, h.score) for h in forced[1]] == [(h.tokens, h.score) for h in plain[1]]
