@@ -14,6 +14,8 @@ times the mean padded pair length, so both average about --batch sentences per u
 
     python benchmarks/bench_hf_finetune.py                           # full: 2 rounds x 60 updates each (~1 h, alone)
     python benchmarks/bench_hf_finetune.py --steps 4 --skip 1 --rounds 1 --pairs 2000   # smoke
+
+Needs `mtkit[hf]` and, for Seq2SeqTrainer, `accelerate`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,7 +56,7 @@ def build_marian(out: Path, pieces_per_side: int) -> None:
     for lines, name in zip(read_pairs(29000), ("source.spm", "target.spm")):
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=pieces_per_side,
-                                       model_type="unigram", minloglevel=2)
+                                       model_type="unigram", hard_vocab_limit=False, minloglevel=2)
         (out / name).write_bytes(model.getvalue())
         processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
         pieces += [processor.id_to_piece(i) for i in range(3, processor.get_piece_size())]
@@ -79,7 +82,9 @@ def prepare(pairs: int, pieces_per_side: int) -> None:
     """OUT/marian, OUT/imported (mtkit import) and OUT/data (the first `pairs` pairs, the imported tokenizer)."""
     mtkit = [sys.executable, "-m", "mtkit"]
     if not (OUT / "marian").is_dir():
-        build_marian(OUT / "marian", pieces_per_side)
+        shutil.rmtree(OUT / "marian.partial", ignore_errors=True)
+        build_marian(OUT / "marian.partial", pieces_per_side)
+        (OUT / "marian.partial").rename(OUT / "marian")
     if not (OUT / "imported").is_dir():
         subprocess.run([*mtkit, "import", str(OUT / "marian"), "--out", str(OUT / "imported")], check=True)
     data = OUT / f"data-{pairs}"
@@ -103,8 +108,6 @@ def summarize(seconds: list[float], tokens: list[int], sentences: list[int], ski
 
 def run_mtkit(args: argparse.Namespace) -> dict:
     """mtkit train --init-from the imported run, in this process; per-update times from metrics.jsonl."""
-    import shutil
-
     import numpy as np
 
     from mtkit.batching import epoch_batches
@@ -162,7 +165,7 @@ def run_transformers(args: argparse.Namespace) -> dict:
 
     options = transformers.Seq2SeqTrainingArguments(
         output_dir=str(OUT / "hf-run"), per_device_train_batch_size=args.batch, max_steps=args.steps,
-        learning_rate=5e-5, warmup_steps=10, weight_decay=0.0, label_smoothing_factor=0.1, group_by_length=True,
+        learning_rate=5e-5, warmup_steps=10, weight_decay=0.0, label_smoothing_factor=0.1, train_sampling_strategy="group_by_length",
         save_strategy="no", report_to=[], logging_steps=10**9, use_cpu=True, dataloader_num_workers=0,
         adam_beta1=0.9, adam_beta2=0.98, seed=1, disable_tqdm=True)
     trainer = transformers.Seq2SeqTrainer(model=model, args=options, train_dataset=dataset,
