@@ -131,21 +131,3 @@ def _pack(widths: np.ndarray, max_tokens: int, max_sentences: int | None) -> np.
         bounds.append(start)
     return np.array(bounds, dtype=np.int64)
 
-
-def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
-    """Translation batches: non-empty inputs' indices, by length, grouped so n * (longest + 1) <= batch_tokens.
-
-    A sentence longer than the budget still gets a batch of its own.
-    """
-    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        width = lengths[index] + 1
-        if current and (len(current) + 1) * width > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches

@@ -24,16 +24,15 @@ import torch
 
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
+# Names of a run's checkpoint files and their trailer: mtkit.runfiles, which reads them without torch.
+from mtkit.runfiles import AVERAGE_NAME, CHECKPOINT_DIR, list_checkpoints
+from mtkit.runfiles import TRAILER as _TRAILER
+from mtkit.runfiles import TRAILER_SIZE as _TRAILER_SIZE
 
 FORMAT = "mtkit-checkpoint"
 VERSION = 2  # 1: the checksum was a canonical hash of the content, stored inside the pickle (still read)
-CHECKPOINT_DIR = "checkpoints"
-AVERAGE_NAME = "average.pt"
 TRAIN_KIND = "train"  # a full checkpoint: resume reads it
 WEIGHTS_KIND = "weights"  # the model only: kept for averaging once it is too old to resume from
-_TRAILER = b"\nmtkit-sha256 "
-_TRAILER_SIZE = len(_TRAILER) + 64 + 1  # + hex digest + "\n"
-_STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 # Temporary names of files.atomic_write for step checkpoints and average.pt (left behind by a kill -9).
 _TEMP_FILE = re.compile(r"^\.(step_\d+\.pt|average\.pt)\..*\.tmp$")
 # What a model-only payload (average, weights-only checkpoint) keeps of a training checkpoint besides the weights.
@@ -190,15 +189,6 @@ def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
 
 def step_path(run_dir: str | Path, step: int) -> Path:
     return Path(run_dir) / CHECKPOINT_DIR / f"step_{step:08d}.pt"
-
-
-def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """Step checkpoints of a run (full and weights-only), oldest first."""
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    if not folder.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _STEP_FILE.match(p.name))]
-    return [p for _, p in sorted(found)]
 
 
 def latest_valid_checkpoint(run_dir: str | Path, warn: Any = None, full_only: bool = False) -> tuple[Path, dict] | None:

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from mtkit.batching import length_batches
 from mtkit.console import warn
 from mtkit.ct2cache import SPM_NAME, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
-from mtkit.stream import one_line
+from mtkit.stream import length_batches, one_line
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"

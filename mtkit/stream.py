@@ -45,6 +45,27 @@ def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbes
     return [f"{index}\t{rank}\t{score:.4f}\t{text}" for rank, (text, score) in enumerate(rows[:nbest])]
 
 
+def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """Translation batches: non-empty inputs' indices, by length, grouped so n * (longest + 1) <= batch_tokens.
+
+    Plain Python (mtkit.batching, the training sampler, needs numpy: 15 MiB more at start-up).
+
+    A sentence longer than the budget still gets a batch of its own.
+    """
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        width = lengths[index] + 1
+        if current and (len(current) + 1) * width > batch_tokens:
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
 def translate_stream(
     translator: Translating, source: BinaryIO, target: IO[str], with_scores: bool = False, strict: bool = False,
     quiet: bool = False, name: str = "<stdin>", prefixes: Iterator[str] | None = None, prefix_name: str = "",

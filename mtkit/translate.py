@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from mtkit.batching import length_batches, round_up
+from mtkit.batching import round_up
 from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
 from mtkit.console import warn
 from mtkit.engine import encode_prefixes, encode_sources
@@ -26,7 +26,9 @@ from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
 from mtkit.packed import pack_linears
 from mtkit.precision import PRECISIONS, resolve_precision
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
-from mtkit.stream import CHUNK_LINES, PAUSE_SECONDS, format_output, one_line, read_chunks, translate_stream
+from mtkit.stream import (
+    CHUNK_LINES, PAUSE_SECONDS, format_output, length_batches, one_line, read_chunks, translate_stream,
+)
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 # Streaming, output formats and length batching moved to torch-free modules; the names stay importable from here.
