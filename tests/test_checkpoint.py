@@ -119,6 +119,7 @@ def tiny_model_checkpoints(folder: Path, count: int, dtype: torch.dtype = torch.
     return paths
 
 
+@pytest.mark.exactness
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_streamed_average_equals_old_average_and_keeps_ties(tmp_path: Path, dtype: torch.dtype) -> None:
     paths = tiny_model_checkpoints(tmp_path, 4, dtype)

@@ -75,6 +75,7 @@ def ct2_translate_like_mtkit(translator: ctranslate2.Translator, pieces: list[li
     return best
 
 
+@pytest.mark.exactness
 def test_ctranslate2_translates_every_sentence_as_mtkit(tiny_run: Path, exported: Path, test_lines: list[str]) -> None:
     import sentencepiece as spm
 
@@ -88,6 +89,7 @@ def test_ctranslate2_translates_every_sentence_as_mtkit(tiny_run: Path, exported
     assert [sp.decode(h) for h in theirs] == ours.translate(test_lines)
 
 
+@pytest.mark.exactness
 def test_score_batch_agrees_with_mtkit_log_probs(tiny_run: Path, exported: Path, multi30k: Path, test_lines: list[str]) -> None:
     """Per-token log-probabilities of the references, end token included, from a teacher-forced forward pass."""
     import sentencepiece as spm
@@ -110,6 +112,7 @@ def test_score_batch_agrees_with_mtkit_log_probs(tiny_run: Path, exported: Path,
         assert torch.allclose(ours, torch.tensor(result.log_probs), atol=1e-4, rtol=0)
 
 
+@pytest.mark.exactness
 def test_a_foreign_sentencepiece_model_exports_and_translates_as_mtkit(foreign_run: Path, test_lines: list[str], tmp_path: Path) -> None:
     """A run on a sentencepiece model with sentencepiece's default ids (unk 0, bos 1, eos 2, no pad): the export's
     vocabulary is in mtkit's order (pad added as "<pad>"), and CTranslate2 with that spm.model translates as mtkit."""

@@ -124,3 +124,19 @@ def test_dry_run_shows_what_auto_resolved_to() -> None:
     assert 'precision = "auto"' in RECIPE.read_text(encoding="utf-8")
     assert dry_run_precision({}) == ("bf16" if cpu_has_native_bf16() else "fp32")
     assert dry_run_precision(FORCE_AVX2) == "fp32"
+
+
+@pytest.mark.exactness
+def test_forcing_avx2_takes_effect() -> None:
+    """The variables `make test` sets for its second pass reach torch's and oneDNN's kernels (MKL reads its own
+    at start-up and says nothing): ATen reports AVX2, oneDNN runs its AVX2 matmul, bf16 counts as emulated."""
+    script = ("import torch; from mtkit.packed import pack_linears; from mtkit.precision import cpu_has_native_bf16\n"
+              "m = torch.nn.Sequential(torch.nn.Linear(64, 64)); assert pack_linears(m) == 1; m(torch.randn(3, 64))\n"
+              "print('capability', torch.backends.cpu.get_cpu_capability(), 'native_bf16', cpu_has_native_bf16())")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, **FORCE_AVX2, "ONEDNN_VERBOSE": "1"})
+    assert run.returncode == 0, run.stderr
+    assert "capability AVX2 native_bf16 False" in run.stdout
+    assert "isa:Intel AVX2" in run.stdout and "avx512" not in run.stdout.lower()
+    matmuls = [line for line in run.stdout.splitlines() if ",exec,cpu,inner_product," in line]
+    assert matmuls and all(":avx2," in line for line in matmuls), matmuls

@@ -51,6 +51,7 @@ def test_overfits_64_pairs(overfit_run: Path) -> None:
             assert {"step", "wall", "lr", "src_tokens", "tgt_tokens", "tokens_per_s"} <= set(record)
 
 
+@pytest.mark.exactness
 def test_resume_is_exact(tmp_path: Path, small_data: Path) -> None:
     """20 steps straight == 10 steps, stop, resume to 20 (dropout on, float32 CPU: bit-identical)."""
     common = ("train.save_interval_steps=5", "train.keep_last=3", "train.average_last=2")
@@ -80,6 +81,7 @@ def test_resume_drops_metrics_logged_after_the_checkpoint(tmp_path: Path, small_
     assert all(r["loss"] != 99.0 for r in logged)
 
 
+@pytest.mark.exactness
 def test_average_is_mean_of_last_checkpoints(tmp_path: Path, small_data: Path) -> None:
     train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=15", "train.save_interval_steps=5", "train.average_last=3"))
     paths = list_checkpoints(tmp_path / "run")[-3:]
@@ -97,6 +99,7 @@ def cli(*args: str, env: dict | None = None, launcher: list[str] | None = None) 
     return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PATH": path, **(env or {})}, timeout=300)
 
 
+@pytest.mark.exactness
 @pytest.mark.slow
 def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> None:
     common = ["--arch", "tiny", "--max-steps", "6", "--set", "model.dropout=0.0", "--set", "train.warmup_steps=3",

@@ -50,6 +50,7 @@ def test_length_batches_respects_budget() -> None:
         assert len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 8
 
 
+@pytest.mark.exactness
 def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
     translator = Translator.load(tiny_run)
     model = translator.decoder.models[0]
@@ -65,6 +66,7 @@ def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
         assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
 
 
+@pytest.mark.exactness
 @pytest.mark.slow
 def test_batching_never_changes_translations(tiny_run: Path, multi30k: Path) -> None:
     """All 1,000 test_2016_flickr sentences: one sentence per batch, 500 and 8,000 tokens give identical output."""
@@ -77,6 +79,7 @@ def test_batching_never_changes_translations(tiny_run: Path, multi30k: Path) -> 
     assert differ == [], f"{len(differ)} lines differ, e.g. {differ[:5]}"
 
 
+@pytest.mark.exactness
 def test_short_sentence_scores_do_not_depend_on_the_batch(tiny_run: Path, multi30k: Path) -> None:
     """Bit-identical beam scores for 1-4 token sentences alone and padded beside a long one (MIN_SOURCE_WIDTH)."""
     short = ["A dog.", "Two men.", "Kids play.", "A red car", "Rain"]
@@ -94,6 +97,7 @@ def test_split_tail_cuts_the_last_batches_into_pieces() -> None:
     assert split_tail([[0, 1]], 1) == [[0, 1]]
 
 
+@pytest.mark.exactness
 def test_workers_decode_batches_at_once_with_the_same_results(tiny_run: Path, multi30k: Path) -> None:
     """Batches decoded on 3 threads at once (each on its share of torch's threads) give bit-identical
     hypotheses, in input order, and torch's thread count is restored after."""
@@ -175,6 +179,7 @@ def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
     assert len(negative.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.exactness
 def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
     single = Translator.load(tiny_run).translate(["A man is sleeping.", "A dog."])
     double = Translator.load(tiny_run, ensemble=[tiny_run]).translate(["A man is sleeping.", "A dog."])

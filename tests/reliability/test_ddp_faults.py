@@ -27,6 +27,7 @@ def torchrun(data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] |
     return subprocess.run(command, capture_output=True, text=True, env=cli_env(env), timeout=240)
 
 
+@pytest.mark.exactness
 @pytest.mark.slow
 def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Path) -> None:
     reference = torchrun(small_data, tmp_path / "reference", restarts=0)

@@ -8,6 +8,8 @@ import random
 import time
 from pathlib import Path
 
+import pytest
+
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.train import train
 from tests.reliability.common import (
@@ -27,6 +29,7 @@ MAX_STEPS = 56  # > KILLS * (3 logged + 1 or 2 more) updates per killed process:
 SAVE_EVERY_STEP = ("train.save_interval_steps=1",)
 
 
+@pytest.mark.exactness
 def test_kill9_at_random_points_resumes_exactly(tmp_path: Path, small_data: Path) -> None:
     rng = random.Random(8)
     # In-process reference: the same recipe as the CLI's, one thread, so the same arithmetic.
@@ -71,6 +74,7 @@ def test_kill9_at_random_points_resumes_exactly(tmp_path: Path, small_data: Path
     )
 
 
+@pytest.mark.exactness
 def test_fine_tuning_run_resumes_exactly_after_kill9(tmp_path: Path, small_data: Path, reliability_run: Path) -> None:
     """A --init-from run killed twice resumes from its own checkpoints (not the parent again) and ends
     bit-identical to an uninterrupted fine-tuning run."""
