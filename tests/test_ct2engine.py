@@ -66,6 +66,7 @@ SETTINGS = [  # beam, GNMT alpha, max_len_a, max_len_b, nbest
 ]
 
 
+@pytest.mark.exactness
 @pytest.mark.parametrize("beam,alpha,a,b,nbest", SETTINGS)
 def test_both_engines_translate_every_line_alike(run: Path, lines: list[str], beam: int, alpha: float, a: float,
                                                  b: int, nbest: int) -> None:
@@ -76,6 +77,7 @@ def test_both_engines_translate_every_line_alike(run: Path, lines: list[str], be
     assert_same_best(expected, found)
 
 
+@pytest.mark.exactness
 def test_output_does_not_depend_on_the_batch(run: Path, lines: list[str]) -> None:
     results = [CT2Translator.load(run, device="cpu", batch_tokens=budget, max_len_b=20, nbest=2).translate_hypotheses(lines)
                for budget in (1, 300, 8000)]
@@ -83,6 +85,7 @@ def test_output_does_not_depend_on_the_batch(run: Path, lines: list[str]) -> Non
     assert tokens[0] == tokens[1] == tokens[2]
 
 
+@pytest.mark.exactness
 def test_prefixes_in_both_engines(run: Path, lines: list[str], prefixes: list[str]) -> None:
     """Both engines give the same translations, each beginning with its prefix; a line without one is unchanged."""
     for options in (dict(beam=4, nbest=2), dict(beam=1), dict(beam=3, max_len_a=0.5, max_len_b=1)):

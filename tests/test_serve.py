@@ -128,6 +128,7 @@ def cli_translations(tiny_run: Path, flickr_lines: list[str]) -> list[str]:
     return cli_output(tiny_run, flickr_lines)
 
 
+@pytest.mark.exactness
 def test_answers_equal_mtkit_translate(server: Server, flickr_lines: list[str], cli_translations: list[str]) -> None:
     assert len(cli_translations) == len(flickr_lines)
     status, _, answer = server.translate({"text": flickr_lines})

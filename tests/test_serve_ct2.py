@@ -37,6 +37,7 @@ def ct2_server(tiny_run: Path, ct2_cli_translations: list[str], tmp_path_factory
     started.stop()
 
 
+@pytest.mark.exactness
 def test_answers_equal_mtkit_translate(ct2_server: Server, flickr_lines: list[str], ct2_cli_translations: list[str]) -> None:
     assert len(ct2_cli_translations) == len(flickr_lines)
     status, _, answer = ct2_server.translate({"text": flickr_lines})

@@ -23,6 +23,9 @@ gzip -dc "$DATA/test_2016_flickr.en.gz" > "$OUT/test.en"
 mtkit translate "$OUT/run" --beam 4 --input "$OUT/test.en" --output "$OUT/test.hyp.de"
 echo "== score" >&2
 mtkit score --ref "$DATA/test_2016_flickr.de.gz" "$OUT/test.hyp.de" | tee "$OUT/score.txt"
+# The validation set, on which the recipe's settings are chosen (the test set never is).
+gzip -dc "$DATA/val.en.gz" | mtkit translate "$OUT/run" --beam 4 -q > "$OUT/val.hyp.de"
+echo "validation: $(mtkit score --ref "$DATA/val.de.gz" "$OUT/val.hyp.de" | head -n 1)" | tee "$OUT/val-score.txt"
 echo
 echo "Examples (source / mtkit / reference):"
 gzip -dc "$DATA/test_2016_flickr.de.gz" > "$OUT/test.ref.de"
