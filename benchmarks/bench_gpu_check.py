@@ -293,7 +293,7 @@ def tests_markdown(out: Path) -> str:
 
 
 def write_summary(out: Path) -> Path:
-    """summary.md: the tests' outcomes and the benchmark's tables, what a session pastes into BENCHMARKS.md."""
+    """summary.md: the tests' outcomes and the benchmark's tables, what goes into BENCHMARKS.md with the GPU's name and the date."""
     bench = out / "bench.md"
     text = tests_markdown(out) + (bench.read_text() if bench.is_file() else "")
     path = out / "summary.md"

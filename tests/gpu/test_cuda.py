@@ -1,4 +1,4 @@
-"""The CUDA paths, proven on the first GPU a session is lent (`make gpu-check`); every test skips without CUDA.
+"""The CUDA paths, proven on the first GPU that runs them (`make gpu-check`); every test skips without CUDA.
 
 What each checks on a GPU: a few updates of `tiny` and `base` in fp32, bf16, fp16 and compiled (finite losses,
 the step count reached); resume (4 + 4 updates against 8 straight: GPU kernels are not deterministic, so close,
