@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.checkpoint import CHECKPOINT_DIR, WEIGHTS_KIND, load_checkpoint, save_checkpoint
+from mtkit.checkpoint import CHECKPOINT_DIR, WEIGHTS_KIND, load_checkpoint, save_checkpoint, step_path
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_directory
 from mtkit.model import ModelConfig, Transformer
@@ -391,7 +391,7 @@ mtkit's own default is the GNMT penalty (alpha {configs.get('translate', {}).get
 def import_huggingface(path: str | Path, out: str | Path) -> dict[str, Any]:
     """A local MarianMTModel directory (a downloaded opus-mt model) as an mtkit run directory, written atomically:
     config.json and recipe.toml (the model's settings, for `train -c ... --init-from`), spm.model (its tokenizer,
-    for `preprocess --spm-model`) and checkpoints/step_0.pt."""
+    for `preprocess --spm-model`) and the weights as the step 0 checkpoint."""
     transformers = import_transformers()
     path, out = Path(path), Path(out)
     check(not out.exists() or (out.is_dir() and not any(out.iterdir())), f"{out}: exists and is not empty; choose another --out")
@@ -417,7 +417,7 @@ def import_huggingface(path: str | Path, out: str | Path) -> dict[str, Any]:
         (tmp / "config.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
         (tmp / "recipe.toml").write_text(recipe_toml(recipe), encoding="utf-8")
         (tmp / CHECKPOINT_DIR).mkdir()
-        save_checkpoint(tmp / CHECKPOINT_DIR / "step_0.pt", payload)
+        save_checkpoint(step_path(tmp, 0), payload)
     return {"out": str(out), "source": str(path), "model": dataclasses.asdict(cfg), "languages": list(langs)}
 
 
