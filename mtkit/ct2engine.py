@@ -3,8 +3,8 @@
 CTranslate2 is asked for all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps
 the stopping rule of its length-normalised search); they are re-ranked here with mtkit's GNMT penalty. mtkit's
 per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch decodes to its longest
-maximum and the few sentences that reach their own are decoded again alone at it. This relies on CTranslate2
-behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
+maximum and the sentences that reach their own shorter one are decoded again, grouped by it. This relies on
+CTranslate2 behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
 """
 
 from __future__ import annotations
