@@ -79,10 +79,12 @@ def test_both_engines_translate_every_line_alike(run: Path, lines: list[str], be
 
 @pytest.mark.exactness
 def test_output_does_not_depend_on_the_batch(run: Path, lines: list[str]) -> None:
-    results = [CT2Translator.load(run, device="cpu", batch_tokens=budget, max_len_b=20, nbest=2).translate_hypotheses(lines)
-               for budget in (1, 300, 8000)]
+    """One sentence per batch, 300 and 8,000 tokens, and two batches at once (inter_threads 2): the same output."""
+    settings = [{"batch_tokens": 1}, {"batch_tokens": 300}, {"batch_tokens": 8000}, {"batch_tokens": 300, "workers": 2}]
+    results = [CT2Translator.load(run, device="cpu", max_len_b=20, nbest=2, **options).translate_hypotheses(lines)
+               for options in settings]
     tokens = [[[h.tokens for h in hyps] for hyps in result] for result in results]
-    assert tokens[0] == tokens[1] == tokens[2]
+    assert tokens[0] == tokens[1] == tokens[2] == tokens[3]
 
 
 @pytest.mark.exactness
