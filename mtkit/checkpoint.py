@@ -25,7 +25,7 @@ import torch
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 # Names of a run's checkpoint files and their trailer: mtkit.runfiles, which reads them without torch.
-from mtkit.runfiles import AVERAGE_NAME, CHECKPOINT_DIR, list_checkpoints
+from mtkit.runfiles import AVERAGE_NAME, CHECKPOINT_DIR, list_checkpoints, trailer_digest
 from mtkit.runfiles import TRAILER as _TRAILER
 from mtkit.runfiles import TRAILER_SIZE as _TRAILER_SIZE
 
@@ -141,16 +141,11 @@ def save_checkpoint(path: str | Path, payload: dict) -> None:
 def _trailer_check(path: Path) -> bool | None:
     """None when the file has no checksum trailer; else whether the bytes before it hash to it (one read pass,
     through the page cache: nothing of the file stays in this process's memory)."""
-    size = path.stat().st_size
-    if size < _TRAILER_SIZE:
+    recorded = trailer_digest(path)
+    if recorded is None:
         return None
+    hasher, left = hashlib.sha256(), path.stat().st_size - _TRAILER_SIZE
     with open(path, "rb") as handle:
-        handle.seek(size - _TRAILER_SIZE)
-        tail = handle.read()
-        if not (tail.startswith(_TRAILER) and tail.endswith(b"\n")):
-            return None
-        hasher, left = hashlib.sha256(), size - _TRAILER_SIZE
-        handle.seek(0)
         chunk = memoryview(bytearray(1 << 22))
         while left > 0:
             got = handle.readinto(chunk[: min(left, len(chunk))])
@@ -158,7 +153,7 @@ def _trailer_check(path: Path) -> bool | None:
                 return False
             hasher.update(chunk[:got])
             left -= got
-    return hasher.hexdigest().encode("ascii") == tail[len(_TRAILER) : -1]
+    return hasher.hexdigest() == recorded
 
 
 def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:

@@ -20,7 +20,7 @@ from mtkit.ct2cache import SPM_NAME, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
-from mtkit.stream import length_batches, one_line
+from mtkit.stream import best_lines, length_batches
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
@@ -127,8 +127,7 @@ class CT2Translator:
 
     def translate(self, lines: list[str]) -> list[str]:
         """One output per input line, in order; empty lines give empty outputs."""
-        hypotheses = self.translate_hypotheses(lines)
-        return [one_line(self.tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
+        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
 
     def translate_hypotheses(
         self, lines: list[str], first_lineno: int = 1, strict: bool = False, prefixes: list[str] | None = None,

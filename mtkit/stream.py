@@ -35,6 +35,11 @@ def one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
+def best_lines(tokenizer: Tokenizer, hypotheses: list[list[Hypothesis]]) -> list[str]:
+    """Each input's best hypothesis as one output line; "" for an input without one (an empty line)."""
+    return [one_line(tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
+
+
 def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbest: int, with_scores: bool) -> list[str]:
     """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best."""
     texts = [one_line(text) for text in tokenizer.decode([h.tokens for h in hyps])] if hyps else [""]

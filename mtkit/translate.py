@@ -27,7 +27,7 @@ from mtkit.packed import pack_linears
 from mtkit.precision import PRECISIONS, resolve_precision
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.stream import (
-    CHUNK_LINES, PAUSE_SECONDS, format_output, length_batches, one_line, read_chunks, translate_stream,
+    CHUNK_LINES, PAUSE_SECONDS, best_lines, format_output, length_batches, one_line, read_chunks, translate_stream,
 )
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
@@ -141,8 +141,7 @@ class Translator:
 
     def translate(self, lines: list[str]) -> list[str]:
         """One output per input line, in order; empty lines give empty outputs."""
-        hypotheses = self.translate_hypotheses(lines)
-        return [one_line(self.tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
+        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
 
     def translate_hypotheses(
         self, lines: list[str], first_lineno: int = 1, strict: bool = False, prefixes: list[str] | None = None,
