@@ -25,6 +25,7 @@ from mtkit.errors import UserError, check
 from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
 from mtkit.packed import pack_linears
 from mtkit.precision import PRECISIONS, resolve_precision
+from mtkit.runfiles import checkpoint_candidate
 from mtkit.search import Hypothesis, ModelDecoder, TranslateConfig, search
 from mtkit.stream import (
     CHUNK_LINES, PAUSE_SECONDS, best_lines, format_output, length_batches, one_line, read_chunks, translate_stream,
@@ -68,13 +69,11 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
 
 def resolve_checkpoint(path: Path) -> Path:
-    """RUN_DIR -> its averaged model, else its newest valid checkpoint; a file is used as given."""
+    """RUN_DIR -> its averaged model, else its newest valid checkpoint (past damaged ones); a file is used as given."""
     path = Path(path)
-    check(path.exists(), f"{path}: no such run directory or checkpoint")
-    if path.is_file():
-        return path
-    if (path / AVERAGE_NAME).is_file():
-        return path / AVERAGE_NAME
+    candidate = checkpoint_candidate(path)  # refuses a missing path or a run without checkpoints
+    if path.is_file() or candidate.name == AVERAGE_NAME:
+        return candidate
     found = latest_valid_checkpoint(path, warn=warn)
     check(found is not None, f"{path}: no checkpoint found (train first, or name a checkpoint file)")
     return found[0]  # type: ignore[index]

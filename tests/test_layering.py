@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "preprocess": {"tokenizer", "data", "batching"} | LAYER0,
     "step": {"search", "tokenizer", "data", "score", "loss", "distributed"},
     "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
-    "translate": {"precision", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
+    "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
     "serve": {"decoding", "engine", "stream", "serve_request", "serve_worker", "model"} | LAYER0,  # model: lazily, torch engine
