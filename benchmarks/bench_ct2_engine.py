@@ -2,10 +2,13 @@
 
 On test_2016_flickr (or its first --lines lines), beam 4:
 - whole process: `mtkit translate RUN --engine ctranslate2 --length-penalty 0` and ct2_translate_export.py (ctranslate2
-  and sentencepiece only) on RUN/ctranslate2 at the same settings (alpha 0: the bare script has no GNMT), in
-  alternating rounds: wall seconds and peak RSS (/usr/bin/time -v), and their ratios per round.
+  and sentencepiece only) on RUN/ctranslate2 (alpha 0: the bare script has no GNMT), in alternating rounds: wall
+  seconds and peak RSS (/usr/bin/time -v), and their ratios per round. Two bare baselines: `search` decodes as the
+  engine does (mtkit's stopping rule: `beam` finished hypotheses), `matched` stops a sentence when its best beam
+  ends (CTranslate2's rule: less work, a few lines differ from mtkit's).
 - identical lines against `--engine torch` at alpha 0, 0.6 and 1.0 (fp32 / float32), and against the bare script.
 - --dtype int8 against float32 with this engine: whole-process speed ratio per round and identical lines.
+- BLEU (sacreBLEU, test_2016_flickr references) of every output.
 - latency: lines written one at a time into an open pipe; seconds to each answer once the model is loaded.
 Writes bench-out/ct2_engine/results.json and results.md.
 Usage: python benchmarks/bench_ct2_engine.py --model RUN [--rounds 3] [--threads 2] [--lines 1000]
@@ -38,9 +41,9 @@ def mtkit_translate(run_dir: Path, source: Path, tag: str, threads: int, *option
     return timed(cmd, hyp, tag, threads)
 
 
-def bare_translate(export: Path, source: Path, tag: str, threads: int) -> dict:
+def bare_translate(export: Path, source: Path, tag: str, threads: int, settings: str) -> dict:
     hyp = OUT / f"{tag}.hyp"
-    cmd = [sys.executable, str(BARE), str(export), str(source), str(hyp), "--threads", str(threads), "--settings", "matched"]
+    cmd = [sys.executable, str(BARE), str(export), str(source), str(hyp), "--threads", str(threads), "--settings", settings]
     return timed(cmd, hyp, tag, threads)
 
 
@@ -87,7 +90,9 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=None, help="first N test lines (default all 1,000)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    source, lines, _ = read_test_set(args.lines)
+    from mtkit.score import score
+
+    source, lines, refs = read_test_set(args.lines)
     export = args.model / "ctranslate2"
     mtkit_translate(args.model, source, "warm-cache", args.threads, "--engine", "ctranslate2")  # exports if needed
     report: dict = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
@@ -97,7 +102,8 @@ def main() -> None:
         jobs = {
             "engine": lambda tag: mtkit_translate(args.model, source, tag, args.threads, "--engine", "ctranslate2",
                                                   "--length-penalty", "0"),
-            "bare": lambda tag: bare_translate(export, source, tag, args.threads),
+            "bare": lambda tag: bare_translate(export, source, tag, args.threads, "search"),
+            "bare_matched": lambda tag: bare_translate(export, source, tag, args.threads, "matched"),
             "engine_int8": lambda tag: mtkit_translate(args.model, source, tag, args.threads, "--engine", "ctranslate2",
                                                        "--length-penalty", "0", "--dtype", "int8"),
         }
@@ -110,9 +116,13 @@ def main() -> None:
             print(round_no, name, json.dumps(result), file=sys.stderr)
         row["wall_ratio_engine_over_bare"] = round(row["engine"]["wall_s"] / row["bare"]["wall_s"], 3)
         row["rss_ratio_engine_over_bare"] = round(row["engine"]["peak_rss_mib"] / row["bare"]["peak_rss_mib"], 3)
+        row["wall_ratio_engine_over_bare_matched"] = round(row["engine"]["wall_s"] / row["bare_matched"]["wall_s"], 3)
+        row["rss_ratio_engine_over_bare_matched"] = round(
+            row["engine"]["peak_rss_mib"] / row["bare_matched"]["peak_rss_mib"], 3)
         row["speed_ratio_int8_over_float32"] = round(row["engine"]["wall_s"] / row["engine_int8"]["wall_s"], 3)
         report["rounds"].append(row)
     report["identical_engine_bare"] = same(outputs["engine"], outputs["bare"])
+    report["identical_engine_bare_matched"] = same(outputs["engine"], outputs["bare_matched"])
     report["identical_int8_float32"] = same(outputs["engine"], outputs["engine_int8"])
     report["identical_to_torch"] = {}
     for alpha in ("0", "0.6", "1.0"):
@@ -120,6 +130,8 @@ def main() -> None:
             args.model, source, f"ct2-a{alpha}", args.threads, "--engine", "ctranslate2", "--length-penalty", alpha)["hyps"]
         torch = mtkit_translate(args.model, source, f"torch-a{alpha}", args.threads, "--length-penalty", alpha)["hyps"]
         report["identical_to_torch"][alpha] = same(ct2, torch)
+        outputs[f"torch_a{alpha}"] = torch
+    report["bleu"] = {name: round(score(hyps, [refs]).bleu, 2) for name, hyps in outputs.items()}
     report["latency"] = latency(args.model, lines[:10], args.threads)
     (OUT / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     (OUT / "results.md").write_text(markdown(report))
@@ -127,19 +139,23 @@ def main() -> None:
 
 
 def markdown(report: dict) -> str:
-    rows = ["| round | engine s | bare s | ratio | engine MiB | bare MiB | ratio | int8 s | float32/int8 time |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| round | engine s | bare s (search) | ratio | engine MiB | bare MiB | ratio | bare s (matched) | ratio "
+            "| bare MiB | ratio | int8 s | float32/int8 time |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rounds"]:
         rows.append(f"| {r['round']} | {r['engine']['wall_s']} | {r['bare']['wall_s']} | {r['wall_ratio_engine_over_bare']} "
                     f"| {r['engine']['peak_rss_mib']} | {r['bare']['peak_rss_mib']} | {r['rss_ratio_engine_over_bare']} "
+                    f"| {r['bare_matched']['wall_s']} | {r['wall_ratio_engine_over_bare_matched']} "
+                    f"| {r['bare_matched']['peak_rss_mib']} | {r['rss_ratio_engine_over_bare_matched']} "
                     f"| {r['engine_int8']['wall_s']} | {r['speed_ratio_int8_over_float32']} |")
     n = report["lines"]
     torch = ", ".join(f"alpha {a}: {k}/{n}" for a, k in report["identical_to_torch"].items())
     return (f"# mtkit translate --engine ctranslate2 ({report['date']}, {n} lines, {report['threads']} threads)\n\n"
             + "\n".join(rows) + "\n\n"
             f"- identical lines to --engine torch: {torch}\n"
-            f"- identical to the bare script (alpha 0): {report['identical_engine_bare']}/{n}; "
-            f"int8 vs float32: {report['identical_int8_float32']}/{n}\n"
+            f"- identical to the bare script (alpha 0): search {report['identical_engine_bare']}/{n}, "
+            f"matched {report['identical_engine_bare_matched']}/{n}; int8 vs float32: {report['identical_int8_float32']}/{n}\n"
+            f"- BLEU: {json.dumps(report['bleu'])}\n"
             f"- open pipe: {json.dumps(report['latency'])}\n")
 
 

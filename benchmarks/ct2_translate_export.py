@@ -5,16 +5,20 @@ its start-up is CTranslate2's. It reads raw lines, encodes them with the export'
 and writes one line per input (empty stays empty), as `mtkit translate` does, and logs on stderr, as mtkit does,
 `translated N lines in X s`, timed from after the model load to the last line written.
 
---settings matched: mtkit's search. Beam and maximum length from the export's mtkit.json: at most
+--settings matched: mtkit's settings. Beam and maximum length from the export's mtkit.json: at most
   M = floor(a * source pieces + b) pieces, M + 1 decoding steps with the end token; CTranslate2 takes one
   maximum length per call, so sentences are translated in groups of equal M. No length penalty, and no
-  minimum length (mtkit allows an empty output).
+  minimum length (mtkit allows an empty output). CTranslate2's stopping rule: a sentence ends when its best
+  beam does, where mtkit's search goes on until `beam` hypotheses have ended (a few lines differ).
+--settings search: as matched, with mtkit's stopping rule too: `beam` hypotheses per sentence with raw scores
+  (a length penalty of 1e-30, as `mtkit translate --engine ctranslate2` asks); the first is the best at alpha 0.
+  The decoding work of `--engine ctranslate2` at length penalty 0, without its Python around it.
 --settings defaults: CTranslate2's own defaults (length_penalty 1, max_decoding_length 256, min_decoding_length 1)
   with the same beam.
 Both batch by --batch-tokens source tokens (mtkit's default is 4,000). --inter-threads N: N batches at once, each
 on --threads / N threads (CTranslate2's inter_threads; mtkit's --workers).
 Usage: python benchmarks/ct2_translate_export.py MODEL_DIR INPUT OUTPUT [--compute-type float32|int8]
-       [--threads 2] [--inter-threads 1] [--settings matched|defaults] [--batch-tokens 4000]
+       [--threads 2] [--inter-threads 1] [--settings matched|search|defaults] [--batch-tokens 4000]
 """
 
 from __future__ import annotations
@@ -33,8 +37,12 @@ import sentencepiece as spm
 
 def matched_translate(
     translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+    all_hypotheses: bool = False,
 ) -> list[list[str]]:
-    """mtkit's settings: beam, no length penalty, each sentence's own maximum length (groups of equal M)."""
+    """mtkit's settings: beam, no length penalty, each sentence's own maximum length (groups of equal M);
+    `all_hypotheses`: mtkit's stopping rule too (`beam` hypotheses, raw scores)."""
+    stopping = ({"num_hypotheses": search["beam"], "return_scores": True, "length_penalty": 1e-30} if all_hypotheses
+                else {"length_penalty": 0})
     groups: dict[int, list[int]] = defaultdict(list)
     for index, source in enumerate(pieces):
         limit = math.floor(search["max_len_a"] * len(source) + search["max_len_b"])
@@ -44,9 +52,9 @@ def matched_translate(
     # run at once, as one translate_batch call's batches do.
     submitted = [
         (indices, translator.translate_batch(
-            [pieces[i] for i in indices], beam_size=search["beam"], length_penalty=0, min_decoding_length=0,
+            [pieces[i] for i in indices], beam_size=search["beam"], min_decoding_length=0,
             max_decoding_length=limit + 1, max_input_length=0, max_batch_size=batch_tokens, batch_type="tokens",
-            asynchronous=True))
+            asynchronous=True, **stopping))
         for limit, indices in sorted(groups.items())
     ]
     for indices, results in submitted:
@@ -70,7 +78,7 @@ def main() -> None:
     parser.add_argument("--compute-type", default="float32")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--inter-threads", type=int, default=1, help="batches at once (each on threads / this)")
-    parser.add_argument("--settings", choices=("matched", "defaults"), default="matched")
+    parser.add_argument("--settings", choices=("matched", "search", "defaults"), default="matched")
     parser.add_argument("--batch-tokens", type=int, default=4000)
     args = parser.parse_args()
     metadata = json.loads((args.model / "mtkit.json").read_text(encoding="utf-8"))
@@ -83,8 +91,12 @@ def main() -> None:
     lines = lines[:-1] if lines and lines[-1] == "" else lines
     pieces = [p[: metadata["max_source_tokens"]] for p in sp.encode([line.strip() for line in lines], out_type=str)]
     keep = [i for i, p in enumerate(pieces) if p]  # an empty line translates to an empty line, as in mtkit
-    translate = matched_translate if args.settings == "matched" else default_translate
-    hyps = translate(translator, [pieces[i] for i in keep], metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+    inputs = [pieces[i] for i in keep]
+    if args.settings == "defaults":
+        hyps = default_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+    else:
+        hyps = matched_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"],
+                                 all_hypotheses=args.settings == "search")
     outputs = [""] * len(lines)
     for index, text in zip(keep, sp.decode(hyps) if hyps else []):
         outputs[index] = text.replace("\r", " ").replace("\n", " ")

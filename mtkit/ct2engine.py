@@ -2,8 +2,8 @@
 
 CTranslate2 is asked for all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps
 the stopping rule of its length-normalised search); they are re-ranked here with mtkit's GNMT penalty. mtkit's
-per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch decodes to its longest
-maximum and the sentences that reach their own shorter one are decoded again, grouped by it. This relies on
+per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch holds sentences of one
+maximum length and decodes to it; a hypothesis that reaches it is scored with </s>. This relies on
 CTranslate2 behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
 """
 
@@ -143,55 +143,49 @@ class CT2Translator:
         return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning)
 
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length.
+        """n-best hypotheses per id sequence (none for an empty one), in input order.
 
-        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). A batch
-        decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
-        again, grouped by that maximum, at it.
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads).
         """
         prefixes = prefixes or [[] for _ in ids]
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        todo = [(batch, None) for batch in self._batches(ids, prefixes)]
-        while todo:
-            submitted = [(batch, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps))
-                         for batch, steps in todo]
-            again: dict[int, list[int]] = defaultdict(list)
-            for batch, (decoded, steps) in submitted:
-                for index, result in zip(batch, decoded):
-                    limit = self._limit(ids[index], prefixes[index])
-                    hyps = self._finish(ids[index], prefixes[index], result.result(), steps, limit)
-                    if hyps is None:
-                        again[limit].append(index)
-                    else:
-                        results[index] = hyps
-            todo = [(batch, limit) for limit, group in again.items() for batch in self._batches(ids, prefixes, group)]
+        submitted = [(batch, limit, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], limit))
+                     for batch, limit in self._batches(ids, prefixes)]
+        for batch, limit, decoded in submitted:
+            for index, result in zip(batch, decoded):
+                results[index] = self._finish(ids[index], prefixes[index], result.result(), limit)
         return results
 
-    def _batches(self, ids: list[list[int]], prefixes: list[list[int]], among: list[int] | None = None) -> list[list[int]]:
-        """Length batches of the non-empty sequences (`among` them), those with a prefix apart from those without:
-        CTranslate2 treats the first step of a call with prefixes differently even for a sentence without one."""
-        among = list(range(len(ids))) if among is None else among
-        lengths = [len(ids[i]) for i in among]
-        batches = [[among[j] for j in batch] for batch in length_batches(lengths, self.cfg.batch_tokens)]
-        return [part for batch in batches
-                for part in ([i for i in batch if not prefixes[i]], [i for i in batch if prefixes[i]]) if part]
+    def _batches(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[tuple[list[int], int]]:
+        """(indices, maximum output length) of batches of the non-empty sequences that share a maximum length.
+
+        CTranslate2 takes one maximum per call, and mtkit forces </s> at each sentence's own: sharing it, a batch
+        decodes at exactly that maximum. Grouping by it also keeps batches as small as a bare CTranslate2 script's
+        (half the memory of mixed batches, at the same speed). Those with a prefix are kept apart from those without:
+        CTranslate2 treats the first step of a call with prefixes differently even for a sentence without one.
+        """
+        groups: dict[tuple[int, bool], list[int]] = defaultdict(list)
+        for index, (src, prefix) in enumerate(zip(ids, prefixes)):
+            if src:
+                groups[(self._limit(src, prefix), bool(prefix))].append(index)
+        return [([group[j] for j in batch], limit)
+                for (limit, _), group in sorted(groups.items())
+                for batch in length_batches([len(ids[i]) for i in group], self.cfg.batch_tokens)]
 
     def _limit(self, src: list[int], prefix: list[int]) -> int:
         """mtkit's maximum output length of a sentence; a longer forced prefix raises it to the prefix's length."""
         cfg = self.cfg
         return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
 
-    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int | None) -> tuple[list[Any], int]:
-        """Start decoding a batch at `steps` decoding steps (None: its longest maximum length); async results."""
-        steps = max(self._limit(s, p) for s, p in zip(ids, prefixes)) if steps is None else steps
+    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int) -> list[Any]:
+        """Start decoding a batch at `steps` decoding steps; asynchronous results."""
         source = [[self.pieces[i] for i in s] for s in ids]
         target = [[self.target_pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
         if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
             import_ctranslate2().set_random_seed(self.cfg.seed)
         # CTranslate2 needs at least one step: a sentence whose maximum is 0 gets its forced </s> in _finish.
-        results = self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=max(steps, 1),
-                                             **self._options())
-        return results, steps
+        return self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=max(steps, 1),
+                                          **self._options())
 
     def _options(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -202,20 +196,16 @@ class CT2Translator:
                     "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature}
         return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam}
 
-    def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int) -> list[Hypothesis] | None:
-        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the
-        sentence must be decoded again at its own maximum length `limit`.
+    def _finish(self, src: list[int], prefix: list[int], result: Any, limit: int) -> list[Hypothesis]:
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses, decoded at its maximum length `limit`.
 
-        A hypothesis shorter than the sentence's maximum ended by itself, as in mtkit. One that reached the maximum
-        would have had </s> forced and scored there: when the decoding stopped at the sentence's own maximum, it is
-        scored with </s> (score_batch); otherwise (a batch's longer maximum) the sentence is decoded again.
+        A hypothesis shorter than the maximum ended by itself, as in mtkit. One that reached it would have had
+        </s> forced and scored there: it is scored with </s> (score_batch).
         """
         if limit == 0:  # mtkit forces </s> at the first step
             return self._rank([[]], self._score_with_eos(src, [[]], prefix))
         # A beam that died (CTranslate2 scores it about -1e10: behind a forced prefix) is no hypothesis.
         alive = [(h, s) for h, s in zip(result.hypotheses, result.scores) if s > DEAD_SCORE]
-        if steps != limit and any(len(h) >= limit for h, _ in alive):
-            return None
         ids = self._ids([h for h, _ in alive])
         logprobs = [s for _, s in alive]
         cut = [k for k, h in enumerate(ids) if len(h) >= limit]

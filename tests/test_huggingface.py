@@ -227,8 +227,10 @@ def test_import_refuses_what_mtkit_cannot_represent(tmp_path: Path) -> None:
     assert "\n" not in str(error.value) and not (tmp_path / "run").exists()
 
 
-FINE_TUNE_STEPS = 40
-FINE_TUNE_SETS = [*TRAIN_SETS, "train.lr=5e-3", "train.save_interval_steps=4", "train.average_last=1", "train.keep_last=2"]
+FINE_TUNE_STEPS = 300
+# The kill -9 test stops the trainer at these updates, between two saves (every 25): the work since is done again.
+KILLED_AT = (110, 207)
+FINE_TUNE_SETS = [*TRAIN_SETS, "train.lr=5e-3", "train.save_interval_steps=25", "train.average_last=1", "train.keep_last=2"]
 
 
 def fine_tune_recipe(imported: Path, data: Path) -> Any:
@@ -257,12 +259,14 @@ def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tuned: tup
     command = mtkit_command("train", str(data), "--save-dir", str(run), "-c", str(imported / "recipe.toml"),
                             "--max-steps", str(FINE_TUNE_STEPS), "--init-from", str(imported), *sets)
     for kill in range(3):
+        resumed_at = newest_step(run)
         trainer = Trainer(command)
         if kill < 2:
-            assert trainer.wait_steps(10 + newest_step(run)), trainer.stderr[-3000:]
+            assert trainer.wait_steps(KILLED_AT[kill] - resumed_at), trainer.stderr[-3000:]  # counts this process's
             assert kill9(trainer) == -9
         else:
             assert trainer.finish() == 0, trainer.stderr[-3000:]
+        assert newest_step(run) % 25 == 0 and newest_step(run) >= resumed_at
     final = load_checkpoint(list_checkpoints(run)[-1])
     expected = load_checkpoint(list_checkpoints(reference)[-1])
     assert final["step"] == expected["step"] == FINE_TUNE_STEPS
