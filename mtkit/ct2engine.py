@@ -2,8 +2,8 @@
 
 CTranslate2 is asked for all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps
 the stopping rule of its length-normalised search); they are re-ranked here with mtkit's GNMT penalty. mtkit's
-per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch holds sentences of one
-maximum length and decodes to it; a hypothesis that reaches it is scored with </s>. This relies on
+per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch decodes to its longest
+maximum and the sentences that reach their own shorter one are decoded again, grouped by it. This relies on
 CTranslate2 behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
 """
 
@@ -20,7 +20,7 @@ from mtkit.ct2cache import SPM_NAME, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
-from mtkit.stream import best_lines, length_batches
+from mtkit.stream import best_lines
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
@@ -30,6 +30,8 @@ RAW_SCORES = 1e-30
 COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
 # CTranslate2 gives a beam that cannot continue (behind a forced prefix) a score of -1e10 and still returns it.
 DEAD_SCORE = -1e9
+# A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
+MIN_BATCH = 32
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
 
 
@@ -145,32 +147,51 @@ class CT2Translator:
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order.
 
-        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads).
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). A batch
+        decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
+        again, grouped by that maximum, at it.
         """
         prefixes = prefixes or [[] for _ in ids]
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        submitted = [(batch, limit, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], limit))
-                     for batch, limit in self._batches(ids, prefixes)]
-        for batch, limit, decoded in submitted:
-            for index, result in zip(batch, decoded):
-                results[index] = self._finish(ids[index], prefixes[index], result.result(), limit)
+        todo = self._batches(ids, prefixes, [i for i in range(len(ids)) if ids[i]])
+        while todo:
+            submitted = [(batch, steps, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps))
+                         for batch, steps in todo]
+            again: dict[int, list[int]] = defaultdict(list)
+            for batch, steps, decoded in submitted:
+                for index, result in zip(batch, decoded):
+                    limit = self._limit(ids[index], prefixes[index])
+                    hyps = self._finish(ids[index], prefixes[index], result.result(), steps, limit)
+                    if hyps is None:
+                        again[limit].append(index)
+                    else:
+                        results[index] = hyps
+            todo = [batch for group in again.values() for batch in self._batches(ids, prefixes, group)]
         return results
 
-    def _batches(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[tuple[list[int], int]]:
-        """(indices, maximum output length) of batches of the non-empty sequences that share a maximum length.
+    def _batches(self, ids: list[list[int]], prefixes: list[list[int]], among: list[int]) -> list[tuple[list[int], int]]:
+        """(indices, decoding steps) of the batches of `among`: sentences of one maximum length, neighbouring
+        maxima merged while a batch holds fewer than MIN_BATCH sentences, each within cfg.batch_tokens.
 
-        CTranslate2 takes one maximum per call, and mtkit forces </s> at each sentence's own: sharing it, a batch
-        decodes at exactly that maximum. Grouping by it also keeps batches as small as a bare CTranslate2 script's
-        (half the memory of mixed batches, at the same speed). Those with a prefix are kept apart from those without:
-        CTranslate2 treats the first step of a call with prefixes differently even for a sentence without one.
+        Grouping by maximum keeps batches as small as a bare CTranslate2 script's when there are many sentences
+        (half the memory of mixed 4,000-token batches, at the same speed); merging keeps a server's few
+        concurrent lines in one call (twice the throughput of one call per maximum). Those with a prefix are kept
+        apart from those without: CTranslate2 treats the first step of a call with prefixes differently even for
+        a sentence without one.
         """
-        groups: dict[tuple[int, bool], list[int]] = defaultdict(list)
-        for index, (src, prefix) in enumerate(zip(ids, prefixes)):
-            if src:
-                groups[(self._limit(src, prefix), bool(prefix))].append(index)
-        return [([group[j] for j in batch], limit)
-                for (limit, _), group in sorted(groups.items())
-                for batch in length_batches([len(ids[i]) for i in group], self.cfg.batch_tokens)]
+        keyed = sorted((bool(prefixes[i]), self._limit(ids[i], prefixes[i]), len(ids[i]), i) for i in among)
+        batches: list[tuple[list[int], int]] = []
+        current: list[int] = []
+        kind, steps, width = False, 0, 0
+        for has_prefix, limit, length, index in keyed:
+            merged_width = max(width, length + 1)
+            if current and (has_prefix != kind or (len(current) + 1) * merged_width > self.cfg.batch_tokens
+                            or (limit != steps and len(current) >= MIN_BATCH)):
+                batches.append((current, steps))
+                current, width = [], 0
+            current.append(index)
+            kind, steps, width = has_prefix, limit, max(width, length + 1)
+        return batches + [(current, steps)] if current else batches
 
     def _limit(self, src: list[int], prefix: list[int]) -> int:
         """mtkit's maximum output length of a sentence; a longer forced prefix raises it to the prefix's length."""
@@ -196,16 +217,20 @@ class CT2Translator:
                     "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature}
         return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam}
 
-    def _finish(self, src: list[int], prefix: list[int], result: Any, limit: int) -> list[Hypothesis]:
-        """mtkit's n-best of one sentence from CTranslate2's hypotheses, decoded at its maximum length `limit`.
+    def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int) -> list[Hypothesis] | None:
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the
+        sentence must be decoded again at its own maximum length `limit`.
 
-        A hypothesis shorter than the maximum ended by itself, as in mtkit. One that reached it would have had
-        </s> forced and scored there: it is scored with </s> (score_batch).
+        A hypothesis shorter than the sentence's maximum ended by itself, as in mtkit. One that reached the maximum
+        would have had </s> forced and scored there: when the decoding stopped at the sentence's own maximum, it is
+        scored with </s> (score_batch); otherwise (a batch's longer maximum) the sentence is decoded again.
         """
         if limit == 0:  # mtkit forces </s> at the first step
             return self._rank([[]], self._score_with_eos(src, [[]], prefix))
         # A beam that died (CTranslate2 scores it about -1e10: behind a forced prefix) is no hypothesis.
         alive = [(h, s) for h, s in zip(result.hypotheses, result.scores) if s > DEAD_SCORE]
+        if steps != limit and any(len(h) >= limit for h, _ in alive):
+            return None
         ids = self._ids([h for h, _ in alive])
         logprobs = [s for _, s in alive]
         cut = [k for k, h in enumerate(ids) if len(h) >= limit]
