@@ -18,7 +18,8 @@ import ctranslate2
 import pytest
 
 from mtkit.ct2cache import CACHE_DIR, KEY_NAME, MODEL_NAME, model_directory
-from mtkit.ct2engine import RAW_SCORES, CT2Translator
+from mtkit.ct2engine import MIN_BATCH, RAW_SCORES, CT2Translator
+from mtkit.decoding import TranslateConfig
 from mtkit.engine import load_translator
 from mtkit.errors import UserError
 from mtkit.translate import Translator
@@ -85,6 +86,19 @@ def test_output_does_not_depend_on_the_batch(run: Path, lines: list[str]) -> Non
                for options in settings]
     tokens = [[[h.tokens for h in hyps] for hyps in result] for result in results]
     assert tokens[0] == tokens[1] == tokens[2] == tokens[3]
+
+
+def test_batches_share_a_maximum_length_unless_small() -> None:
+    """Sentences of one maximum length per batch (decoded at it); small groups merge into the next; the token budget
+    holds; a sentence with a prefix is never batched with one without."""
+    engine = CT2Translator(None, None, TranslateConfig(max_len_a=1.0, max_len_b=0, batch_tokens=2000), 1024, "cpu")
+    lengths = [10] * 40 + [11] * 40 + [3] * 2 + [4] * 2 + [30] * 100
+    ids = [[7] * n for n in lengths]
+    prefixes = [[] for _ in ids[:-1]] + [[7, 7]]
+    batches = engine._batches(ids, prefixes, list(range(len(ids))))
+    assert MIN_BATCH == 32 and [(len(batch), steps) for batch, steps in batches] == [(44, 10), (40, 11), (64, 30), (35, 30), (1, 30)]
+    assert sorted(i for batch, _ in batches for i in batch) == list(range(len(ids)))
+    assert all(len(batch) * (max(lengths[i] for i in batch) + 1) <= 2000 for batch, _ in batches)
 
 
 @pytest.mark.exactness
