@@ -113,7 +113,7 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
     from mtkit.train import train
 
     recipe = resolve_recipe(None, "tiny", [
-        "model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=400", "train.lr=3e-3", "train.warmup_steps=30",
+        "model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=160", "train.lr=3e-3", "train.warmup_steps=30",
         "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=10",
     ], vocab_size=1000)
     run = tmp_path_factory.mktemp("overfit-run") / "run"

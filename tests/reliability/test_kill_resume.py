@@ -24,8 +24,8 @@ from tests.reliability.common import (
 )
 from tests.reliability.conftest import tiny_recipe
 
-KILLS = 10
-MAX_STEPS = 56  # > KILLS * (3 logged + 1 or 2 more) updates per killed process: every kill lands mid-run
+KILLS = 6
+MAX_STEPS = 36  # > KILLS * (3 logged + 1 or 2 more) updates per killed process: every kill lands mid-run
 SAVE_EVERY_STEP = ("train.save_interval_steps=1",)
 
 
