@@ -308,16 +308,30 @@ def bind(host: str, port: int) -> socket.socket:
         raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
 
 
-async def run_until_stopped(server: Any, sock: socket.socket, stopping: asyncio.Event) -> None:
+async def run_until_stopped(
+    server: Any, sock: socket.socket, stopping: asyncio.Event, worker: BatchWorker, grace_seconds: float,
+) -> None:
     """Run the uvicorn server; set `stopping` once it has been told to exit (SIGTERM, SIGINT).
 
     uvicorn notices a signal by polling `should_exit` every 0.1 s; this does the same, so request handlers
-    still waiting for a body learn of the stop and give it --grace-seconds.
+    still waiting for a body learn of the stop and give it --grace-seconds. uvicorn then waits for every
+    connection to close, which a client that never reads its answer would put off for as long as it stays
+    connected: once the bodies' grace is over and every admitted request is answered, the connections still
+    open get --grace-seconds more to take their answers, and are then closed.
     """
     async def watch() -> None:
         while not server.should_exit:
             await asyncio.sleep(0.1)
         stopping.set()
+        await asyncio.sleep(grace_seconds)
+        while worker.pending:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(grace_seconds)
+        unread = list(server.server_state.connections)
+        if unread:
+            log(f"closing {len(unread)} connection(s) whose answer was not read within --grace-seconds")
+            for connection in unread:  # uvicorn's shutdown then goes on as after any closed connection
+                connection.transport.abort()
 
     watcher = asyncio.create_task(watch())
     try:
@@ -366,7 +380,7 @@ def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
     log(f"serving {translator.info.get('checkpoint')} on http://{address} "
         f"({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
-        asyncio.run(run_until_stopped(server, sock, stopping))
+        asyncio.run(run_until_stopped(server, sock, stopping, worker, cfg.grace_seconds))
     finally:
         worker.stop()
         signal.signal(signal.SIGTERM, previous)

@@ -365,6 +365,31 @@ def test_sigterm_with_a_stalled_client_exits_0_after_the_grace(tiny_run: Path, t
         target.stop()
 
 
+@pytest.mark.slow
+def test_sigterm_closes_a_connection_whose_answers_are_never_read(tiny_run: Path, tmp_path: Path) -> None:
+    """A client that never reads its answers delays the stop by the bodies' grace, then --grace-seconds for its
+    answers at most; its connection is then closed, in one log line, and the server exits 0."""
+    target = Server(tiny_run, tmp_path / "stderr.log", "--grace-seconds", "1")
+    try:
+        never_reads = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        never_reads.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        never_reads.connect(("127.0.0.1", target.port))
+        # 1,500 pipelined requests for the page: about 5 MB of answers, more than the loopback's socket buffers
+        # (a few MB) take, so the server is left writing to a client that does not read.
+        never_reads.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 1500)
+        time.sleep(2.0)
+        start = time.monotonic()
+        target.process.send_signal(signal.SIGTERM)
+        assert target.process.wait(timeout=2 * 1 + 15) == 0
+        assert time.monotonic() - start >= 2 * 1 - 0.5
+        log = target.log.read_text()
+        assert "closing 1 connection(s) whose answer was not read within --grace-seconds" in log, log[-2000:]
+        assert "Traceback" not in log and "stopped: every request answered" in log
+        never_reads.close()
+    finally:
+        target.stop()
+
+
 def accepts_connections(port: int) -> bool:
     try:
         http.client.HTTPConnection("127.0.0.1", port, timeout=5).connect()
