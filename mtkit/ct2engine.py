@@ -184,8 +184,7 @@ class CT2Translator:
         current: list[int] = []
         kind, steps, width = False, 0, 0
         for has_prefix, limit, length, index in keyed:
-            merged_width = max(width, length + 1)
-            if current and (has_prefix != kind or (len(current) + 1) * merged_width > self.cfg.batch_tokens
+            if current and (has_prefix != kind or (len(current) + 1) * max(width, length + 1) > self.cfg.batch_tokens
                             or (limit != steps and len(current) >= MIN_BATCH)):
                 batches.append((current, steps))
                 current, width = [], 0
