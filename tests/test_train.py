@@ -87,8 +87,9 @@ def test_average_is_mean_of_last_checkpoints(tmp_path: Path, small_data: Path) -
     paths = list_checkpoints(tmp_path / "run")[-3:]
     averaged = load_checkpoint(tmp_path / "run" / "average.pt")
     assert averaged["averaged_steps"] == [5, 10, 15]
+    params = [model_params(p) for p in paths]
     for key, value in averaged["model"].items():
-        mean = torch.stack([model_params(p)[key].float() for p in paths]).mean(0)
+        mean = torch.stack([each[key].float() for each in params]).mean(0)
         assert torch.allclose(value, mean, atol=1e-6), key
 
 
