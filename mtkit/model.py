@@ -1,23 +1,24 @@
-"""The Transformer of "Attention Is All You Need": ModelConfig and presets, the encoder-decoder,
-attention (spelled out on CPU, scaled_dot_product_attention elsewhere), padding masks and the
-key/value cache for decoding.
-Imports torch (and numpy for dropout masks) only: no IO, data, recipe or search code.
+"""The Transformer of "Attention Is All You Need": ModelConfig and presets, attention (spelled out on CPU,
+scaled_dot_product_attention elsewhere), padding masks, and the encoder-decoder wired from mtkit.layers' parts,
+decoding through mtkit.kvcache's key/value cache.
+Imports torch only: no IO, data, recipe or search code.
 """
 
 # Shape letters: B batch, S source length, T target length, D d_model, H n_heads, V vocab_size,
-# F d_ff, L length of whichever sequence a layer sees, P max_positions, N decoding rows
-# (sentences x beams), t tokens decoded so far.
+# L length of whichever sequence a layer sees, N decoding rows (sentences x beams), M stored source
+# entries (N / group), t tokens decoded so far.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from mtkit.kvcache import DecodeState, LayerCache, grow, reorder_state
+from mtkit.layers import Embedding, FeedForward, Residual, init_embedding, init_linear
+from mtkit.layers import Dropout, sinusoidal_positions  # noqa: F401  (mtkit.model's API since before the split)
 
 PRESETS: dict[str, dict[str, int | float]] = {
     "base": dict(d_model=512, n_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6, dropout=0.1),
@@ -116,11 +117,6 @@ def configure_cuda_kernels(device: torch.device | str) -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
-def cuda_lacks_bf16(device: torch.device | str) -> bool:
-    """True on a CUDA GPU without native bf16 (before Ampere), where bf16 would run on slow emulated paths."""
-    return torch.device(device).type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False)
-
-
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
     """softmax(q k^T / sqrt(d_k)) v: q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H].
 
@@ -159,103 +155,6 @@ def attend_mask(pad: Tensor) -> Tensor:
     return keep[:, None, None, :]  # [B, 1, 1, S]
 
 
-class Dropout(nn.Module):
-    """Inverted dropout with a cheap CPU mask: 16-bit words of a small-state generator.
-
-    On CPU, F.dropout's per-element Bernoulli sampling took 10% of a bf16 training step, and even
-    torch's Mersenne-Twister int32s cost 6.6 ns each (BENCHMARKS.md). numpy's SFC64 makes 64 bits in
-    3.4 ns, seeding included; it is seeded by one draw from torch's generator, so torch's RNG state still
-    determines every mask (exact resume). Thresholding 16-bit words keeps p exact to 1/65536.
-    Other devices use F.dropout.
-    """
-
-    def __init__(self, p: float) -> None:
-        super().__init__()
-        self.p = p
-        self._threshold = -32768 + round(p * 65536)  # int16 words below this are dropped
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        if x.device.type != "cpu":
-            return F.dropout(x, self.p, True)
-        seed = int(torch.randint(0, 2**63 - 1, (1,), dtype=torch.int64))
-        words = np.random.SFC64(seed).random_raw((x.numel() + 3) // 4)  # 4 int16 words per draw
-        keep = torch.from_numpy(words.view(np.int16)[: x.numel()]).view(x.shape) >= self._threshold
-        return _ScaleByMask.apply(x, keep, 1.0 / (1.0 - self.p))
-
-
-class _ScaleByMask(torch.autograd.Function):
-    """x * keep * scale with the scaled mask built once in x's dtype and reused by the backward:
-    one multiply each way instead of two plus a bool-to-float cast (about 40% less time on CPU)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, keep: Tensor, scale: float) -> Tensor:
-        mask = keep.to(x.dtype).mul_(scale)
-        ctx.save_for_backward(mask)
-        return x * mask
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
-        (mask,) = ctx.saved_tensors
-        return grad * mask, None, None
-
-
-def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
-    """Paper section 3.5: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same)."""
-    position = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [P, 1]
-    inverse_freq = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [D/2]
-    angle = position * inverse_freq  # [P, D/2]
-    table = torch.zeros(n_positions, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)[:, : d_model // 2]
-    return table.float()
-
-
-def _linear(d_in: int, d_out: int, blocks: int = 1) -> nn.Linear:
-    """Linear layer with xavier-uniform weights and zero biases (fairseq). A fused projection of `blocks`
-    outputs is initialised block by block with gain 1/sqrt(2), as fairseq does its separate q, k, v."""
-    linear = nn.Linear(d_in, d_out)
-    with torch.no_grad():
-        for block in linear.weight.chunk(blocks, dim=0):
-            nn.init.xavier_uniform_(block, gain=1.0 if blocks == 1 else 2**-0.5)
-        linear.bias.zero_()
-    return linear
-
-
-def _init_embedding(weight: Tensor, d_model: int, pad_id: int | None) -> None:
-    """N(0, d_model^-0.5) so that the sqrt(d_model)-scaled embedding has unit variance (fairseq)."""
-    with torch.no_grad():
-        nn.init.normal_(weight, mean=0.0, std=d_model**-0.5)
-        if pad_id is not None:
-            weight[pad_id].zero_()
-
-
-class Embedding(nn.Module):
-    """sqrt(d_model) * token embedding + position encoding, then dropout (paper sections 3.4, 3.5)."""
-
-    def __init__(self, tokens: nn.Embedding, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.tokens = tokens
-        self.scale = math.sqrt(cfg.d_model)
-        self.max_positions = cfg.max_positions
-        self.learned = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
-        if self.learned is not None:
-            _init_embedding(self.learned.weight, cfg.d_model, None)
-        # Not persistent: the table is a pure function of the config and stays out of checkpoints.
-        table = None if self.learned is not None else sinusoidal_positions(cfg.max_positions, cfg.d_model)
-        self.register_buffer("sinusoid", table, persistent=False)
-        self.dropout = Dropout(cfg.dropout)
-
-    def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
-        """tokens [B, L] at positions start.. -> [B, L, D]."""
-        end = start + tokens.shape[1]
-        if end > self.max_positions:
-            raise ValueError(f"sequence of {end} tokens exceeds max_positions={self.max_positions}")
-        table = self.sinusoid if self.learned is None else self.learned.weight
-        return self.dropout(self.tokens(tokens) * self.scale + table[start:end])
-
-
 class SelfAttention(nn.Module):
     """Multi-head self-attention with one fused q/k/v projection; `step` appends to a key/value cache."""
 
@@ -263,8 +162,8 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.dropout_p = cfg.attention_dropout
-        self.qkv = _linear(cfg.d_model, 3 * cfg.d_model, blocks=3)
-        self.out = _linear(cfg.d_model, cfg.d_model)
+        self.qkv = init_linear(cfg.d_model, 3 * cfg.d_model, blocks=3)
+        self.out = init_linear(cfg.d_model, cfg.d_model)
 
     def forward(self, x: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
         """x [B, L, D] -> [B, L, D]."""
@@ -293,9 +192,9 @@ class CrossAttention(nn.Module):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.dropout_p = cfg.attention_dropout
-        self.q = _linear(cfg.d_model, cfg.d_model)
-        self.kv = _linear(cfg.d_model, 2 * cfg.d_model, blocks=2)
-        self.out = _linear(cfg.d_model, cfg.d_model)
+        self.q = init_linear(cfg.d_model, cfg.d_model)
+        self.kv = init_linear(cfg.d_model, 2 * cfg.d_model, blocks=2)
+        self.out = init_linear(cfg.d_model, cfg.d_model)
 
     def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """memory [B, S, D] -> keys, values [B, H, S, D/H]."""
@@ -313,49 +212,14 @@ class CrossAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(B, L, D))  # [B, L, D]
 
 
-class FeedForward(nn.Module):
-    """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2 (paper section 3.3), activation dropout inside."""
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.inner = _linear(cfg.d_model, cfg.d_ff)
-        # A module, so that mtkit.packed can fold a ReLU into `inner` (it leaves any other activation alone).
-        self.activation: nn.Module = nn.ReLU() if cfg.activation == "relu" else nn.SiLU()
-        self.outer = _linear(cfg.d_ff, cfg.d_model)
-        self.dropout = Dropout(cfg.activation_dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """[B, L, D] -> [B, L, D]."""
-        return self.outer(self.dropout(self.activation(self.inner(x))))
-
-
-class Residual(nn.Module):
-    """The residual around one sub-layer: post-norm LN(x + drop(f(x))) or pre-norm x + drop(f(LN(x)))."""
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.pre_norm = cfg.norm == "pre"
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.dropout = Dropout(cfg.dropout)
-
-    def before(self, x: Tensor) -> Tensor:
-        """The sub-layer's input."""
-        return self.norm(x) if self.pre_norm else x
-
-    def after(self, x: Tensor, y: Tensor) -> Tensor:
-        """The stream after adding the sub-layer's output y."""
-        x = x + self.dropout(y)
-        return x if self.pre_norm else self.norm(x)
-
-
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each inside a residual."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.self_attn = SelfAttention(cfg)
-        self.feed_forward = FeedForward(cfg)
-        self.residuals = nn.ModuleList([Residual(cfg) for _ in range(2)])
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.residuals = nn.ModuleList([Residual(cfg.d_model, cfg.norm == "pre", cfg.dropout) for _ in range(2)])
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """x [B, S, D], mask [B, 1, 1, S] -> [B, S, D]."""
@@ -371,8 +235,8 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = SelfAttention(cfg)
         self.cross_attn = CrossAttention(cfg)
-        self.feed_forward = FeedForward(cfg)
-        self.residuals = nn.ModuleList([Residual(cfg) for _ in range(3)])
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.residuals = nn.ModuleList([Residual(cfg.d_model, cfg.norm == "pre", cfg.dropout) for _ in range(3)])
 
     def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
         """x [B, T, D]; cross keys/values [B, H, S, D/H]; mask [B, 1, 1, S] -> [B, T, D].
@@ -403,36 +267,9 @@ class Stack(nn.Module):
 
     def __init__(self, cfg: ModelConfig, tokens: nn.Embedding, layers: list[nn.Module]) -> None:
         super().__init__()
-        self.embed = Embedding(tokens, cfg)
+        self.embed = Embedding(tokens, cfg.d_model, cfg.max_positions, cfg.positions == "learned", cfg.dropout)
         self.layers = nn.ModuleList(layers)
         self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
-
-
-@dataclass
-class LayerCache:
-    """One decoder layer's keys/values: self-attention [N, H, capacity, D/H] of which the first t
-    positions are filled, cross-attention [N, H, S, D/H]."""
-
-    keys: Tensor
-    values: Tensor
-    cross_keys: Tensor
-    cross_values: Tensor
-
-
-@dataclass
-class DecodeState:
-    """Everything decode_step needs between steps.
-
-    Rows come in groups of `group` consecutive rows with the same source sentence (a sentence's beams),
-    and the source side (memory_mask, the cross keys/values) is stored once per group: M = N / group
-    entries. A beam step then attends with all K queries of a sentence at once, and reordering beams
-    within their sentences copies nothing on the source side.
-    """
-
-    memory_mask: Tensor  # [M, 1, 1, S] bool, True = attend
-    layers: list[LayerCache]
-    group: int = 1
-    position: int = 0
 
 
 class Transformer(nn.Module):
@@ -451,9 +288,9 @@ class Transformer(nn.Module):
         if self.output.bias is not None:
             nn.init.zeros_(self.output.bias)
         for tokens in {id(src_tokens): src_tokens, id(tgt_tokens): tgt_tokens}.values():
-            _init_embedding(tokens.weight, cfg.d_model, cfg.pad_id)
+            init_embedding(tokens.weight, cfg.d_model, cfg.pad_id)
         if cfg.share_embeddings == "none":
-            _init_embedding(self.output.weight, cfg.d_model, None)
+            init_embedding(self.output.weight, cfg.d_model, None)
         else:  # Tied pre-softmax projection (paper section 3.4): logits = hidden @ E^T.
             self.output.weight = tgt_tokens.weight
 
@@ -505,7 +342,7 @@ class Transformer(nn.Module):
         """decode_step before the output projection: -> hidden [N, D] (search projects it chunk by chunk)."""
         x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
         if state.position == state.layers[0].keys.shape[2]:
-            _grow(state)
+            grow(state)
         for layer, cache in zip(self.decoder.layers, state.layers):
             x = layer.step(x, cache, state.memory_mask, state.position, state.group)
         state.position += 1
@@ -514,46 +351,7 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def reorder_decode_state(self, state: DecodeState, order: Tensor) -> DecodeState:
         """Row n of the result is row order[n] of state: beam reordering, expansion, dropping rows."""
-        entries, group = _source_entries(order // state.group, state.memory_mask.shape[0])
-
-        def pick(tensor: Tensor) -> Tensor:  # source side: one entry per group
-            return tensor if entries is None else tensor.index_select(0, entries)
-
-        def pick_filled(cache: Tensor) -> Tensor:  # copies only the t filled positions
-            # Room for exactly the next position: the copy is made anyway, so growing here is free, and
-            # the caches take no more memory than they hold (doubling kept up to twice that).
-            t = state.position
-            picked = cache.new_empty((len(order), cache.shape[1], t + 1, cache.shape[3]))
-            torch.index_select(cache[:, :, :t], 0, order, out=picked[:, :, :t])
-            return picked
-
-        layers = [
-            LayerCache(pick_filled(c.keys), pick_filled(c.values), pick(c.cross_keys), pick(c.cross_values))
-            for c in state.layers
-        ]
-        return DecodeState(pick(state.memory_mask), layers, group, state.position)
-
-
-def _source_entries(source: Tensor, n_entries: int) -> tuple[Tensor | None, int]:
-    """Source entries to keep and the new group size, given each new row's source entry [N'].
-
-    Rows in equal runs (u0 x g, u1 x g, ...) keep one entry per run: None when that is every entry in
-    order (nothing to copy, the usual beam step). Any other order gets one entry per row (group 1).
-    """
-    runs = torch.unique_consecutive(source)  # [M']
-    group = len(source) // len(runs) if len(runs) else 1
-    if len(runs) and torch.equal(source, runs.repeat_interleave(group)):
-        if len(runs) == n_entries and torch.equal(runs, torch.arange(n_entries, device=runs.device)):
-            return None, group
-        return runs, group
-    return source, 1
-
-
-def _grow(state: DecodeState) -> None:
-    """Double the self-attention caches: amortised O(1) appends instead of a full copy per step."""
-    for cache in state.layers:
-        cache.keys = torch.cat([cache.keys, torch.empty_like(cache.keys)], dim=2)
-        cache.values = torch.cat([cache.values, torch.empty_like(cache.values)], dim=2)
+        return reorder_state(state, order)
 
 
 def count_parameters(model: nn.Module) -> int:
