@@ -1,8 +1,6 @@
-"""Translation search over a small decoder contract: beam, greedy and seeded sampling.
-
-Scores by mtkit.decoding's rules (TranslateConfig, GNMT length penalty, per-sentence max length; re-exported
-here). Imports torch and mtkit.decoding only: never mtkit.model, IO or data; any object with
-`start/step/reorder` (the `Decoder` protocol) works.
+"""Beam search, and `search`, which picks beam, greedy or seeded sampling per TranslateConfig; greedy and sampling
+live in mtkit.search_sampling, the decoder contract and per-step rules in mtkit.search_step (re-exported here).
+Scores by mtkit.decoding's rules. Imports torch and those modules only: never mtkit.model, IO or data.
 Nothing that decides a sentence's output depends on the other rows of its batch or on padding.
 """
 
@@ -10,43 +8,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty
+from mtkit.search_sampling import greedy_search, sample_search
+from mtkit.search_step import (
+    Decoder,
+    ModelDecoder,
+    force_tokens,
+    mask_logprobs,
+    max_lengths,
+    prefix_step,
+    source_lengths,
+    with_prefixes,
+)
 
 __all__ = ["Hypothesis", "TranslateConfig", "length_penalty", "search", "beam_search", "greedy_search",
            "sample_search", "max_lengths", "source_lengths", "ModelDecoder", "Decoder"]
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
-
-# A forced eos that the decoder calls impossible (-inf) still ends the hypothesis, at this log-prob,
-# so every sentence gets an output; real decoders (a softmax) never return -inf.
-FORCED_EOS_FLOOR = -1e4
-
-
-class Decoder(Protocol):
-    """What search needs from a model; translate.py adapts the Transformer to it."""
-
-    def start(self, src: Tensor) -> Any:
-        """Encode src [B, S] once; return a decode state with B rows."""
-        ...
-
-    def step(self, tokens: Tensor, state: Any) -> Any:
-        """Feed each row's last token [N] (bos first); advance state; return the step's output, which
-        `log_probs` turns into log-probs."""
-        ...
-
-    def log_probs(self, output: Any, rows: slice) -> Tensor:
-        """Fresh log-probs [r, V] float32 of the output's rows `rows` (search writes into them)."""
-        ...
-
-    def reorder(self, state: Any, order: Tensor) -> Any:
-        """Return the state whose row n is row order[n] (LongTensor [N']; rows may repeat or go)."""
-        ...
-
 
 # On CPU, log-probs are made and searched in chunks of whole sentences of at most this many rows: a step's logits
 # written whole leave the caches before log-softmax, masking and top-k read them back. On the 2-core test machine
@@ -54,77 +37,6 @@ class Decoder(Protocol):
 # fewer (one chunk) nothing changes. Larger vocabularies were not measured; there the chunk bounds the logits'
 # memory. On a GPU a step is one chunk: more chunks would only add kernel launches and host syncs.
 LOGITS_CHUNK_ROWS = 512
-
-
-def _log_softmax_(logits: Tensor) -> Tensor:
-    """log_softmax over the last dim, in place: decode_step's logits are fresh (1.4x F.log_softmax at [1200, 8000])."""
-    return torch.ops.aten._log_softmax.out(logits, -1, False, out=logits)
-
-
-class ModelDecoder:
-    """The search contract over models with init_decode_state / decode_hidden / project /
-    reorder_decode_state (mtkit.model.Transformer), one or an ensemble.
-
-    An ensemble averages the members' log-probabilities at every step. project must return fresh
-    logits: they are turned into log-probs in place.
-    """
-
-    def __init__(self, models: list[Any]) -> None:
-        self.models = models
-
-    def start(self, src: Tensor) -> list[Any]:
-        return [model.init_decode_state(src) for model in self.models]
-
-    def step(self, tokens: Tensor, state: list[Any]) -> list[Tensor]:
-        return [m.decode_hidden(tokens, s) for m, s in zip(self.models, state)]  # [N, D] per model
-
-    def log_probs(self, output: list[Tensor], rows: slice) -> Tensor:
-        logps = [_log_softmax_(m.project(hidden[rows]).float()) for m, hidden in zip(self.models, output)]
-        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [r, V]
-
-    def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
-        return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
-
-
-def max_lengths(src_lens: Tensor, a: float, b: int, max_positions: int | None = None) -> Tensor:
-    """Most output tokens (eos excluded) per sentence: floor(a * src_len + b), clipped to the decoder.
-
-    src_lens [B] counts each source's own tokens: no padding, no eos (what a reader calls its length).
-    The decoder sees bos + tokens and predicts eos at position max_len, so max_len <= max_positions - 1.
-    """
-    lens = torch.floor(a * src_lens.double() + b).long().clamp(min=0)  # double: same floor as Python
-    return lens if max_positions is None else lens.clamp(max=max_positions - 1)
-
-
-def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
-    """src_lens [B] for a padded src [B, S]: tokens that are neither pad nor eos."""
-    return ((src != pad_id) & (src != eos_id)).sum(dim=1)
-
-
-def _mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_id: int) -> Tensor:
-    """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
-    rows where `forced` [b] (at max length) may emit only eos. Writes into logp (fresh each step):
-    two column writes instead of a masked copy of [N, V], which cost twice the log-softmax."""
-    logp[..., pad_id] = -math.inf
-    logp[..., bos_id] = -math.inf
-    if not bool(forced.any()):  # most steps: skip building the eos-only table
-        return logp
-    only_eos = torch.full_like(logp, -math.inf)
-    only_eos[..., eos_id] = logp[..., eos_id].clamp(min=FORCED_EOS_FLOOR)
-    forced = forced.view(forced.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
-    return torch.where(forced, only_eos, logp)
-
-
-def _force_tokens(logp: Tensor, token: Tensor | None) -> Tensor:
-    """Rows whose `token` [b] is >= 0 may emit only that token, at log-prob 0: a forced target prefix adds nothing
-    to the score, as in CTranslate2's target_prefix (its search resets the score to 0 at each prefix step). Rows
-    with -1, or token None, are unchanged."""
-    if token is None or not bool((token >= 0).any()):
-        return logp
-    shape = token.shape + (1,) * (logp.dim() - 1)  # [b, 1] or [b, 1, 1]
-    index = token.clamp(min=0).view(shape).expand(*logp.shape[:-1], 1)
-    only = torch.full_like(logp, -math.inf).scatter_(-1, index, 0.0)
-    return torch.where((token >= 0).view(shape), only, logp)
 
 
 def _after_prefix(
@@ -144,18 +56,6 @@ def _after_prefix(
     spare = usable & (usable.cumsum(dim=1) == 1) & is_eos[:, :1]  # the one that takes an ended best's place
     score = score.masked_fill(dropped | (secondary & ~spare), -math.inf)
     return score, origin, token.masked_fill(dropped, pad_id)
-
-
-def _prefix_step(prefixes: Tensor | None, rows: Tensor, t: int) -> Tensor | None:
-    """The token forced at step t on each of `rows` (-1: none), or None once every prefix has ended."""
-    if prefixes is None or t >= prefixes.size(1):
-        return None
-    return prefixes[rows, t]
-
-
-def _with_prefixes(max_len: Tensor, prefixes: Tensor | None) -> Tensor:
-    """A prefix longer than a sentence's maximum length raises that maximum to the prefix's length."""
-    return max_len if prefixes is None else torch.maximum(max_len, (prefixes >= 0).sum(dim=1))
 
 
 @dataclass
@@ -229,8 +129,8 @@ def _candidates(
     for first in range(0, b, per_chunk):
         last = min(first + per_chunk, b)
         logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
-        logp = _mask_logprobs(logp, forced[first:last], eos_id, pad_id, bos_id)
-        logp = _force_tokens(logp, None if prefix is None else prefix[first:last])
+        logp = mask_logprobs(logp, forced[first:last], eos_id, pad_id, bos_id)
+        logp = force_tokens(logp, None if prefix is None else prefix[first:last])
         parts.append(_top_candidates(scores[first:last], logp, count))
     return parts[0] if len(parts) == 1 else tuple(torch.cat(x) for x in zip(*parts))  # type: ignore[return-value]
 
@@ -305,7 +205,7 @@ def beam_search(
     """
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
-    max_len = _with_prefixes(max_len, prefixes)
+    max_len = with_prefixes(max_len, prefixes)
     prefix_len = None if prefixes is None else (prefixes >= 0).sum(dim=1)  # [B]
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
@@ -317,7 +217,7 @@ def beam_search(
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     for t in range(int(max_len.max()) + 1 if n else 0):
         output = decoder.step(last, state)
-        prefix = _prefix_step(prefixes, active, t)
+        prefix = prefix_step(prefixes, active, t)
         cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id, prefix)
         if prefix_len is not None:
             cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, eos_id, pad_id)
@@ -333,105 +233,6 @@ def beam_search(
         state = decoder.reorder(state, rows)
         active, scores, history, last = active[keep], scores[keep], history[keep], token[keep].view(-1)
     return finished.hypotheses(cfg.nbest)
-
-
-def _decode_rows(
-    decoder: Decoder, state: Any, max_len: Tensor, pick: Callable[[Tensor], Tensor],
-    bos_id: int, eos_id: int, pad_id: int, prefixes: Tensor | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N].
-
-    `prefixes` [N, P] (-1 past a prefix's end): tokens forced at the first steps.
-    """
-    n, device = max_len.size(0), max_len.device
-    longest = int(max_len.max()) if n else 0
-    tokens = torch.full((n, longest), pad_id, dtype=torch.long, device=device)  # [N, L]
-    length = max_len.clone()
-    logprob = torch.zeros(n, device=device)
-    active = torch.arange(n, device=device)  # [N'] original index of each live row
-    last = torch.full((n,), bos_id, dtype=torch.long, device=device)
-    for t in range(longest + 1 if n else 0):
-        logp = decoder.log_probs(decoder.step(last, state), slice(None))  # [N', V]
-        logp = _mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
-        logp = _force_tokens(logp, _prefix_step(prefixes, active, t))
-        token = pick(logp)  # [N']
-        logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
-        ended = token == eos_id
-        length[active[ended]] = t
-        keep = (~ended).nonzero().squeeze(1)
-        if len(keep) == 0:
-            break
-        tokens[active[keep], t] = token[keep]
-        if len(keep) < len(active):  # drop ended rows so later steps compute less
-            state = decoder.reorder(state, keep)
-        active, last = active[keep], token[keep]
-    return tokens, length, logprob
-
-
-def _to_hypotheses(
-    tokens: Tensor, length: Tensor, logprob: Tensor, alpha: float, per_sentence: int
-) -> list[list[Hypothesis]]:
-    """Group rows (per_sentence consecutive rows each) into per-sentence lists, best first."""
-    score = logprob / length_penalty(length + 1, alpha)
-    rows = [
-        Hypothesis(row[:n], s, lp)
-        for row, n, s, lp in zip(tokens.tolist(), length.tolist(), score.tolist(), logprob.tolist())
-    ]
-    groups = [rows[i : i + per_sentence] for i in range(0, len(rows), per_sentence)]
-    return [sorted(group, key=lambda h: -h.score) for group in groups]
-
-
-def _argmax(logp: Tensor) -> Tensor:
-    return logp.max(dim=1).indices
-
-
-@torch.inference_mode()
-def greedy_search(
-    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
-) -> list[list[Hypothesis]]:
-    """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
-    max_len = _with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
-    tokens, length, logprob = _decode_rows(decoder, decoder.start(src), max_len, _argmax, bos_id, eos_id, pad_id, prefixes)
-    return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
-
-
-def _truncate(logits: Tensor, top_k: int, top_p: float) -> Tensor:
-    """Keep the top_k tokens, then the smallest set whose probability reaches top_p (always the best)."""
-    if 0 < top_k < logits.size(1):
-        kth = logits.topk(top_k, dim=1).values[:, -1:]  # [N, 1]
-        logits = logits.masked_fill(logits < kth, -math.inf)
-    if top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=1, descending=True)
-        probs = sorted_logits.softmax(dim=1)
-        drop = probs.cumsum(dim=1) - probs >= top_p  # the mass before this token already reaches top_p
-        logits = logits.masked_fill(drop.scatter(1, order, drop), -math.inf)
-    return logits
-
-
-@torch.inference_mode()
-def sample_search(
-    decoder: Decoder, src: Tensor, src_lens: Tensor, cfg: TranslateConfig,
-    bos_id: int, eos_id: int, pad_id: int, max_positions: int | None = None, prefixes: Tensor | None = None,
-) -> list[list[Hypothesis]]:
-    """cfg.nbest samples per sentence (best first) from temperature-scaled, top-k/top-p truncated log-probs.
-
-    Reproducible for the same batch and cfg.seed; one generator serves all rows, so unlike beam search
-    the draws depend on the batch. Scores use the decoder's own log-probs, not the truncated ones.
-    """
-    per_sentence = cfg.nbest
-    max_len = _with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
-    expand = torch.arange(src.size(0), device=src.device).repeat_interleave(per_sentence)
-    state = decoder.reorder(decoder.start(src), expand)
-    generator = torch.Generator(device=src.device).manual_seed(cfg.seed)
-
-    def draw(logp: Tensor) -> Tensor:
-        probs = _truncate(logp / cfg.temperature, cfg.top_k, cfg.top_p).softmax(dim=1)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
-
-    rows = _decode_rows(decoder, state, max_len[expand], draw, bos_id, eos_id, pad_id,
-                        None if prefixes is None else prefixes[expand])
-    return _to_hypotheses(*rows, cfg.length_penalty, per_sentence)
 
 
 def search(
