@@ -22,16 +22,9 @@ from rich.progress import Progress
 
 from mtkit.console import log, progress
 from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
-from mtkit.errors import UserError, check
-from mtkit.files import (
-    BAD_UTF8_MODES,
-    atomic_directory,
-    count_lines,
-    decode_line,
-    open_binary,
-    resolve_prefix,
-    write_text,
-)
+from mtkit.errors import check
+from mtkit.files import BAD_UTF8_MODES, atomic_directory, write_text
+from mtkit.sources import Source, file_source, hf_chunks, hf_source, load_hf_split
 from mtkit.tokenizer import (
     TableTokenizer,
     Tokenizer,
@@ -83,16 +76,6 @@ class PreprocessConfig:
         check(self.max_ratio >= 1.0, f"max_ratio must be >= 1, got {self.max_ratio}")
         check(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
         check(self.on_bad_utf8 in BAD_UTF8_MODES, f"on_bad_utf8 must be one of {BAD_UTF8_MODES}")
-
-
-@dataclass
-class _Source:
-    """One split to encode: (source lines, target lines) chunks, re-readable, counted before any write."""
-
-    name: str
-    chunks: Callable[[], Iterator[tuple[list[str], list[str]]]]
-    count: int
-    clean: bool
 
 
 @dataclass
@@ -155,25 +138,21 @@ def load_hf_pairs(
     `name` is a hub name, a builder such as "json" with `data_files`, or a DatasetDict saved with
     `save_to_disk`.
     """
-    dataset = _load_hf_split(name, config, split, src_lang, tgt_lang, data_files, cache_dir)
-    return (pair for src, tgt in _hf_chunks(dataset, src_lang, tgt_lang) for pair in zip(src, tgt))
+    dataset = load_hf_split(name, config, split, src_lang, tgt_lang, data_files, cache_dir)
+    return (pair for src, tgt in hf_chunks(dataset, src_lang, tgt_lang, CHUNK_PAIRS) for pair in zip(src, tgt))
 
 
-def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
+def _plan_sources(cfg: PreprocessConfig) -> list[Source]:
     """Resolve, open and count every split; file and line-count problems surface here."""
-    sources = []
-    if cfg.train:
-        sources.append(_file_source("train", cfg.train, cfg, clean=True))
-    if cfg.valid:
-        sources.append(_file_source("valid", cfg.valid, cfg, clean=False))
-    for prefix in cfg.test:
-        sources.append(_file_source(Path(prefix).name, prefix, cfg, clean=False))
+    langs = (cfg.source_lang, cfg.target_lang)
+    files = [("train", cfg.train, True)] if cfg.train else []  # (split name, prefix, clean)
+    files += [("valid", cfg.valid, False)] if cfg.valid else []
+    files += [(Path(prefix).name, prefix, False) for prefix in cfg.test]
+    sources = [file_source(name, prefix, langs, cfg.on_bad_utf8, clean, CHUNK_PAIRS) for name, prefix, clean in files]
     if cfg.hf_dataset:
         for name, hf_split in cfg.hf_splits.items():
-            dataset = _load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, cfg.source_lang, cfg.target_lang,
-                                     cache_dir=cfg.hf_cache_dir)
-            chunks = functools.partial(_hf_chunks, dataset, cfg.source_lang, cfg.target_lang)
-            sources.append(_Source(name, chunks, len(dataset), clean=name == "train"))
+            dataset = load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, *langs, cache_dir=cfg.hf_cache_dir)
+            sources.append(hf_source(name, dataset, langs, name == "train", CHUNK_PAIRS))
     check(sources, "nothing to preprocess: give a train, valid or test prefix, or a Hugging Face dataset")
     names = [source.name for source in sources]
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -181,79 +160,7 @@ def _plan_sources(cfg: PreprocessConfig) -> list[_Source]:
     return sources
 
 
-def _file_source(name: str, prefix: str, cfg: PreprocessConfig, clean: bool) -> _Source:
-    src_path = resolve_prefix(prefix, cfg.source_lang)
-    tgt_path = resolve_prefix(prefix, cfg.target_lang)
-    src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
-    check(src_count == tgt_count, f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count} lines")
-    chunks = functools.partial(_file_chunks, src_path, tgt_path, cfg.on_bad_utf8)
-    return _Source(name, chunks, src_count, clean)
-
-
-def _file_chunks(src_path: Path, tgt_path: Path, on_bad_utf8: str) -> Iterator[tuple[list[str], list[str]]]:
-    """CHUNK_PAIRS lines of both files at a time, as files.read_lines splits and decodes them."""
-    with open_binary(src_path) as src, open_binary(tgt_path) as tgt:
-        lineno = 1
-        while src_raw := list(itertools.islice(src, CHUNK_PAIRS)):
-            tgt_raw = list(itertools.islice(tgt, CHUNK_PAIRS))
-            check(len(src_raw) == len(tgt_raw), f"{src_path}, {tgt_path}: files changed while being read")
-            yield (
-                _decode_lines(src_raw, src_path, lineno, on_bad_utf8),
-                _decode_lines(tgt_raw, tgt_path, lineno, on_bad_utf8),
-            )
-            lineno += len(src_raw)
-
-
-def _decode_lines(raw: list[bytes], path: Path, first_lineno: int, on_bad_utf8: str) -> list[str]:
-    """One decode and split for the whole chunk (8x faster than line by line); on invalid UTF-8,
-    line by line again so that the error names its line."""
-    try:
-        lines = b"".join(raw).decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        return [decode_line(line.rstrip(b"\n"), path, first_lineno + i, on_bad_utf8) for i, line in enumerate(raw)]
-    if not lines[-1]:
-        lines.pop()  # the chunk's last "\n" (a final line without one is never empty)
-    if any(line.endswith("\r") for line in lines):
-        lines = [line[:-1] if line.endswith("\r") else line for line in lines]  # CRLF files
-    return lines
-
-
-def _load_hf_split(
-    name: str,
-    config: str | None,
-    split: str,
-    src_lang: str,
-    tgt_lang: str,
-    data_files: str | list | dict | None = None,
-    cache_dir: str | None = None,
-):  # -> datasets.Dataset (not imported at module level)
-    # datasets takes about a second to import and only this path needs it.
-    import datasets
-
-    try:
-        if (Path(name) / "dataset_dict.json").is_file():
-            saved = datasets.load_from_disk(name)
-            check(split in saved, f"{name}: no split {split!r} (has {', '.join(saved)}); set hf_splits")
-            dataset = saved[split]
-        else:
-            dataset = datasets.load_dataset(name, config, split=split, data_files=data_files, cache_dir=cache_dir)
-    except (OSError, ValueError, ConnectionError) as exc:
-        raise UserError(f"{name}: cannot load split {split!r} ({exc})") from None
-    check("translation" in dataset.column_names, f"{name}: no `translation` column (has {dataset.column_names})")
-    feature = dataset.features["translation"]
-    langs = list(getattr(feature, "languages", None) or feature)
-    for lang in (src_lang, tgt_lang):
-        check(lang in langs, f"{name}: split {split!r} has no {lang!r} translations (has {', '.join(langs)})")
-    return dataset.select_columns(["translation"])
-
-
-def _hf_chunks(dataset, src_lang: str, tgt_lang: str) -> Iterator[tuple[list[str], list[str]]]:
-    for batch in dataset.iter(batch_size=CHUNK_PAIRS):
-        rows = batch["translation"]
-        yield [row[src_lang] or "" for row in rows], [row[tgt_lang] or "" for row in rows]
-
-
-def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> Tokenizer:
+def _train_sentencepiece(cfg: PreprocessConfig, train: Source, path: Path) -> Tokenizer:
     log(
         f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
         f"sampled from both sides of {train.count} train pairs"
@@ -271,7 +178,7 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: _Source, path: Path) -> T
     return Tokenizer.load(path)
 
 
-def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokenizer | TableTokenizer, out_dir: Path) -> dict:
+def _encode_all(cfg: PreprocessConfig, sources: list[Source], tokenizer: Tokenizer | TableTokenizer, out_dir: Path) -> dict:
     """Encode and write every split with `cfg.workers` processes; returns the per-split statistics."""
     log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
     if cfg.workers == 1:
@@ -286,14 +193,14 @@ def _encode_all(cfg: PreprocessConfig, sources: list[_Source], tokenizer: Tokeni
 
 
 def _write_splits(
-    cfg: PreprocessConfig, sources: list[_Source], vocab_size: int, out_dir: Path, encode_chunks: Callable
+    cfg: PreprocessConfig, sources: list[Source], vocab_size: int, out_dir: Path, encode_chunks: Callable
 ) -> dict:
     with progress() as bar:
         return {source.name: _write_split(cfg, source, vocab_size, out_dir, encode_chunks, bar) for source in sources}
 
 
 def _write_split(
-    cfg: PreprocessConfig, source: _Source, vocab_size: int, out_dir: Path, encode_chunks: Callable, bar: Progress
+    cfg: PreprocessConfig, source: Source, vocab_size: int, out_dir: Path, encode_chunks: Callable, bar: Progress
 ) -> dict:
     """Stream one split through the encoders into its two binary files; returns its statistics."""
     task = bar.add_task(source.name, total=source.count, info="")
