@@ -1,8 +1,8 @@
-"""Raw parallel text -> sentencepiece model + binarized splits + manifest.json, streaming and in parallel.
-
-Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte
-fallback encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line.
-Memory does not grow with the corpus (dedup aside: 8 bytes per kept training pair).
+"""Raw parallel text (read by mtkit.sources) -> sentencepiece model + binarized splits + manifest.json, streaming
+and in parallel: PreprocessConfig, cleaning with drop counts and dedup, encoding in worker processes, the manifest.
+Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte fallback
+encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line. Memory does not grow
+with the corpus (dedup aside: 8 bytes per kept training pair).
 """
 
 from __future__ import annotations
