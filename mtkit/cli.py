@@ -10,13 +10,17 @@ import contextlib
 import functools
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import typer
 
+from mtkit.decoding import TranslateConfig
+from mtkit.engine_config import EngineConfig
 from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError, check
+from mtkit.options import option, recipe_option, values_of
+from mtkit.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
+from mtkit.serve_config import ServeConfig
 
 app = typer.Typer(
     name="mtkit",
@@ -26,6 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
 
 
 def user_errors(command: Callable) -> Callable:
@@ -170,31 +175,28 @@ def average(
 @app.command()
 @user_errors
 def translate(
-    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
-    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size (1 = greedy). Default: the run's recipe (4)."),
-    length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (default 0.6)."),
-    max_len_a: Optional[float] = typer.Option(None, "--max-len-a", help="Max output length = a * source length + b."),
-    max_len_b: Optional[int] = typer.Option(None, "--max-len-b"),
-    batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", help="Source tokens per batch."),
-    workers: Optional[int] = typer.Option(
-        None, "--workers", help="Batches decoded at once on CPU, each on its share of the threads (default 1)."),
-    nbest: int = typer.Option(1, "--nbest", help="Print K hypotheses per input: INDEX<TAB>K<TAB>SCORE<TAB>TEXT."),
+    ctx: typer.Context,
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    beam: Optional[int] = recipe_option(TranslateConfig, "beam"),
+    length_penalty: Optional[float] = recipe_option(TranslateConfig, "length_penalty"),
+    max_len_a: Optional[float] = recipe_option(TranslateConfig, "max_len_a"),
+    max_len_b: Optional[int] = recipe_option(TranslateConfig, "max_len_b"),
+    batch_tokens: Optional[int] = recipe_option(TranslateConfig, "batch_tokens"),
+    workers: Optional[int] = recipe_option(TranslateConfig, "workers"),
+    nbest: int = option(TranslateConfig, "nbest"),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, "
-                              "else fp32. --engine ctranslate2 also takes int8, int8_float32 (and float16, bfloat16 "
-                              "where the device has them)."),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
     strict: bool = typer.Option(False, "--strict", help="Reject over-long lines instead of truncating them."),
-    sampling: bool = typer.Option(False, "--sampling", help="Sample instead of beam search (back-translation)."),
-    top_k: int = typer.Option(0, "--top-k"),
-    top_p: float = typer.Option(1.0, "--top-p"),
-    temperature: float = typer.Option(1.0, "--temperature"),
+    sampling: bool = option(TranslateConfig, "sampling"),
+    top_k: int = option(TranslateConfig, "top_k"),
+    top_p: float = option(TranslateConfig, "top_p"),
+    temperature: float = option(TranslateConfig, "temperature"),
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
-    engine: str = typer.Option("torch", "--engine", help="torch (mtkit's own search) or ctranslate2: the same "
-                               "output, faster start-up; MODEL may then also be an `mtkit export` directory."),
+    engine: str = option(EngineConfig, "engine"),
     prefix_file: Optional[Path] = typer.Option(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."),
 ) -> None:
@@ -204,27 +206,20 @@ def translate(
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     check_prefix_file(prefix_file, input)
-    options = {"beam": beam, "length_penalty": length_penalty, "max_len_a": max_len_a, "max_len_b": max_len_b,
-               "batch_tokens": batch_tokens, "workers": workers, "nbest": nbest, "sampling": sampling,
-               "top_k": top_k, "top_p": top_p, "temperature": temperature}
+    # The options left at None keep the run's recipe; the others (sampling, nbest) override it.
+    overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
     with start_up_without_gc():
         from mtkit.engine import load_translator
         from mtkit.files import read_lines
         from mtkit.stream import translate_stream
 
-        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble),
-                                     **{k: v for k, v in options.items() if v is not None})
-    source = open(input, "rb") if input is not None else sys.stdin.buffer
-    target = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
-    try:
+        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble), **overrides)
+    with contextlib.ExitStack() as files:
+        source = files.enter_context(open(input, "rb")) if input is not None else sys.stdin.buffer
+        target = files.enter_context(open(output, "w", encoding="utf-8")) if output is not None else sys.stdout
         translate_stream(translator, source, target, with_scores=scores, strict=strict, quiet=quiet,
                          name=str(input) if input else "<stdin>",
                          prefixes=read_lines(prefix_file) if prefix_file else None, prefix_name=str(prefix_file))
-    finally:
-        if input is not None:
-            source.close()
-        if output is not None:
-            target.close()
 
 
 def check_prefix_file(prefix_file: Optional[Path], input: Optional[Path]) -> None:
@@ -264,7 +259,7 @@ def score(
 @app.command()
 @user_errors
 def export(
-    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
+    model: Path = typer.Argument(..., help=MODEL_HELP),
     to: str = typer.Option(..., "--to", help="Target format: ctranslate2 or huggingface (MarianMTModel)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (written atomically)."),
     quantization: Optional[str] = typer.Option(None, "--quantization", help="ctranslate2: int8, int8_float32, float16 or bfloat16 (default float32)."),
@@ -307,86 +302,34 @@ def import_model(
 @app.command()
 @user_errors
 def serve(
-    model: Path = typer.Argument(..., help="RUN_DIR (uses its averaged model) or a checkpoint file."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless told otherwise)."),
-    port: int = typer.Option(8080, "--port", help="TCP port (0: any free port, printed on stderr)."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda when available, else cpu), cpu or cuda."),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32. "
-                              "--engine ctranslate2 also takes int8, int8_float32 (and float16, bfloat16 where the device has them)."),
-    max_batch_tokens: Optional[int] = typer.Option(None, "--max-batch-tokens", help="Source tokens decoded together (default: the run's translate.batch_tokens)."),
-    max_delay_ms: float = typer.Option(5.0, "--max-delay-ms", help="Wait this long after a request for others to batch with it."),
-    max_lines: int = typer.Option(1000, "--max-lines", help="Most lines per request (413 above)."),
-    max_bytes: int = typer.Option(1 << 20, "--max-bytes", help="Largest request body in bytes (413 above)."),
-    max_beam: int = typer.Option(16, "--max-beam", help="Largest beam a request may ask for (422 above)."),
-    queue_size: int = typer.Option(64, "--queue-size", help="Requests waiting or decoding at once; more get 503 + Retry-After."),
-    strict: bool = typer.Option(False, "--strict", help="Refuse over-long lines (413) instead of truncating them with a warning."),
-    access_log: bool = typer.Option(False, "--access-log", help="Log every request on stderr."),
-    body_timeout: float = typer.Option(10.0, "--body-timeout", help="Seconds a request body may take to arrive (408 after)."),
-    grace_seconds: float = typer.Option(5.0, "--grace-seconds", help="After SIGTERM, seconds a body still arriving may take before the connection is closed."),
-    engine: str = typer.Option("torch", "--engine", help="torch (mtkit's own search) or ctranslate2: the same answers, less memory, no torch."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Batches decoded at once on CPU (CTranslate2's inter_threads; default: the run's translate.workers, 1)."),
-    threads: int = typer.Option(0, "--threads", help="Threads per batch (CTranslate2's intra_threads; torch: its thread count); 0: the cores shared by the workers."),
+    ctx: typer.Context,
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    host: str = option(ServeConfig, "host"),
+    port: int = option(ServeConfig, "port"),
+    device: str = option(ServeConfig, "device"),
+    dtype: str = option(ServeConfig, "dtype"),
+    max_batch_tokens: Optional[int] = option(ServeConfig, "max_batch_tokens"),
+    max_delay_ms: float = option(ServeConfig, "max_delay_ms"),
+    max_lines: int = option(ServeConfig, "max_lines"),
+    max_bytes: int = option(ServeConfig, "max_bytes"),
+    max_beam: int = option(ServeConfig, "max_beam"),
+    queue_size: int = option(ServeConfig, "queue_size"),
+    strict: bool = option(ServeConfig, "strict"),
+    access_log: bool = option(ServeConfig, "access_log"),
+    body_timeout: float = option(ServeConfig, "body_timeout"),
+    grace_seconds: float = option(ServeConfig, "grace_seconds"),
+    engine: str = option(ServeConfig, "engine"),
+    workers: Optional[int] = option(ServeConfig, "workers"),
+    threads: int = option(ServeConfig, "threads"),
 ) -> None:
     """Serve translations over HTTP: POST /translate {"text": [...]}, GET /health, GET /info (README: Serving)."""
-    from mtkit.serve import ServeConfig
     from mtkit.serve import serve as run_serve
 
-    run_serve(model, ServeConfig(host=host, port=port, device=device, dtype=dtype, max_batch_tokens=max_batch_tokens,
-                                 max_delay_ms=max_delay_ms, max_lines=max_lines, max_bytes=max_bytes, max_beam=max_beam,
-                                 queue_size=queue_size, strict=strict, access_log=access_log,
-                                 body_timeout=body_timeout, grace_seconds=grace_seconds, engine=engine,
-                                 workers=workers, threads=threads))
-
-
-@contextlib.contextmanager
-def start_up_without_gc() -> Iterator[None]:
-    """Import torch and load a model without Python's cyclic garbage collector, then freeze what was made.
-
-    Importing torch creates ~170,000 long-lived objects, and the collector scans them all in each of the ~3 full
-    collections the growth triggers: 0.13-0.15 s of translate's 1.2 s start-up (gc.callbacks timing), for
-    nothing to free. Frozen, they are never scanned again; collection resumes for what comes after.
-    """
-    import gc
-
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
-def tune_allocator() -> None:
-    """Keep freed tensor memory in the heap instead of returning it to the OS after every step.
-
-    glibc serves blocks above 128 KiB with mmap and unmaps them on free, so every training step
-    page-faults its activations in again (a fifth of CPU time was system time); a high mmap/trim
-    threshold lets the next step reuse them. No-op where glibc is not the allocator.
-    """
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def cap_onednn_cache() -> None:
-    """Keep at most 32 oneDNN primitives (default 1,024) unless ONEDNN_PRIMITIVE_CACHE_CAPACITY is set.
-
-    Every batch shape gets its own primitives, and batch shapes rarely repeat, so a large cache mostly holds
-    memory: bf16 CPU training peaked at 4.3 GB RSS after 300 updates with the default and at 2.65 GB with 32,
-    at the same speed and losses (BENCHMARKS.md). oneDNN reads the variable when it first creates a primitive.
-    """
-    import os
-
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "32")
+    run_serve(model, ServeConfig(**values_of(ServeConfig, ctx.params)))
 
 
 def main() -> None:
-    """The console script: run the command, then leave without the interpreter's teardown (exit_now)."""
+    """The console script: process settings first, then the command, then a fast exit (mtkit.process)."""
     tune_allocator()
     cap_onednn_cache()
     try:
@@ -395,32 +338,3 @@ def main() -> None:
     except SystemExit as exc:  # click ends every command with sys.exit
         code = exc.code
     exit_now(code)
-
-
-def exit_now(code: Any) -> None:
-    """sys.exit(code) without tearing down the interpreter's modules, which takes 0.4 s once torch is loaded
-    (5% of translating 1,000 sentences, and every command pays it).
-
-    What a normal exit guarantees is kept: atexit handlers run (multiprocessing's among them) and stdout and
-    stderr are flushed; a failed flush (disk full) exits 120 as Python does. Other non-daemon threads still
-    running (a normal exit waits for them), or anything else unusual, get the normal exit. Daemon threads die
-    either way (translate's reader may still be blocked on an open stdin).
-    """
-    import atexit
-    import os
-    import threading
-
-    waited_for = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if not isinstance(code, (int, type(None))) or waited_for:
-        sys.exit(code)
-    try:
-        atexit._run_exitfuncs()
-    except Exception:  # noqa: BLE001 - already printed; a normal exit ignores it too
-        pass
-    status = code or 0
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # ValueError: already closed
-            status = status or 120
-    os._exit(status)

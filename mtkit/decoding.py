@@ -8,25 +8,35 @@ so a path that decodes with CTranslate2 starts without torch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass
 class TranslateConfig:
-    beam: int = 4
-    length_penalty: float = 0.6  # GNMT alpha: score = logprob / ((5 + |Y|) / 6) ** alpha
-    max_len_a: float = 1.0  # max output tokens = floor(a * src_len + b), per sentence
-    max_len_b: int = 50
-    nbest: int = 1  # hypotheses returned per sentence (<= beam); samples per sentence when sampling
-    early_stop: bool = True  # stop a sentence at `beam` finished hypotheses (fairseq, CTranslate2)
-    sampling: bool = False
-    top_k: int = 0  # 0: no top-k truncation
-    top_p: float = 1.0  # 1.0: no nucleus truncation
-    temperature: float = 1.0
-    seed: int = 1
-    batch_tokens: int = 4000  # source tokens per batch; used by translate.py, not by search
-    workers: int = 1  # batches decoded at once on CPU, each on its share of the threads; used by translate.py
+    """How to search: each field is a [translate] recipe key, and where `mtkit translate` has the option, its
+    default and help come from here (metadata "help")."""
+
+    beam: int = field(default=4, metadata={"help": "Beam size (1 = greedy)."})
+    length_penalty: float = field(
+        default=0.6, metadata={"help": "GNMT length penalty alpha: score = logprob / ((5 + |Y|) / 6) ** alpha."})
+    max_len_a: float = field(
+        default=1.0, metadata={"help": "Max output length = floor(a * source length + b), per sentence."})
+    max_len_b: int = field(default=50, metadata={"help": "The b of max output length = floor(a * source length + b)."})
+    nbest: int = field(default=1, metadata={"help": "Hypotheses per input (at most the beam; samples when sampling), "
+                                                    "printed as INDEX<TAB>K<TAB>SCORE<TAB>TEXT."})
+    early_stop: bool = field(  # as fairseq and CTranslate2
+        default=True, metadata={"help": "Stop a sentence once it has `beam` finished hypotheses."})
+    sampling: bool = field(default=False, metadata={"help": "Sample instead of beam search (back-translation)."})
+    top_k: int = field(default=0, metadata={"help": "Sample from the k likeliest tokens only (0: all)."})
+    top_p: float = field(default=1.0, metadata={"help": "Sample from the smallest set of tokens whose probability "
+                                                        "reaches p (1.0: all)."})
+    temperature: float = field(default=1.0, metadata={"help": "Divide the logits by this before sampling."})
+    seed: int = field(default=1, metadata={"help": "Random seed of sampling."})
+    batch_tokens: int = field(  # used by the engines' batching, not by search
+        default=4000, metadata={"help": "Source tokens per batch."})
+    workers: int = field(  # used by the engines, not by search
+        default=1, metadata={"help": "Batches decoded at once on CPU, each on its share of the threads."})
 
     def __post_init__(self) -> None:
         for name in ("beam", "nbest", "batch_tokens", "workers"):

@@ -139,7 +139,7 @@ def resolve_recipe(
     model_values = dict(sections["model"])
     preset = arch or model_values.pop("arch", None) or "small"
     model_values.pop("arch", None)
-    vocab = vocab_size or model_values.pop("vocab_size", None) or sections["preprocess"].get("vocab_size", 8000)
+    vocab = vocab_size or model_values.pop("vocab_size", None) or sections["preprocess"].get("vocab_size", PreprocessConfig.vocab_size)
     try:
         base_model = ModelConfig.preset(preset, vocab_size=int(vocab))
     except ValueError as exc:

@@ -11,60 +11,23 @@ import asyncio
 import dataclasses
 import signal
 import socket
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from mtkit import __version__
 from mtkit.console import log
 from mtkit.decoding import Hypothesis
-from mtkit.engine import ENGINES, Translating, encode_prefixes, load_translator
-from mtkit.errors import UserError, check
+from mtkit.engine import Translating, encode_prefixes, load_translator
+from mtkit.errors import UserError
+from mtkit.serve_config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve_request import ClientGone, RequestError, parse_request
 from mtkit.serve_worker import BatchWorker, Job
 from mtkit.stream import one_line
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install 'mtkit[serve]'"
-# What `mtkit translate` passes when run without options, so the service answers as the CLI does.
-CLI_DEFAULTS: dict[str, Any] = {"nbest": 1, "sampling": False, "top_k": 0, "top_p": 1.0, "temperature": 1.0}
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
 # GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
 PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf-8")
-
-
-@dataclass
-class ServeConfig:
-    """How the service listens, what it runs on, and the limits it holds every request to."""
-
-    host: str = "127.0.0.1"  # loopback unless told otherwise
-    port: int = 8080
-    engine: str = "torch"  # or ctranslate2
-    device: str = "auto"  # auto: cuda when available, else cpu
-    dtype: str | None = None  # None: the engine's default (fp32 / float32); checked by the engine when it loads
-    workers: int | None = None  # batches decoded at once on CPU (None: the run's translate.workers)
-    threads: int = 0  # ctranslate2: threads per batch (0: the cores, or OMP_NUM_THREADS, shared by the workers)
-    max_batch_tokens: int | None = None  # source tokens decoded together (None: the run's translate.batch_tokens)
-    max_delay_ms: float = 5.0  # how long the worker waits for more requests after the first
-    max_lines: int = 1000  # lines per request (413 above)
-    max_bytes: int = 1 << 20  # request body bytes (413 above)
-    max_beam: int = 16  # largest `beam` a request may ask for (422 above)
-    queue_size: int = 64  # requests admitted and not yet answered (503 above)
-    strict: bool = False  # refuse over-long lines (413) instead of truncating them with a warning
-    access_log: bool = False
-    body_timeout: float = 10.0  # seconds from the headers to the body's last byte (408 after); 1 MiB at ~100 KB/s
-    grace_seconds: float = 5.0  # after SIGTERM, how long a body still arriving may take before it is refused
-
-    def __post_init__(self) -> None:
-        check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
-        check(self.workers is None or self.workers >= 1, "--workers must be at least 1")
-        check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")
-        for name in ("max_lines", "max_bytes", "max_beam", "queue_size"):
-            check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
-        check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")
-        check(self.max_delay_ms >= 0, "--max-delay-ms must be >= 0")
-        check(self.body_timeout > 0, "--body-timeout must be > 0")
-        check(self.grace_seconds >= 0, "--grace-seconds must be >= 0")
-        check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")
 
 
 def format_translations(translator: Translating, results: list[list[Hypothesis]], nbest: int) -> list[Any]:

@@ -44,7 +44,11 @@ ALLOWED: dict[str, set[str]] = {
     "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
-    "serve": {"decoding", "engine", "stream", "serve_request", "serve_worker", "model"} | LAYER0,  # model: lazily, torch engine
+    "serve": {"decoding", "engine", "stream", "serve_config", "serve_request", "serve_worker", "model"} | LAYER0,  # model: lazily, torch engine
+    "serve_config": {"decoding", "engine", "engine_config", "errors"},
+    "engine_config": set(),
+    "options": set(),
+    "process": set(),
     "serve_request": set(),
     "serve_worker": {"engine"} | LAYER0,
     "huggingface": {"translate", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
@@ -98,7 +102,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # What `mtkit translate --engine ctranslate2` runs: these modules import no torch (STYLE.md, "What imports torch"),
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
-              "engine", "ct2cache", "ct2engine", "serve", "serve_request", "serve_worker")
+              "engine", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request", "serve_worker")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface"}
