@@ -273,15 +273,14 @@ def export(
         from mtkit.huggingface import export_huggingface
 
         result = export_huggingface(model, out, score_json)
-        emit(result, as_json, f"{result['out']} <- {result['checkpoint']} (transformers {result['transformers']}, "
-                              f"{result['bytes'] / 2**20:.1f} MiB); see {result['out']}/README.md")
-        return
-    from mtkit.export import export_ctranslate2
+        made_with = f"transformers {result['transformers']}"
+    else:
+        from mtkit.export import export_ctranslate2
 
-    result = export_ctranslate2(model, out, quantization)
-    text = (f"{result['out']} <- {result['checkpoint']} (CTranslate2 {result['ctranslate2']}, "
-            f"{result['quantization']}, {result['bytes'] / 2**20:.1f} MiB); see {result['out']}/README.md")
-    emit(result, as_json, text)
+        result = export_ctranslate2(model, out, quantization)
+        made_with = f"CTranslate2 {result['ctranslate2']}, {result['quantization']}"
+    emit(result, as_json, f"{result['out']} <- {result['checkpoint']} ({made_with}, {result['bytes'] / 2**20:.1f} MiB); "
+                          f"see {result['out']}/README.md")
 
 
 @app.command(name="import")
