@@ -19,6 +19,8 @@ from mtkit.decoding import TranslateConfig
 from mtkit.engine_config import EngineConfig
 from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError, check
 from mtkit.options import option, recipe_option, values_of
+from mtkit.preprocess_config import PreprocessConfig
+from mtkit.score import TOKENIZE
 from mtkit.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
 from mtkit.serve_config import ServeConfig
 
@@ -78,15 +80,15 @@ def preprocess(
     train: Optional[str] = typer.Option(None, "--train", help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz)."),
     valid: Optional[str] = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
     test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
-    vocab_size: int = typer.Option(8000, "--vocab-size", help="Joint sentencepiece BPE vocabulary size."),
-    workers: int = typer.Option(1, "--workers", "-j", help="Encoding worker processes."),
+    vocab_size: int = option(PreprocessConfig, "vocab_size"),
+    workers: int = option(PreprocessConfig, "workers", "-j"),
     spm_model: Optional[Path] = typer.Option(None, "--spm-model", help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it)."),
-    max_len: int = typer.Option(256, "--max-len", help="Drop training pairs longer than this (pieces)."),
-    max_ratio: float = typer.Option(9.0, "--max-ratio", help="Drop training pairs with a longer/shorter ratio above this."),
-    dedup: bool = typer.Option(False, "--dedup/--no-dedup", help="Drop exact duplicate training pairs."),
-    character_coverage: float = typer.Option(1.0, "--character-coverage", help="sentencepiece character coverage."),
-    input_sentence_size: int = typer.Option(2_000_000, "--input-sentence-size", help="Sentences sampled to train BPE."),
-    on_bad_utf8: str = typer.Option("error", "--on-bad-utf8", help="error (default) or replace."),
+    max_len: int = option(PreprocessConfig, "max_len"),
+    max_ratio: float = option(PreprocessConfig, "max_ratio"),
+    dedup: bool = option(PreprocessConfig, "dedup", negatable=True),
+    character_coverage: float = option(PreprocessConfig, "character_coverage"),
+    input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
+    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
     hf_dataset: Optional[str] = typer.Option(None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."),
     hf_config: Optional[str] = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
     hf_cache_dir: Optional[str] = typer.Option(None, "--hf-cache-dir", help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface)."),
@@ -240,7 +242,7 @@ def check_prefix_file(prefix_file: Optional[Path], input: Optional[Path]) -> Non
 def score(
     hyp: Optional[Path] = typer.Argument(None, help="Hypothesis file (default stdin)."),
     ref: list[Path] = typer.Option(..., "--ref", "-r", help="Reference file (repeatable)."),
-    tokenize: str = typer.Option("13a", "--tokenize", help="sacrebleu tokenizer: 13a, intl, zh, ja-mecab, none..."),
+    tokenize: str = typer.Option(TOKENIZE, "--tokenize", help="sacrebleu tokenizer: 13a, intl, zh, ja-mecab, none..."),
     legacy: bool = typer.Option(False, "--legacy", help="Also print paper-style tokenized, compound-split BLEU."),
     as_json: bool = typer.Option(False, "--json", help="Print {bleu, chrf, ter, signature, ...} as JSON."),
 ) -> None:

@@ -25,10 +25,12 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def option(cls: type, name: str, *aliases: str) -> Any:
-    """An option whose default and help are the field's: `port: int = option(ServeConfig, "port")`."""
+def option(cls: type, name: str, *aliases: str, negatable: bool = False) -> Any:
+    """An option whose default and help are the field's: `port: int = option(ServeConfig, "port")`.
+    `negatable`: a boolean spelled --name/--no-name, so a command line can turn off what a recipe turned on."""
     found = config_field(cls, name)
-    return typer.Option(found.default, flag(name), *aliases, help=found.metadata["help"])
+    spelling = flag(name) + (f"/--no-{flag(name)[2:]}" if negatable else "")
+    return typer.Option(found.default, spelling, *aliases, help=found.metadata["help"])
 
 
 def recipe_option(cls: type, name: str, *aliases: str) -> Any:

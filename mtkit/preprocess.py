@@ -1,5 +1,5 @@
 """Raw parallel text (read by mtkit.sources) -> sentencepiece model + binarized splits + manifest.json, streaming
-and in parallel: PreprocessConfig, cleaning with drop counts and dedup, encoding in worker processes, the manifest.
+and in parallel (its settings: mtkit.preprocess_config): cleaning with drop counts and dedup, encoding in worker processes, the manifest.
 Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte fallback
 encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line. Memory does not grow
 with the corpus (dedup aside: 8 bytes per kept training pair).
@@ -14,7 +14,7 @@ import json
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,8 @@ from rich.progress import Progress
 from mtkit.console import log, progress
 from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
 from mtkit.errors import check
-from mtkit.files import BAD_UTF8_MODES, atomic_directory, write_text
+from mtkit.files import atomic_directory, write_text
+from mtkit.preprocess_config import PreprocessConfig
 from mtkit.sources import Source, file_source, hf_chunks, hf_source, load_hf_split
 from mtkit.tokenizer import (
     TableTokenizer,
@@ -34,48 +35,9 @@ from mtkit.tokenizer import (
     train_tokenizer,
 )
 
-DEFAULT_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 DROP_REASONS = ("empty", "too_short", "too_long", "ratio", "duplicate")
 CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream
 SPM_MODEL = "spm.model"
-
-
-@dataclass
-class PreprocessConfig:
-    """What to read, how to tokenize and how to clean the train split."""
-
-    source_lang: str
-    target_lang: str
-    train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz
-    valid: str | None = None
-    test: list[str] = field(default_factory=list)  # each prefix's basename becomes the split name
-    hf_dataset: str | None = None  # hub name or local dir, `translation` column (as wmt/wmt14)
-    hf_config: str | None = None
-    hf_cache_dir: str | None = None  # datasets' download + Arrow cache (WMT14 en-fr: about 20 GB); None: its default
-    hf_splits: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_HF_SPLITS))  # ours -> HF's
-    vocab_size: int = 8000
-    character_coverage: float = 1.0
-    input_sentence_size: int = 2_000_000  # sentences sampled (both sides) to train sentencepiece
-    spm_model: str | None = None  # reuse this model instead of training one
-    max_len: int = 256  # train pairs with a longer side (in pieces) are dropped
-    max_ratio: float = 9.0  # ... or with longer/shorter side above this
-    dedup: bool = False  # drop exact repeats of a (source, target) train pair
-    min_len: int = 1
-    workers: int = 1
-    on_bad_utf8: str = "error"
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        self.test = list(self.test)
-        check(
-            self.source_lang and self.target_lang and self.source_lang != self.target_lang,
-            f"source and target languages must be two different codes, got {self.source_lang!r}, {self.target_lang!r}",
-        )
-        check(self.vocab_size > 0, f"vocab_size must be positive, got {self.vocab_size}")
-        check(1 <= self.min_len <= self.max_len, f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
-        check(self.max_ratio >= 1.0, f"max_ratio must be >= 1, got {self.max_ratio}")
-        check(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
-        check(self.on_bad_utf8 in BAD_UTF8_MODES, f"on_bad_utf8 must be one of {BAD_UTF8_MODES}")
 
 
 @dataclass

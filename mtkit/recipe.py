@@ -19,7 +19,7 @@ from typing import Any
 from mtkit.console import log
 from mtkit.errors import UserError, check
 from mtkit.model import ModelConfig
-from mtkit.preprocess import PreprocessConfig
+from mtkit.preprocess_config import PreprocessConfig
 from mtkit.search import TranslateConfig
 from mtkit.train import TrainConfig
 

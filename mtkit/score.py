@@ -13,6 +13,7 @@ from mtkit.errors import UserError, check
 from mtkit.files import read_lines
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
+TOKENIZE = "13a"  # sacrebleu's default tokenizer, the one WMT results are reported with
 
 
 @dataclass
@@ -63,7 +64,7 @@ def legacy_bleu(hyps: list[str], refs: list[list[str]]) -> float:
     return BLEU(tokenize="none", force=True).corpus_score(prepare(hyps), [prepare(r) for r in refs]).score
 
 
-def score(hyps: list[str], refs: list[list[str]], tokenize: str = "13a", legacy: bool = False) -> ScoreResult:
+def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, legacy: bool = False) -> ScoreResult:
     """Corpus BLEU, chrF and TER of `hyps` against one or more reference streams."""
     from sacrebleu.metrics import BLEU, CHRF, TER
 
@@ -89,7 +90,7 @@ def score(hyps: list[str], refs: list[list[str]], tokenize: str = "13a", legacy:
 
 
 def score_files(
-    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = "13a", legacy: bool = False
+    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = TOKENIZE, legacy: bool = False
 ) -> ScoreResult:
     """Read reference files (plain or .gz, strict UTF-8), check alignment, and score."""
     refs = [list(read_lines(path)) for path in ref_paths]

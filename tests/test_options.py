@@ -13,6 +13,7 @@ from mtkit.cli import app
 from mtkit.decoding import TranslateConfig
 from mtkit.engine_config import EngineConfig
 from mtkit.options import flag, option, recipe_option, values_of
+from mtkit.preprocess_config import PreprocessConfig
 from mtkit.serve_config import ServeConfig
 
 
@@ -30,6 +31,7 @@ def test_option_takes_the_field_default_and_help() -> None:
     assert flag("max_batch_tokens") == "--max-batch-tokens"
     with pytest.raises(AssertionError, match="no metadata help"):
         option(Example, "no_help")
+    assert option(PreprocessConfig, "dedup", negatable=True).param_decls == ("--dedup/--no-dedup",)
 
 
 def test_values_of_keeps_the_config_fields_only() -> None:
@@ -66,3 +68,12 @@ def test_help_shows_the_dataclass_defaults() -> None:
     translate_help = CliRunner().invoke(app, ["translate", "--help"], env={"COLUMNS": "200"}).stdout
     assert f"Default: the run's recipe ({TranslateConfig.beam})." in translate_help
     assert f"[default: {TranslateConfig.temperature}]" in translate_help
+
+
+def test_preprocess_options_with_a_default_are_preprocess_config_fields() -> None:
+    """Every preprocess option whose field has a help text takes its default and help from PreprocessConfig."""
+    params = command_params("preprocess")
+    documented = [f for f in dataclasses.fields(PreprocessConfig) if "help" in f.metadata]
+    assert {f.name for f in documented} >= {"vocab_size", "max_len", "max_ratio", "input_sentence_size", "on_bad_utf8"}
+    for f in documented:
+        assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
