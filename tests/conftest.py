@@ -152,3 +152,19 @@ def foreign_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, foreig
     run = data.parent / "run"
     train(data, run, recipe)
     return run
+
+
+def _process_state() -> tuple:
+    import gc
+    import signal
+
+    return signal.getsignal(signal.SIGPIPE), signal.getsignal(signal.SIGTERM), gc.isenabled(), gc.get_freeze_count()
+
+
+@pytest.fixture(autouse=True)
+def _process_state_is_kept():
+    """A command run in this process (CliRunner) must leave pytest as it found it: with SIGPIPE back at its
+    default a later test's write to a closed socket or pipe would kill the whole run without a word."""
+    before = _process_state()
+    yield
+    assert _process_state() == before, "this test changed the test process's signal handlers or garbage collector"

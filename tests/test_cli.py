@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +26,13 @@ MTKIT_WITHOUT_TORCH = (sys.executable, "-c", "import sys; sys.modules['torch'] =
 
 
 def mtkit(*args: str, stdin: str = "") -> Any:
-    """`mtkit ARGS` in this process (CliRunner): exit_code, stdout and stderr apart."""
-    return CliRunner().invoke(app, list(args), input=stdin)
+    """`mtkit ARGS` in this process (CliRunner): exit_code, stdout and stderr apart. `mtkit translate` sets SIGPIPE
+    to its default for its own process (`| head` ends it quietly): here the test process's setting is put back."""
+    sigpipe = signal.getsignal(signal.SIGPIPE)
+    try:
+        return CliRunner().invoke(app, list(args), input=stdin)
+    finally:
+        signal.signal(signal.SIGPIPE, sigpipe)
 
 
 def assert_one_line_error(result: Any, *words: str) -> None:
@@ -38,7 +44,7 @@ def assert_one_line_error(result: Any, *words: str) -> None:
 
 
 def test_help_lists_every_command_without_importing_torch() -> None:
-    run = subprocess.run([*MTKIT_WITHOUT_TORCH, "--help"], capture_output=True, text=True,
+    run = subprocess.run([*MTKIT_WITHOUT_TORCH, "--help"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "COLUMNS": "120"})
     assert run.returncode == 0, run.stderr
     listed = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2]
@@ -58,14 +64,14 @@ def test_a_bad_option_value_is_one_line_and_exit_2() -> None:
 
 
 def test_a_value_of_the_wrong_type_is_a_usage_error_without_traceback() -> None:
-    run = subprocess.run([sys.executable, "-m", "mtkit", "serve", "run", "--port", "eighty"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "mtkit", "serve", "run", "--port", "eighty"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "--port" in run.stderr and "Traceback" not in run.stderr
 
 
 def test_translate_names_a_missing_input_before_loading_any_model(tmp_path: Path) -> None:
     missing = tmp_path / "missing.en"
     run = subprocess.run([*MTKIT_WITHOUT_TORCH, "translate", "no-run", "--input", str(missing)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.strip() == f"error: {missing}: no such file", run.stderr
 
 
