@@ -36,14 +36,13 @@ def test_accumulated_update_equals_one_batch_of_both(small_data: Path) -> None:
 
 
 
-def test_ddp_wrapping_without_buffer_broadcasts(small_data: Path) -> None:
-    """wrap_ddp in a one-process gloo group: no per-forward buffer sync, gradients as bucket views that equal the
-    plain module's; bf16 compression is refused off CUDA (torch's hook needs NCCL; tests/gpu covers it)."""
+def ddp_gradients_equal_plain(data_dir: str) -> None:
+    """Run in a child process (see the test below); raises if a DDP-wrapped module's gradients differ."""
     import torch.distributed as dist
 
     from mtkit.distributed import wrap_ddp
 
-    data = ParallelData.open(small_data, "train", "en", "de")
+    data = ParallelData.open(Path(data_dir), "train", "en", "de")
     batch = collate(data, np.arange(16))
     ctx = DistContext(rank=0, world_size=1, device=torch.device("cpu"))
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
@@ -65,3 +64,17 @@ def test_ddp_wrapping_without_buffer_broadcasts(small_data: Path) -> None:
     finally:
         dist.destroy_process_group()
     assert torch.equal(grads["ddp"], grads["plain"])
+
+
+def test_ddp_wrapping_without_buffer_broadcasts(small_data: Path) -> None:
+    """wrap_ddp in a one-process gloo group: no per-forward buffer sync, gradients as bucket views that equal the
+    plain module's; bf16 compression is refused off CUDA (torch's hook needs NCCL; tests/gpu covers it).
+    In a child process with a deadline: a process group is process-wide state, and a gloo set-up that waits on
+    the network must fail this test, not hang the suite."""
+    import subprocess
+    import sys
+
+    code = f"from tests.test_step import ddp_gradients_equal_plain; ddp_gradients_equal_plain({str(small_data)!r})"
+    run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
