@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_serve import (
-    BAD_INPUTS, DRAIN_OPTIONS, MTKIT_WITHOUT_TORCH, SMALL_LIMITS, Server, check_prefixes, check_sigterm_drains,
-    cli_output, flickr_lines,  # noqa: F401 - flickr_lines: a fixture, used by name
+    BAD_REQUESTS, DRAIN_OPTIONS, MTKIT_WITHOUT_TORCH, SMALL_LIMITS, Server, check_bad_requests_are_answered,
+    check_prefixes, check_sigterm_drains, cli_output, flickr_lines,  # noqa: F401 - flickr_lines: a fixture, used by name
 )
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ctranslate2]'")
@@ -73,12 +73,8 @@ def test_info_names_the_engine(ct2_server: Server, tiny_run: Path) -> None:
     assert "(ctranslate2, cpu, float32)" in ct2_server.log.read_text()
 
 
-@pytest.mark.parametrize("body, status, message", BAD_INPUTS)
-def test_bad_input_gets_a_clear_4xx(ct2_server: Server, body: bytes, status: int, message: str) -> None:
-    got_status, headers, answer = ct2_server.request("POST", "/translate", body, {"Content-Type": "application/json"})
-    assert (got_status, headers["content-type"]) == (status, "application/json")
-    assert message in answer["error"]
-    assert ct2_server.translate({"text": ["A dog runs."]})[0] == 200
+def test_bad_requests_get_their_4xx_and_leave_the_service_working(ct2_server: Server) -> None:
+    check_bad_requests_are_answered(ct2_server, BAD_REQUESTS)
 
 
 @pytest.mark.slow
