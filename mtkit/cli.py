@@ -211,7 +211,7 @@ def translate(
     # The options left at None keep the run's recipe; the others (sampling, nbest) override it.
     overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
     with start_up_without_gc():
-        from mtkit.engine import load_translator
+        from mtkit.engines import load_translator
         from mtkit.files import read_lines
         from mtkit.stream import translate_stream
 

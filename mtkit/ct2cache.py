@@ -3,8 +3,8 @@ and cached in RUN_DIR/ctranslate2, keyed by the checkpoint it came from.
 
 A cache is used only when its key names the checkpoint the run means now (path, size, mtime, recorded sha256)
 and every file it lists is there at its size; anything else (a new checkpoint, a missing or truncated file, bad
-metadata) is exported again, never trusted. Exporting needs torch: mtkit.export is imported only then, so a warm
-cache starts without torch.
+metadata) is exported again, never trusted. Exporting needs torch: the caller passes an Exporter (mtkit.engines
+imports mtkit.export only when it runs), so a warm cache starts without torch and this module stays below both.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from mtkit.console import log
 from mtkit.errors import check
@@ -24,6 +25,14 @@ KEY_NAME = "cache.json"  # written last: a cache without it (an export cut short
 METADATA_NAME = "mtkit.json"  # what `mtkit export` writes beside the model: settings, model config
 SPM_NAME = "spm.model"
 MODEL_NAME = "model.bin"
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """How a run becomes a CTranslate2 model: the checkpoint it means (verified), and the export of one."""
+
+    resolve: Callable[[Path], Path]
+    export: Callable[[Path, Path], None]
 
 
 def is_export(path: Path) -> bool:
@@ -61,10 +70,11 @@ def cache_key(cache: Path) -> dict[str, Any] | None:
     return key if whole and MODEL_NAME in files and METADATA_NAME in files else None
 
 
-def model_directory(path: str | Path, rebuild: bool = False) -> Path:
+def model_directory(path: str | Path, exporter: Exporter | None, rebuild: bool = False) -> Path:
     """The CTranslate2 model directory for `path`: an export as given, else the run's cache (made when stale).
 
     `rebuild`: export again even when the key matches (CTranslate2 could not load a cache that looked whole).
+    `exporter` None: only an export directory or a warm cache will do.
     """
     path = Path(path)
     if is_export(path) and not (path / CHECKPOINT_DIR).exists():
@@ -73,25 +83,24 @@ def model_directory(path: str | Path, rebuild: bool = False) -> Path:
     key = cache_key(cache)
     if not rebuild and key is not None and key["checkpoint"] == checkpoint_identity(checkpoint_candidate(path)):
         return cache
-    return export_to_cache(path, cache, None if rebuild else key)
+    check(exporter is not None, f"{path}: no CTranslate2 model here yet; load it through mtkit.engines.load_translator, "
+                                "which exports it on first use")
+    return export_to_cache(path, cache, None if rebuild else key, exporter)
 
 
-def export_to_cache(path: Path, cache: Path, key: dict[str, Any] | None) -> Path:
+def export_to_cache(path: Path, cache: Path, key: dict[str, Any] | None, exporter: Exporter) -> Path:
     """Export the checkpoint `path` means (verified: damaged newer ones are skipped) into `cache`, then write its key.
 
-    Imports torch (mtkit.export). The export itself is atomic; the key, written after it, commits it.
+    The export itself is atomic; the key, written after it, commits it.
     """
-    from mtkit.export import export_ctranslate2
-    from mtkit.translate import resolve_checkpoint
-
-    source = resolve_checkpoint(path)
+    source = exporter.resolve(path)
     identity = checkpoint_identity(source)
     if key is not None and key["checkpoint"] == identity:  # the newest checkpoint is damaged; the cache is of this one
         return cache
     log(f"exporting {source} to CTranslate2 (cached in {cache})")
     if cache.exists():  # stale or damaged: never reused, and export refuses to replace what is not an export
         shutil.rmtree(cache)
-    export_ctranslate2(source, cache)
+    exporter.export(source, cache)
     files = {p.name: p.stat().st_size for p in cache.iterdir() if p.is_file()}
     write_text(cache / KEY_NAME, json.dumps({"checkpoint": identity, "files": files}, indent=2) + "\n")
     return cache

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mtkit.console import warn
-from mtkit.ct2cache import SPM_NAME, model_directory, read_metadata
+from mtkit.ct2cache import SPM_NAME, Exporter, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
@@ -90,17 +90,18 @@ class CT2Translator:
     @classmethod
     def load(
         cls, path: str | Path, device: str = "auto", dtype: str = "float32", ensemble: list[Path] | None = None,
-        threads: int = 0, **overrides: Any,
+        threads: int = 0, exporter: Exporter | None = None, **overrides: Any,
     ) -> "CT2Translator":
-        """RUN_DIR or a checkpoint (exported on first use, cached) or an `mtkit export` directory.
+        """RUN_DIR or a checkpoint (exported on first use by `exporter`, cached) or an `mtkit export` directory.
 
         `threads`: intra-op threads per batch (0: default_threads); cfg.workers batches decode at once.
+        `exporter`: mtkit.engines.EXPORT_ON_FIRST_USE (needs torch); None takes only an export or a warm cache.
         """
         check(not ensemble, "--ensemble: --engine ctranslate2 decodes one model; use --engine torch to ensemble")
         ctranslate2 = import_ctranslate2()
         device = resolve_device(ctranslate2, device)
         compute_type = resolve_compute_type(ctranslate2, dtype, device)
-        directory = model_directory(path)
+        directory = model_directory(path, exporter)
         metadata = read_metadata(directory)
         try:
             cfg = replace(TranslateConfig(**metadata.get("translate", metadata.get("search", {}))), **overrides)
@@ -109,7 +110,8 @@ class CT2Translator:
         check(cfg.early_stop, "translate.early_stop=false: --engine ctranslate2 stops a sentence at `beam` "
                               "finished hypotheses; use --engine torch")
         workers = cfg.workers if device == "cpu" else 1
-        model = _open_model(ctranslate2, path, directory, device, compute_type, workers, threads or default_threads(workers))
+        model = _open_model(ctranslate2, path, exporter, directory, device, compute_type, workers,
+                            threads or default_threads(workers))
         tokenizer = tokenizer_from_bytes((directory / SPM_NAME).read_bytes(), name=str(directory / SPM_NAME))
         info = {"checkpoint": metadata.get("checkpoint"), "configs": metadata.get("configs", {}),
                 "manifest": metadata.get("manifest", {}), "engine": "ctranslate2", "model_dir": str(directory),
@@ -126,6 +128,10 @@ class CT2Translator:
     def workers(self) -> int:
         """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere."""
         return self.cfg.workers if self.device == "cpu" else 1
+
+    def describe(self) -> dict[str, Any]:
+        """What serve's /info reports: the compute type; the preset and parameter count are torch's to know."""
+        return {"arch": None, "parameters": None, "dtype": self.info.get("compute_type")}
 
     def translate(self, lines: list[str]) -> list[str]:
         """One output per input line, in order; empty lines give empty outputs."""
@@ -256,7 +262,8 @@ class CT2Translator:
         return sorted(hyps, key=lambda h: -h.score)[: self.cfg.nbest]
 
 
-def _open_model(ctranslate2: Any, path: Any, directory: Path, device: str, compute_type: str, workers: int, threads: int) -> Any:
+def _open_model(ctranslate2: Any, path: Any, exporter: Exporter | None, directory: Path, device: str, compute_type: str,
+                workers: int, threads: int) -> Any:
     """ctranslate2.Translator over `directory`; a cache CTranslate2 cannot read is exported again once."""
     def open_at(where: Path) -> Any:
         return ctranslate2.Translator(str(where), device=device, compute_type=compute_type,
@@ -266,4 +273,4 @@ def _open_model(ctranslate2: Any, path: Any, directory: Path, device: str, compu
         return open_at(directory)
     except (RuntimeError, ValueError) as exc:
         check(directory != Path(path), f"{directory}: CTranslate2 cannot load this model ({exc})")
-        return open_at(model_directory(path, rebuild=True))
+        return open_at(model_directory(path, exporter, rebuild=True))

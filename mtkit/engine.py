@@ -1,12 +1,11 @@
-"""The interface both translation engines offer, and the one place that picks an engine by name.
+"""The interface both translation engines offer (Translating) and the source/prefix encoding both use.
 
-Imports no torch: `load_translator(path, engine="ctranslate2")` never imports it; engine "torch" imports
-mtkit.translate (and with it torch) when it is called.
+Below both engines: it imports neither of them, nor torch. The factory that picks an engine by name is
+mtkit.engines, above them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from mtkit.decoding import Hypothesis, TranslateConfig
@@ -15,9 +14,6 @@ from mtkit.errors import check
 
 if TYPE_CHECKING:
     from mtkit.tokenizer import Tokenizer
-
-ENGINES = ("torch", "ctranslate2")
-
 
 class Translating(Protocol):
     """What `mtkit translate` (mtkit.stream) and `mtkit serve` use of a translator, whichever engine decodes.
@@ -28,7 +24,12 @@ class Translating(Protocol):
 
     tokenizer: Tokenizer
     cfg: TranslateConfig
+    device: Any  # where it decodes: "cpu"/"cuda" (ctranslate2) or a torch.device; str() of either names it
     info: dict[str, Any]  # what the model says of itself (checkpoint, configs, manifest; engine and dtype)
+
+    def describe(self) -> dict[str, Any]:
+        """{"arch": preset or None, "parameters": count or None, "dtype": the precision it runs in}."""
+        ...
 
     @property
     def max_source_tokens(self) -> int:
@@ -61,24 +62,6 @@ class Translating(Protocol):
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
         sequence, [] for none) are forced at the start of each translation."""
         ...
-
-
-def load_translator(
-    path: str | Path, engine: str = "torch", device: str = "auto", dtype: str | None = None, **overrides: Any,
-) -> Translating:
-    """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
-
-    `dtype` None is each engine's default (fp32 / float32); `overrides` are TranslateConfig fields and the
-    engine's own options (torch: ensemble, packed; ctranslate2: threads).
-    """
-    check(engine in ENGINES, f"--engine {engine}: choose one of {', '.join(ENGINES)}")
-    if engine == "ctranslate2":
-        from mtkit.ct2engine import CT2Translator
-
-        return CT2Translator.load(path, device=device, dtype=dtype or "float32", **overrides)
-    from mtkit.translate import Translator
-
-    return Translator.load(path, device=device, dtype=dtype or "fp32", **overrides)
 
 
 def encode_sources(

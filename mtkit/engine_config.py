@@ -8,6 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines loads each
+
 
 @dataclass
 class EngineConfig:

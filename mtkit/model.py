@@ -26,6 +26,13 @@ PRESETS: dict[str, dict[str, int | float]] = {
     "small": dict(d_model=256, n_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3, dropout=0.1),
     "tiny": dict(d_model=64, n_heads=2, d_ff=128, encoder_layers=2, decoder_layers=2, dropout=0.1),
 }
+def preset_name(model_cfg: ModelConfig) -> str | None:
+    """The preset whose sizes the model has (dropout aside), if any."""
+    sizes = ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers")
+    return next((name for name, values in PRESETS.items()
+                 if all(values[key] == getattr(model_cfg, key) for key in sizes)), None)
+
+
 _FIRST_CAPACITY = 32  # decoder cache positions allocated up front; doubled when full
 _CHOICES = {
     "norm": ("post", "pre"),

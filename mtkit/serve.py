@@ -17,12 +17,13 @@ from typing import Any, Callable
 from mtkit import __version__
 from mtkit.console import log
 from mtkit.decoding import Hypothesis
-from mtkit.engine import Translating, encode_prefixes, load_translator
+from mtkit.engine import Translating, encode_prefixes
+from mtkit.engines import load_translator
 from mtkit.errors import UserError
 from mtkit.serve_config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve_request import ClientGone, RequestError, parse_request
 from mtkit.serve_worker import BatchWorker, Job
-from mtkit.stream import one_line
+from mtkit.stream import best_lines, one_line, scored_texts
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install 'mtkit[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -32,46 +33,17 @@ PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf
 
 def format_translations(translator: Translating, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
     """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first."""
-    decode = translator.tokenizer.decode
     if nbest == 1:
-        return [one_line(decode([hyps[0].tokens])[0]) if hyps else "" for hyps in results]
-    return [
-        [{"text": one_line(text), "score": hyp.score} for text, hyp in zip(decode([h.tokens for h in hyps]), hyps)]
-        if hyps else []
-        for hyps in results
-    ]
-
-
-def preset_name(model_cfg: dict[str, Any], presets: dict[str, dict[str, Any]]) -> str | None:
-    """The preset whose sizes the model has (dropout aside), if any."""
-    sizes = ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers")
-    for name, values in presets.items():
-        if all(values[key] == model_cfg.get(key) for key in sizes):
-            return name
-    return None
-
-
-def engine_facts(translator: Translating, engine: str) -> dict[str, Any]:
-    """What only the engine knows: the model's preset and parameter count (torch), the precision it runs in.
-
-    The presets live in mtkit.model, which imports torch: CTranslate2's answer leaves arch and parameters null.
-    """
-    if engine == "ctranslate2":
-        return {"arch": None, "parameters": None, "dtype": translator.info.get("compute_type")}
-    from mtkit.model import PRESETS  # the torch engine has imported torch already
-
-    model = translator.decoder.models[0]  # type: ignore[attr-defined]
-    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-    return {"arch": preset_name(dataclasses.asdict(translator.model_cfg), PRESETS),  # type: ignore[attr-defined]
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)}
+        return best_lines(translator.tokenizer, results)
+    return [[{"text": text, "score": score} for text, score in scored_texts(translator.tokenizer, hyps)]
+            for hyps in results]
 
 
 def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
     """GET /info: the model, its languages, sizes and recipe, and this server's settings and limits."""
     manifest = translator.info.get("manifest", {})
     configs = translator.info.get("configs", {})
-    facts = engine_facts(translator, cfg.engine)
+    facts = translator.describe()
     return {
         "mtkit": __version__,
         "checkpoint": translator.info.get("checkpoint"),

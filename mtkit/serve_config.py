@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtkit.decoding import TranslateConfig
-from mtkit.engine import ENGINES
-from mtkit.engine_config import EngineConfig, same_field
+from mtkit.engine_config import ENGINES, EngineConfig, same_field
 from mtkit.errors import check
 
 # `mtkit translate` leaves beam, length rules, batch size and workers to the run's recipe and sets these to

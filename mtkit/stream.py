@@ -40,13 +40,17 @@ def best_lines(tokenizer: Tokenizer, hypotheses: list[list[Hypothesis]]) -> list
     return [one_line(tokenizer.decode([hyps[0].tokens])[0]) if hyps else "" for hyps in hypotheses]
 
 
+def scored_texts(tokenizer: Tokenizer, hyps: list[Hypothesis]) -> list[tuple[str, float]]:
+    """(text as one line, score) of each hypothesis of one input, best first; [] for an input without any."""
+    return [(one_line(text), h.score) for text, h in zip(tokenizer.decode([h.tokens for h in hyps]), hyps)] if hyps else []
+
+
 def format_output(hyps: list[Hypothesis], tokenizer: Tokenizer, index: int, nbest: int, with_scores: bool) -> list[str]:
     """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best."""
-    texts = [one_line(text) for text in tokenizer.decode([h.tokens for h in hyps])] if hyps else [""]
-    scores = [h.score for h in hyps] if hyps else [0.0]
+    rows = scored_texts(tokenizer, hyps) or [("", 0.0)]
     if nbest == 1:
-        return [f"{scores[0]:.4f}\t{texts[0]}" if with_scores else texts[0]]
-    rows = list(zip(texts, scores)) + [("", -math.inf)] * (nbest - len(texts))
+        return [f"{rows[0][1]:.4f}\t{rows[0][0]}" if with_scores else rows[0][0]]
+    rows += [("", -math.inf)] * (nbest - len(rows))
     return [f"{index}\t{rank}\t{score:.4f}\t{text}" for rank, (text, score) in enumerate(rows[:nbest])]
 
 

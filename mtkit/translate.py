@@ -22,7 +22,7 @@ from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpo
 from mtkit.console import warn
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
-from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels
+from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels, preset_name
 from mtkit.packed import pack_linears
 from mtkit.precision import PRECISIONS, resolve_precision
 from mtkit.runfiles import checkpoint_candidate
@@ -137,6 +137,13 @@ class Translator:
     @property
     def max_source_tokens(self) -> int:
         return self.model_cfg.max_positions - 1  # room for eos
+
+    def describe(self) -> dict[str, Any]:
+        """The model as mtkit serve's /info reports it: its preset (when its sizes are one), parameters, precision."""
+        model = self.decoder.models[0]
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        return {"arch": preset_name(self.model_cfg), "parameters": sum(p.numel() for p in model.parameters()),
+                "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)}
 
     def translate(self, lines: list[str]) -> list[str]:
         """One output per input line, in order; empty lines give empty outputs."""

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import ctranslate2
@@ -20,11 +19,10 @@ import pytest
 from mtkit.ct2cache import CACHE_DIR, KEY_NAME, MODEL_NAME, model_directory
 from mtkit.ct2engine import MIN_BATCH, RAW_SCORES, CT2Translator
 from mtkit.decoding import TranslateConfig
-from mtkit.engine import load_translator
+from mtkit.engines import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.errors import UserError
 from mtkit.translate import Translator
 from tests.conftest import read_gz_lines
-from tests.test_translate import read_line_within
 
 N_LINES = 100  # Multi30k test sentences per setting (both engines: about a second)
 
@@ -73,7 +71,7 @@ def test_both_engines_translate_every_line_alike(run: Path, lines: list[str], be
                                                  b: int, nbest: int) -> None:
     options = dict(beam=beam, length_penalty=alpha, max_len_a=a, max_len_b=b, nbest=nbest)
     expected = Translator.load(run, **options).translate_hypotheses(lines)
-    found = CT2Translator.load(run, device="cpu", **options).translate_hypotheses(lines)
+    found = CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", **options).translate_hypotheses(lines)
     assert all(len(h) == nbest for h in found) and len(found) == len(lines)
     assert_same_best(expected, found)
 
@@ -82,7 +80,7 @@ def test_both_engines_translate_every_line_alike(run: Path, lines: list[str], be
 def test_output_does_not_depend_on_the_batch(run: Path, lines: list[str]) -> None:
     """One sentence per batch, 300 and 8,000 tokens, and two batches at once (inter_threads 2): the same output."""
     settings = [{"batch_tokens": 1}, {"batch_tokens": 300}, {"batch_tokens": 8000}, {"batch_tokens": 300, "workers": 2}]
-    results = [CT2Translator.load(run, device="cpu", max_len_b=20, nbest=2, **options).translate_hypotheses(lines)
+    results = [CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", max_len_b=20, nbest=2, **options).translate_hypotheses(lines)
                for options in settings]
     tokens = [[[h.tokens for h in hyps] for hyps in result] for result in results]
     assert tokens[0] == tokens[1] == tokens[2] == tokens[3]
@@ -105,7 +103,7 @@ def test_batches_share_a_maximum_length_unless_small() -> None:
 def test_prefixes_in_both_engines(run: Path, lines: list[str], prefixes: list[str]) -> None:
     """Both engines give the same translations, each beginning with its prefix; a line without one is unchanged."""
     for options in (dict(beam=4, nbest=2), dict(beam=1), dict(beam=3, max_len_a=0.5, max_len_b=1)):
-        torch_engine, ct2_engine = Translator.load(run, **options), CT2Translator.load(run, device="cpu", **options)
+        torch_engine, ct2_engine = Translator.load(run, **options), CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", **options)
         expected = torch_engine.translate_hypotheses(lines, prefixes=prefixes)
         found = ct2_engine.translate_hypotheses(lines, prefixes=prefixes)
         assert_same_best(expected, found)
@@ -125,8 +123,8 @@ def test_ctranslate2_scores_are_raw_log_prob_sums(run: Path, lines: list[str]) -
     """Guards what the engine relies on: at length_penalty RAW_SCORES CTranslate2 returns `beam` finished hypotheses
     whose scores are the sums of their tokens' log-probs, </s> included; behind a forced prefix the prefix's tokens
     count nothing; a beam that could not continue past a prefix comes back with a score of about -1e10."""
-    translator = ctranslate2.Translator(str(model_directory(run)), device="cpu", intra_threads=1)
-    engine = CT2Translator.load(run, device="cpu")
+    translator = ctranslate2.Translator(str(model_directory(run, EXPORT_ON_FIRST_USE)), device="cpu", intra_threads=1)
+    engine = CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu")
     sources = [[engine.pieces[i] for i in ids] for ids in engine.encode_lines(lines[:20])]
     results = translator.translate_batch(sources, beam_size=4, num_hypotheses=4, return_scores=True,
                                          length_penalty=RAW_SCORES, min_decoding_length=0, max_decoding_length=60)
@@ -164,7 +162,7 @@ NO_TORCH = "sys.modules['torch'] = None\n"  # `import torch` raises ImportError 
 def test_the_ctranslate2_path_starts_without_torch(run: Path, lines: list[str]) -> None:
     """A warm cache: `mtkit translate --engine ctranslate2` in a process where torch cannot be imported gives the
     torch engine's lines (and the n-best format, scores included)."""
-    model_directory(run)  # the cache, made with torch here
+    model_directory(run, EXPORT_ON_FIRST_USE)  # the cache, made with torch here
     text = "\n".join(lines[:20] + [""]) + "\n"
     for extra in ([], ["--nbest", "2", "--beam", "3"]):
         found = mtkit("translate", str(run), "--engine", "ctranslate2", "-q", *extra, stdin=text, setup=NO_TORCH)
@@ -181,27 +179,6 @@ def test_the_ctranslate2_path_starts_without_torch(run: Path, lines: list[str]) 
             assert a[-1] == b[-1] or (len(a) == 4 and a[1] != "0")
 
 
-def test_an_open_pipe_gets_each_line_as_it_arrives(run: Path) -> None:
-    translations = CT2Translator.load(run, device="cpu").translate(["A man is sleeping.", "Two dogs play in the snow."])
-    model_directory(run)
-    console_script = Path(sys.executable).parent / "mtkit"
-    process = subprocess.Popen([str(console_script), "translate", str(run), "--engine", "ctranslate2", "--quiet"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        for i, (line, translation) in enumerate(zip(["A man is sleeping.", "Two dogs play in the snow."], translations)):
-            process.stdin.write((line + "\n").encode())
-            process.stdin.flush()
-            sent = time.monotonic()
-            answer = read_line_within(process.stdout, 30 if i == 0 else 5)
-            assert answer == translation + "\n", f"line {i + 1}: {answer!r} after {time.monotonic() - sent:.1f}s"
-        process.stdin.close()
-        assert process.wait(timeout=30) == 0 and process.stderr.read() == b""
-    finally:
-        process.kill()
-        process.wait()
-
-
 def cache_key(run: Path) -> dict:
     return json.loads((run / CACHE_DIR / KEY_NAME).read_text())
 
@@ -209,16 +186,16 @@ def cache_key(run: Path) -> dict:
 def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run, ignore=shutil.ignore_patterns(CACHE_DIR))
-    first = CT2Translator.load(run, device="cpu").translate(["A man is sleeping."])
+    first = CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu").translate(["A man is sleeping."])
     key = cache_key(run)
     assert key["checkpoint"]["path"] == str((run / "average.pt").resolve()) and key["checkpoint"]["sha256"]
-    assert model_directory(run) == run / CACHE_DIR and cache_key(run) == key  # warm: used as is
+    assert model_directory(run, EXPORT_ON_FIRST_USE) == run / CACHE_DIR and cache_key(run) == key  # warm: used as is
     # Another checkpoint: the newest step checkpoint once average.pt is gone.
     (run / "average.pt").unlink()
-    model_directory(run)
+    model_directory(run, EXPORT_ON_FIRST_USE)
     assert cache_key(run)["checkpoint"]["path"].endswith("step_00000150.pt")
     shutil.copy(tiny_run / "average.pt", run / "average.pt")
-    model_directory(run)
+    model_directory(run, EXPORT_ON_FIRST_USE)
     assert (cache_key(run)["checkpoint"]["path"], cache_key(run)["checkpoint"]["sha256"]) == \
         (key["checkpoint"]["path"], key["checkpoint"]["sha256"])
     damages = {
@@ -229,7 +206,7 @@ def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: 
     }
     for name, damage in damages.items():
         damage(run / CACHE_DIR)
-        assert CT2Translator.load(run, device="cpu").translate(["A man is sleeping."]) == first, name
+        assert CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu").translate(["A man is sleeping."]) == first, name
         assert cache_key(run)["files"][MODEL_NAME] == (run / CACHE_DIR / MODEL_NAME).stat().st_size, name
 
 
@@ -237,14 +214,14 @@ def test_an_export_directory_is_used_as_given(run: Path, tmp_path: Path) -> None
     from mtkit.export import export_ctranslate2
 
     out = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
-    assert model_directory(out) == out and not (out / KEY_NAME).exists()
+    assert model_directory(out, None) == out and not (out / KEY_NAME).exists()
     translator = load_translator(out, engine="ctranslate2", device="cpu")
     assert translator.translate(["A man is sleeping."]) == Translator.load(run).translate(["A man is sleeping."])
     assert translator.info["engine"] == "ctranslate2" and translator.info["checkpoint"]
 
 
 def test_refusals_are_one_line(run: Path, tmp_path: Path) -> None:
-    model_directory(run)
+    model_directory(run, EXPORT_ON_FIRST_USE)
     cases = {
         ("--ensemble", str(run)): "--ensemble",
         ("--dtype", "bf16"): "--dtype bf16: CTranslate2 on cpu supports",
@@ -256,7 +233,7 @@ def test_refusals_are_one_line(run: Path, tmp_path: Path) -> None:
         assert result.returncode == 2 and result.stderr.splitlines() == [result.stderr.strip()], result.stderr
         assert message in result.stderr and "Traceback" not in result.stderr
     with pytest.raises(UserError, match="early_stop"):
-        CT2Translator.load(run, device="cpu", early_stop=False)
+        CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", early_stop=False)
     wrong = mtkit("translate", str(run), "--engine", "nope", stdin="A dog.\n")
     assert wrong.returncode == 2 and "--engine nope" in wrong.stderr
 

@@ -1,4 +1,6 @@
-"""The one-way import rule of STYLE.md, checked by parsing every module's imports with ast."""
+"""The one-way import rule of STYLE.md, checked by parsing every module's imports with ast: each module imports
+only the layers below it, the real import graph (imports inside functions and under TYPE_CHECKING included) has
+no circle, and the CTranslate2 path imports no torch."""
 
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ ALLOWED: dict[str, set[str]] = {
     "decoding": set(),
     "runfiles": {"errors"},
     "stream": {"decoding", "engine", "tokenizer"} | LAYER0,
-    "engine": {"decoding", "tokenizer", "translate", "ct2engine"} | LAYER0,
-    "ct2cache": {"runfiles", "export", "translate"} | LAYER0,
+    "engine": {"decoding", "tokenizer"} | LAYER0,
+    "engines": {"ct2cache", "ct2engine", "engine", "engine_config", "export", "translate"} | LAYER0,
+    "ct2cache": {"runfiles"} | LAYER0,
     "ct2engine": {"ct2cache", "decoding", "engine", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
@@ -45,8 +48,8 @@ ALLOWED: dict[str, set[str]] = {
     "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess_config", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
-    "serve": {"decoding", "engine", "stream", "serve_config", "serve_request", "serve_worker", "model"} | LAYER0,  # model: lazily, torch engine
-    "serve_config": {"decoding", "engine", "engine_config", "errors"},
+    "serve": {"decoding", "engine", "engines", "stream", "serve_config", "serve_request", "serve_worker"} | LAYER0,
+    "serve_config": {"decoding", "engine_config", "errors"},
     "engine_config": set(),
     "options": set(),
     "process": set(),
@@ -59,13 +62,69 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
-def mtkit_imports(path: Path) -> set[str]:
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its file: at the top, inside functions, under
+    TYPE_CHECKING. Every edge counts: a lazy import is still a dependency a reader must follow."""
+    modules = {path.stem for path in package.glob("*.py")}
+    return {path.stem: (mtkit_imports(path, package.name) & modules) - {path.stem, "__init__"}
+            for path in sorted(package.glob("*.py"))}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of `graph` as [a, b, ..., a], or None (depth-first search, three colours)."""
+    state: dict[str, int] = {}  # absent: not seen; 1: on the current path; 2: done, no circle through it
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for child in sorted(graph.get(node, ())):
+            if state.get(child) == 1:
+                return path[path.index(child):] + [child]
+            if child not in state and (found := visit(child)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    cycle = find_cycle(import_graph(PACKAGE))
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_a_circle_is_found_wherever_its_import_hides(tmp_path: Path) -> None:
+    """The check above fails on a circle, including one closed by an import inside a function or under
+    TYPE_CHECKING: a copy of three modules, a -> b -> c, with the edge c -> a written each of those ways."""
+    package = tmp_path / "mtkit"
+    package.mkdir()
+    (package / "a.py").write_text("from mtkit.b import B\n")
+    (package / "b.py").write_text("import mtkit.c\n")
+    assert find_cycle(import_graph(package)) is None
+    for back_edge in ("from mtkit.a import A\n",
+                      "def f():\n    from mtkit import a\n",
+                      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mtkit.a import A\n"):
+        (package / "c.py").write_text(back_edge)
+        assert find_cycle(import_graph(package)) == ["a", "b", "c", "a"], back_edge
+
+
+def mtkit_imports(path: Path, package: str = "mtkit") -> set[str]:
+    """The package's modules `path` imports anywhere in it; `from mtkit import x` counts as x (and __init__)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mtkit"):
-            names.add(node.module.split(".")[1] if "." in node.module else "__init__")
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == package:
+            if "." in node.module:
+                names.add(node.module.split(".")[1])
+            else:
+                names.add("__init__")
+                names.update(a.name for a in node.names if (path.parent / f"{a.name}.py").exists())
         elif isinstance(node, ast.Import):
-            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith("mtkit."))
+            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith(package + "."))
     return names
 
 
@@ -103,7 +162,8 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # What `mtkit translate --engine ctranslate2` runs: these modules import no torch (STYLE.md, "What imports torch"),
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
-              "engine", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request", "serve_worker")
+              "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
+              "serve_worker", "options", "process", "preprocess_config", "score", "cli")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface"}

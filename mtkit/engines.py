@@ -1,0 +1,51 @@
+"""The engine factory: `load_translator(path, engine)` picks mtkit's own search (torch) or CTranslate2 by name,
+and gives the CTranslate2 engine the way to export a run's checkpoint on first use.
+
+Above both engines (nothing but the CLI and the server imports it). Imports no torch itself: engine
+"ctranslate2" with a warm cache never imports it; engine "torch", or an export, imports it when called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mtkit.ct2cache import Exporter
+from mtkit.engine import Translating
+from mtkit.engine_config import ENGINES
+from mtkit.errors import check
+
+
+def _resolve_checkpoint(path: Path) -> Path:
+    from mtkit.translate import resolve_checkpoint
+
+    return resolve_checkpoint(path)
+
+
+def _export_ctranslate2(checkpoint: Path, out: Path) -> None:
+    from mtkit.export import export_ctranslate2
+
+    export_ctranslate2(checkpoint, out)
+
+
+# A run's checkpoint -> CTranslate2 model, for the engine's cache (mtkit.ct2cache); torch is imported only here.
+EXPORT_ON_FIRST_USE = Exporter(resolve=_resolve_checkpoint, export=_export_ctranslate2)
+
+
+def load_translator(
+    path: str | Path, engine: str = "torch", device: str = "auto", dtype: str | None = None, **overrides: Any,
+) -> Translating:
+    """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
+
+    `dtype` None is each engine's default (fp32 / float32); `overrides` are TranslateConfig fields and the
+    engine's own options (torch: ensemble, packed; ctranslate2: threads).
+    """
+    check(engine in ENGINES, f"--engine {engine}: choose one of {', '.join(ENGINES)}")
+    if engine == "ctranslate2":
+        from mtkit.ct2engine import CT2Translator
+
+        return CT2Translator.load(path, device=device, dtype=dtype or "float32", exporter=EXPORT_ON_FIRST_USE,
+                                  **overrides)
+    from mtkit.translate import Translator
+
+    return Translator.load(path, device=device, dtype=dtype or "fp32", **overrides)
