@@ -18,11 +18,11 @@ from typing import Any, Callable
 from mtkit.console import log
 from mtkit.errors import check
 from mtkit.files import write_text
+from mtkit.interop import METADATA_NAME
 from mtkit.runfiles import CHECKPOINT_DIR, checkpoint_candidate, checkpoint_identity
 
 CACHE_DIR = "ctranslate2"  # in RUN_DIR
 KEY_NAME = "cache.json"  # written last: a cache without it (an export cut short) is not used
-METADATA_NAME = "mtkit.json"  # what `mtkit export` writes beside the model: settings, model config
 SPM_NAME = "spm.model"
 MODEL_NAME = "model.bin"
 

@@ -20,10 +20,10 @@ from mtkit.ct2cache import SPM_NAME, Exporter, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
+from mtkit.interop import import_ctranslate2
 from mtkit.stream import best_lines
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
-INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
 # lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
 # would switch it to its unnormalised stopping rule, which ends a sentence at another step than mtkit's search.
 RAW_SCORES = 1e-30
@@ -33,15 +33,6 @@ DEAD_SCORE = -1e9
 # A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
 MIN_BATCH = 32
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
-
-
-def import_ctranslate2() -> Any:
-    """The ctranslate2 module, or a one-line UserError saying how to install it."""
-    try:
-        import ctranslate2
-    except ImportError:
-        raise UserError(INSTALL_HINT) from None
-    return ctranslate2
 
 
 def resolve_device(ctranslate2: Any, name: str) -> str:

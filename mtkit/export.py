@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_directory
+from mtkit.interop import METADATA_NAME, check_export_dir, import_ctranslate2
 from mtkit.model import ModelConfig, Transformer, sinusoidal_positions
-from mtkit.tokenizer import TableTokenizer, tokenizer_from_bytes
+from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 from mtkit.translate import TranslateConfig, load_model, resolve_checkpoint
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "bfloat16")
-INSTALL_HINT = "CTranslate2 is not installed: pip install 'mtkit[ctranslate2]'"
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mtkit LayerNorm uses
 # Every ModelConfig option and the values the CTranslate2 Transformer spec expresses (None: any value).
 # An option missing here (a newer mtkit's) is refused rather than silently exported as something else.
@@ -34,18 +35,7 @@ EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
     "share_embeddings": ("all", "decoder", "none"),  # tied variables are stored once (spec.optimize)
     "activation": ("relu", "swish"), "output_bias": (False, True), "decoder_start_id": None, "tgt_vocab_size": None,
 }
-METADATA_NAME = "mtkit.json"
 SPM_NAME = "spm.model"
-
-
-def import_ctranslate2() -> Any:
-    """The ctranslate2 module, or a one-line UserError saying how to install it."""
-    try:
-        import ctranslate2
-        import ctranslate2.specs  # noqa: F401 - the spec API lives in this submodule
-    except ImportError:
-        raise UserError(INSTALL_HINT) from None
-    return ctranslate2
 
 
 def check_expressible(model_options: dict[str, Any], where: str) -> None:
@@ -57,6 +47,38 @@ def check_expressible(model_options: dict[str, Any], where: str) -> None:
               f"{where}: model option {name}={value!r} has no CTranslate2 equivalent (exportable: {', '.join(map(str, allowed or ()))})")
 
 
+@dataclass
+class ExportSource:
+    """A checkpoint read for an export: what it carries, its model in float32 on the CPU, and its tokenizer."""
+
+    checkpoint: Path
+    configs: dict[str, Any]
+    manifest: dict[str, Any]
+    step: int | None
+    spm_model: bytes
+    model: Transformer
+    tokenizer: Tokenizer | TableTokenizer
+
+
+def read_for_export(path: str | Path, out: str | Path, check_model: Callable[[dict[str, Any], str], None]) -> ExportSource:
+    """The checkpoint RUN_DIR (or a checkpoint path) means, verified, read once for any export format; `out` checked
+    first (check_export_dir) and the model's options by `check_model(options, where)` before the weights load."""
+    source = resolve_checkpoint(Path(path))
+    check_export_dir(Path(out))
+    payload = load_checkpoint(source)
+    configs, spm_model, step = payload.get("configs", {}), payload.get("spm_model"), payload.get("step")
+    manifest = payload.get("manifest", {})
+    del payload  # load_model reads the weights again: one copy in memory at a time
+    check_model(configs.get("model", {}), str(source))
+    check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
+    model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
+    tokenizer = tokenizer_from_bytes(spm_model, name=str(source))
+    sizes = (len(tokenizer.pieces()), len(tokenizer.target_pieces()))
+    check(sizes == (model.cfg.vocab_size, model.cfg.target_vocab_size),
+          f"{source}: the tokenizer has {sizes[0]} pieces, the model {model.cfg.vocab_size}")
+    return ExportSource(source, configs, manifest, step, spm_model, model, tokenizer)
+
+
 def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | None = None) -> dict[str, Any]:
     """Write RUN_DIR's model (or a checkpoint's) as a CTranslate2 model directory with spm.model beside it.
 
@@ -65,20 +87,10 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     check(quantization is None or quantization in QUANTIZATIONS,
           f"--quantization must be one of {', '.join(QUANTIZATIONS)}; got {quantization!r}")
     ctranslate2 = import_ctranslate2()
-    source = resolve_checkpoint(Path(path))
-    out = Path(out)
-    _check_out(out)
-    payload = load_checkpoint(source)
-    configs, spm_model, step = payload.get("configs", {}), payload.get("spm_model"), payload.get("step")
-    manifest = payload.get("manifest", {})
-    del payload  # load_model reads the weights again: one copy in memory at a time
-    check_expressible(configs.get("model", {}), str(source))
-    check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
-    model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
-    tokenizer = tokenizer_from_bytes(spm_model, name=str(source))
+    read = read_for_export(path, out, check_expressible)
+    source, model, tokenizer, configs, manifest = read.checkpoint, read.model, read.tokenizer, read.configs, read.manifest
+    out, step, spm_model = Path(out), read.step, read.spm_model
     pieces, target_pieces = tokenizer.pieces(), tokenizer.target_pieces()
-    check((len(pieces), len(target_pieces)) == (model.cfg.vocab_size, model.cfg.target_vocab_size),
-          f"{source}: the tokenizer has {len(pieces)} pieces, the model {model.cfg.vocab_size}")
     spec = build_spec(ctranslate2.specs, model, pieces, tokenizer.unk_id, target_pieces)
     spec.validate()
     spec.optimize(quantization=quantization)
@@ -101,16 +113,6 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
     return {"out": str(out), "checkpoint": str(source), "quantization": quantization or "float32",
             "ctranslate2": ctranslate2.__version__, "files": files, "bytes": size}
-
-
-def _check_out(out: Path) -> None:
-    """An existing --out is replaced only if it is an earlier export, never an unrelated directory."""
-    if not out.exists():
-        return
-    check(out.is_dir(), f"{out}: exists and is not a directory")
-    earlier_export = (out / "model.bin").is_file() and (out / METADATA_NAME).is_file()
-    check(earlier_export or not any(out.iterdir()),
-          f"{out}: exists and is not an mtkit export; choose another --out")
 
 
 def build_spec(specs: Any, model: Transformer, pieces: list[str], unk_id: int,

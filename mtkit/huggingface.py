@@ -17,17 +17,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.checkpoint import CHECKPOINT_DIR, WEIGHTS_KIND, load_checkpoint, save_checkpoint, step_path
+from mtkit.checkpoint import CHECKPOINT_DIR, WEIGHTS_KIND, save_checkpoint, step_path
 from mtkit.errors import UserError, check
+from mtkit.export import read_for_export
 from mtkit.files import atomic_directory
+from mtkit.interop import METADATA_NAME
 from mtkit.model import ModelConfig, Transformer
 from mtkit.search import TranslateConfig
-from mtkit.tokenizer import TableTokenizer, tokenizer_from_bytes
+from mtkit.tokenizer import TableTokenizer
 from mtkit.train import TrainConfig
-from mtkit.translate import load_model, resolve_checkpoint
 
-METADATA_NAME = "mtkit.json"
-INSTALL_HINT = "transformers is not installed: pip install 'mtkit[hf]'"
+INSTALL_HINT = "transformers is not installed: pip install -e '.[hf]'"
 LAYER_NORM_EPSILON = 1e-5  # Marian's and torch.nn.LayerNorm's default, which every mtkit LayerNorm uses
 ACTIVATIONS = {"relu": "relu", "swish": "swish"}  # mtkit's name -> transformers' activation_function
 IMPORTED_ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish"}  # transformers' -> mtkit's
@@ -256,19 +256,9 @@ def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path
     `score_json`: the output of `mtkit score --json`, quoted in the model card with its sacreBLEU signature.
     """
     transformers = import_transformers()
-    source = resolve_checkpoint(Path(path))
-    out = Path(out)
-    _check_out(out)
-    payload = load_checkpoint(source)
-    configs, spm_model, manifest = payload.get("configs", {}), payload.get("spm_model"), payload.get("manifest", {})
-    del payload  # load_model reads the weights again: one copy in memory at a time
-    check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
-    check_exportable(ModelConfig(**configs["model"]), str(source))
-    model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
-    tokenizer = tokenizer_from_bytes(spm_model, name=str(source))
-    sizes = (len(tokenizer.pieces()), len(tokenizer.target_pieces()))
-    check(sizes == (model.cfg.vocab_size, model.cfg.target_vocab_size),
-          f"{source}: the tokenizer has {sizes} pieces, the model {(model.cfg.vocab_size, model.cfg.target_vocab_size)}")
+    read = read_for_export(path, out, lambda options, where: check_exportable(ModelConfig(**options), where))
+    source, model, tokenizer, configs, manifest, out = \
+        read.checkpoint, read.model, read.tokenizer, read.configs, read.manifest, Path(out)
     hf = build_marian(transformers, model)
     search = TranslateConfig(**configs.get("translate", {}))
     hf.generation_config = generation_config(transformers, model.cfg, search)
@@ -284,14 +274,6 @@ def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path
     files = sorted(p.name for p in out.iterdir())
     return {"out": str(out), "checkpoint": str(source), "transformers": transformers.__version__, "files": files,
             "bytes": sum(p.stat().st_size for p in out.iterdir() if p.is_file())}
-
-
-def _check_out(out: Path) -> None:
-    """An existing --out is replaced only if it is an earlier export, never an unrelated directory."""
-    if out.exists():
-        check(out.is_dir(), f"{out}: exists and is not a directory")
-        check((out / METADATA_NAME).is_file() or not any(out.iterdir()),
-              f"{out}: exists and is not an mtkit export; choose another --out")
 
 
 def generation_config(transformers: Any, cfg: ModelConfig, search: TranslateConfig) -> Any:

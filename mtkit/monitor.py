@@ -23,7 +23,7 @@ SCALARS = {
     "valid_ppl": "valid/ppl",
     "valid_bleu": "valid/bleu",
 }
-INSTALL_HINT = "train.tensorboard_dir (--tensorboard) needs the tensorboard package: pip install 'mtkit[tensorboard]'"
+INSTALL_HINT = "train.tensorboard_dir (--tensorboard) needs the tensorboard package: pip install -e '.[tensorboard]'"
 
 
 def require_tensorboard() -> None:

@@ -23,9 +23,9 @@ from mtkit.errors import UserError
 from mtkit.serve_config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve_request import ClientGone, RequestError, parse_request
 from mtkit.serve_worker import BatchWorker, Job
-from mtkit.stream import best_lines, one_line, scored_texts
+from mtkit.stream import best_lines, scored_texts
 
-INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install 'mtkit[serve]'"
+INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
 # GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
 PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf-8")

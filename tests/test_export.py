@@ -17,7 +17,8 @@ import torch
 
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.errors import UserError
-from mtkit.export import EXPRESSIBLE, INSTALL_HINT, check_expressible, export_ctranslate2
+from mtkit.export import EXPRESSIBLE, check_expressible, export_ctranslate2
+from mtkit.interop import CTRANSLATE2_INSTALL_HINT as INSTALL_HINT
 from mtkit.model import ModelConfig
 from mtkit.search import max_lengths
 from mtkit.translate import Translator, load_model, pad_batch
@@ -189,7 +190,7 @@ def test_cli_without_the_extra_says_how_to_install_it(tiny_run: Path, tmp_path: 
     run = run_mtkit(["export", str(tiny_run), "--to", "ctranslate2", "--out", str(tmp_path / "out")], setup=block)
     assert run.returncode == 2
     assert run.stderr.splitlines() == [f"error: {INSTALL_HINT}"]
-    assert "pip install 'mtkit[ctranslate2]'" in INSTALL_HINT
+    assert "pip install -e '.[ctranslate2]'" in INSTALL_HINT
 
 
 def test_cli_export_prints_json(tiny_run: Path, tmp_path: Path) -> None:

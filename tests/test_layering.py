@@ -32,8 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "stream": {"decoding", "engine", "tokenizer"} | LAYER0,
     "engine": {"decoding", "tokenizer"} | LAYER0,
     "engines": {"ct2cache", "ct2engine", "engine", "engine_config", "export", "translate"} | LAYER0,
-    "ct2cache": {"runfiles"} | LAYER0,
-    "ct2engine": {"ct2cache", "decoding", "engine", "stream", "tokenizer"} | LAYER0,
+    "ct2cache": {"runfiles", "interop"} | LAYER0,
+    "interop": {"errors"},
+    "ct2engine": {"ct2cache", "decoding", "engine", "interop", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
     "precision": set(),
@@ -47,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
     "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess_config", "train", "search"} | LAYER0,
-    "export": {"translate", "checkpoint", "model", "tokenizer"} | LAYER0,
+    "export": {"translate", "checkpoint", "interop", "model", "tokenizer"} | LAYER0,
     "serve": {"decoding", "engine", "engines", "stream", "serve_config", "serve_request", "serve_worker"} | LAYER0,
     "serve_config": {"decoding", "engine_config", "errors"},
     "engine_config": set(),
@@ -55,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
     "process": set(),
     "serve_request": set(),
     "serve_worker": {"engine"} | LAYER0,
-    "huggingface": {"translate", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
+    "huggingface": {"export", "interop", "translate", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
@@ -163,7 +164,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
-              "serve_worker", "options", "process", "preprocess_config", "score", "cli")
+              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "cli")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface"}

@@ -64,5 +64,5 @@ def test_without_tensorboard_one_line_hint_before_training(tmp_path: Path, small
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == ["error: train.tensorboard_dir (--tensorboard) needs the tensorboard "
-                                               "package: pip install 'mtkit[tensorboard]'"]
+                                               "package: pip install -e '.[tensorboard]'"]
     assert not (tmp_path / "run").exists() and not (tmp_path / "board").exists()

@@ -1,6 +1,6 @@
 """`mtkit serve`'s page at GET / in a real headless Chromium, driven by Selenium.
 
-Skipped with the reason where selenium, chromium or chromedriver is missing (`pip install 'mtkit[browser]'`,
+Skipped with the reason where selenium, chromium or chromedriver is missing (`pip install -e '.[browser]'`,
 `apt-get install chromium chromium-driver`).
 """
 
@@ -22,7 +22,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 def find_browser() -> tuple[str, str]:
     """Paths of chromium and chromedriver, or skip naming what is missing."""
-    pytest.importorskip("selenium", reason="selenium is not installed: pip install 'mtkit[browser]'")
+    pytest.importorskip("selenium", reason="selenium is not installed: pip install -e '.[browser]'")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if not chromium or not driver:
@@ -54,7 +54,7 @@ ENGINE_LINES = {"torch": "torch (cpu, fp32)", "ctranslate2": "ctranslate2 (cpu, 
 def page_server(request: pytest.FixtureRequest, tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     find_browser()  # skip before paying for a server start
     if request.param == "ctranslate2":
-        pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ctranslate2]'")
+        pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install -e '.[ctranslate2]'")
     started = Server(tiny_run, tmp_path_factory.mktemp("serve-page") / "stderr.log", "--max-lines", "3",
                      "--engine", request.param)
     started.engine = request.param
