@@ -14,7 +14,7 @@ INSTALLED := $(VENV)/.installed
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# torch==2.13.0 first: the local CPU wheel, so `torch>=2.4` below installs nothing from CUDA.
+# torch==2.13.0 first: the local CPU wheel, so pyproject's `torch>=2.5` below installs nothing from CUDA.
 install: $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
@@ -38,6 +38,7 @@ test: $(INSTALLED)
 	*) echo "CPU kernels: $$capability, no AVX-512: the pass above ran the AVX2 paths; no forced-AVX2 pass";; \
 	esac
 
+# The suite without the tests marked slow, and no forced-AVX2 pass: a quick check while working.
 test-fast: $(INSTALLED)
 	$(PY) -m pytest -q -m 'not slow'
 
@@ -52,7 +53,7 @@ bench-peers:
 
 # On a machine with CUDA: tests/gpu, then the GPU benchmark; results in bench-out/gpu-check/summary.md (or
 # GPU_CHECK_OUT). Without CUDA: one line, exit 0. Uses .venv when there is one, else python3 (a CUDA torch).
-# Its two halves, gpu-check-tests and gpu-check-bench, are sized for one 10-minute device call each (estimated).
+# Its two halves, gpu-check-tests and gpu-check-bench, are sized to run in about 10 minutes each (estimated).
 GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 
 gpu-check:
