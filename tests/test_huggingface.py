@@ -17,7 +17,8 @@ spm = pytest.importorskip("sentencepiece")
 from mtkit.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
 from mtkit.export import export_ctranslate2  # noqa: E402
-from mtkit.huggingface import export_huggingface, import_huggingface, model_permutation  # noqa: E402
+from mtkit.huggingface import export_huggingface, import_huggingface  # noqa: E402
+from mtkit.marian import model_permutation  # noqa: E402
 from mtkit.model import ModelConfig, sinusoidal_positions  # noqa: E402
 from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
 from mtkit.recipe import resolve_recipe  # noqa: E402

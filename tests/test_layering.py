@@ -56,7 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     "process": set(),
     "serve_request": set(),
     "serve_worker": {"engine"} | LAYER0,
-    "huggingface": {"export", "interop", "translate", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
+    "huggingface": {"export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
+    "marian": {"errors", "model"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": set(),
@@ -167,7 +168,7 @@ TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching"
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "cli")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
-                 "huggingface"}
+                 "huggingface", "marian"}
 
 
 def top_level_imports(path: Path) -> set[str]:
