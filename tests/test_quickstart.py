@@ -1,0 +1,146 @@
+"""The documents cannot go stale: README.md's quick start runs exactly as printed, and the tests, files and
+anchors that README.md and docs/ name exist.
+
+The quick start's commands (the ```bash blocks between `<!-- quickstart -->` and `<!-- /quickstart -->`) run
+unchanged, each through `bash -o pipefail -c`, with the virtual environment's `mtkit` first on PATH, in a
+temporary directory laid out as the repository is. Two files there are substituted, nothing in the commands:
+`data/multi30k/` holds the first lines of the shipped data (2,000 train, 100 valid, 50 test pairs), and
+`recipes/multi30k-en-de/small.toml` is a tiny recipe of the same sections and keys (the `tiny` model, vocabulary
+1,000, 30 updates with a checkpoint every 10), so the five commands take seconds, not the recipe's 15 minutes.
+A renamed option, command or recipe key makes a command fail, and so this test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import MULTI30K, ROOT, read_gz_lines
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+RECIPE = "recipes/multi30k-en-de/small.toml"
+SLICES = {"train": 2000, "val": 100, "test_2016_flickr": 50}
+TINY_RECIPE = """\
+# The quick-start test's stand-in for recipes/multi30k-en-de/small.toml: the same sections, a tiny model.
+[preprocess]
+source_lang = "en"
+target_lang = "de"
+train = "data/multi30k/train"
+valid = "data/multi30k/val"
+test = ["data/multi30k/test_2016_flickr"]
+vocab_size = 1000
+workers = 1
+
+[model]
+arch = "tiny"
+
+[train]
+precision = "fp32"
+lr = 3e-3
+warmup_steps = 10
+max_tokens = 2048
+max_steps = 30
+save_interval_minutes = 0.0
+save_interval_steps = 10
+average_last = 3
+log_interval = 10
+
+[translate]
+beam = 4
+"""
+
+
+def quickstart_commands(text: str) -> list[str]:
+    """The shell commands of the ```bash blocks between the quick-start markers, continuation lines joined."""
+    start, end = text.index("<!-- quickstart -->"), text.index("<!-- /quickstart -->")
+    blocks = re.findall(r"```bash\n(.*?)```", text[start:end], flags=re.S)
+    commands: list[str] = []
+    for block in blocks:
+        joined = block.replace("\\\n", " ")
+        commands += [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return commands
+
+
+def test_the_quickstart_block_is_found_and_has_the_five_steps() -> None:
+    commands = quickstart_commands(README.read_text(encoding="utf-8"))
+    for step in ("preprocess", "train", "average", "translate", "score"):
+        assert any(f"mtkit {step} " in command for command in commands), f"README quick start: no `mtkit {step}`"
+
+
+def write_tiny_checkout(root: Path) -> None:
+    """data/multi30k slices and the tiny recipe, where the quick start's relative paths look for them."""
+    data = root / "data" / "multi30k"
+    data.mkdir(parents=True)
+    for split, count in SLICES.items():
+        for lang in ("en", "de"):
+            lines = read_gz_lines(MULTI30K / f"{split}.{lang}.gz", count)
+            with gzip.open(data / f"{split}.{lang}.gz", "wt", encoding="utf-8", newline="\n") as handle:
+                handle.write("\n".join(lines) + "\n")
+    recipe = root / RECIPE
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text(TINY_RECIPE, encoding="utf-8")
+
+
+def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
+    commands = quickstart_commands(README.read_text(encoding="utf-8"))
+    write_tiny_checkout(tmp_path)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    outputs = []
+    for command in commands:
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 0, f"README quick start: `{command}` exited {done.returncode}:\n{done.stderr[-3000:]}"
+        outputs.append(done.stdout + done.stderr)
+    assert "BLEU = " in outputs[-1] and "signature: nrefs:1" in outputs[-1], outputs[-1]
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+TEST_NAME = re.compile(r"((?:tests/)?(?:reliability/|gpu/)?test_\w+\.py)?::(\w+)")
+
+
+def documents() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    return {anchor(line.lstrip("#")) for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("#")}
+
+
+def test_links_between_the_documents_reach_a_file_and_heading() -> None:
+    """Relative links of README.md and docs/ point to files that exist, and to headings that exist in README.md
+    and docs/ (BENCHMARKS.md's anchors are its own)."""
+    broken = []
+    for doc in documents():
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, fragment = target.partition("#")
+            path = (doc.parent / file).resolve() if file else doc
+            if not path.exists():
+                broken.append(f"{doc.name}: {target}: no such file")
+            elif fragment and (path == README or path.parent == DOCS) and fragment not in anchors(path):
+                broken.append(f"{doc.name}: {target}: no such heading")
+    assert not broken, "\n".join(broken)
+
+
+def test_every_test_the_documents_name_exists() -> None:
+    """`tests/test_x.py::test_name` in README.md or docs/ names a test function that is there."""
+    missing = []
+    for doc in documents():
+        current = None
+        for file, name in TEST_NAME.findall(doc.read_text(encoding="utf-8")):
+            current = file or current
+            path = ROOT / (current if current.startswith("tests/") else f"tests/{current}")
+            if not path.exists() or not re.search(rf"def {name}\b", path.read_text(encoding="utf-8")):
+                missing.append(f"{doc.name}: {current}::{name}")
+    assert not missing, "tests named in the documents but not found:\n" + "\n".join(missing)
