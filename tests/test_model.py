@@ -235,18 +235,6 @@ def test_reorder_can_drop_rows() -> None:
     torch.testing.assert_close(logits, model(src[1:], tgt[1:])[:, 2], atol=1e-5, rtol=0)
 
 
-def test_decoding_a_sentence_does_not_depend_on_its_batch() -> None:
-    model = tiny_model("pre")
-    g = torch.Generator().manual_seed(11)
-    srcs = [sentence(4, g), sentence(9, g), sentence(6, g)]
-    tokens = torch.randint(4, VOCAB, (5, 3), generator=g)  # [steps, rows]
-    with torch.no_grad():
-        batched, alone = model.init_decode_state(pad_batch(srcs)), model.init_decode_state(srcs[0][None])
-        for step_tokens in tokens:
-            together = model.decode_step(step_tokens, batched)[0]
-            torch.testing.assert_close(together, model.decode_step(step_tokens[:1], alone)[0], atol=1e-5, rtol=0)
-
-
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_sdpa_equals_reference_attention(norm: str, monkeypatch: pytest.MonkeyPatch) -> None:
     model = tiny_model(norm)
