@@ -1,5 +1,5 @@
-"""The documents cannot go stale: README.md's quick start runs exactly as printed, and the tests, files and
-anchors that README.md and docs/ name exist.
+"""The documents cannot go stale: README.md's quick start runs exactly as printed, and the tests, files,
+headings and command options that README.md and docs/ name exist.
 
 The quick start's commands (the ```bash blocks between `<!-- quickstart -->` and `<!-- /quickstart -->`) run
 unchanged, each through `bash -o pipefail -c`, with the virtual environment's `mtkit` first on PATH, in a
@@ -144,3 +144,28 @@ def test_every_test_the_documents_name_exists() -> None:
             if not path.exists() or not re.search(rf"def {name}\b", path.read_text(encoding="utf-8")):
                 missing.append(f"{doc.name}: {current}::{name}")
     assert not missing, "tests named in the documents but not found:\n" + "\n".join(missing)
+
+
+def shown_options() -> dict[str, set[str]]:
+    """Subcommand -> the `--options` given to it in the ```bash blocks of README.md and docs/."""
+    options: dict[str, set[str]] = {}
+    for doc in documents():
+        for block in re.findall(r"```bash\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"(^|\s)#.*", "", line)  # a comment's words are not a command
+                for command, rest in re.findall(r"\bmtkit (\w+)([^|;&]*)", line):
+                    options.setdefault(command, set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", rest))
+    return options
+
+
+def test_every_option_the_documents_show_exists() -> None:
+    """Each `mtkit COMMAND ... --option` of a command block in README.md or docs/ is in `mtkit COMMAND --help`."""
+    env = {**os.environ, "COLUMNS": "250", "TERM": "dumb", "NO_COLOR": "1"}
+    missing = []
+    for command, options in sorted(shown_options().items()):
+        help_text = subprocess.run([sys.executable, "-m", "mtkit", command, "--help"], env=env, capture_output=True,
+                                   text=True, timeout=60).stdout
+        assert "Usage" in help_text, f"mtkit {command}: no such command"
+        missing += [f"mtkit {command} {option}" for option in sorted(options)
+                    if not re.search(re.escape(option) + r"(?![\w-])", help_text)]
+    assert not missing, "options shown in the documents but not in --help:\n" + "\n".join(missing)
