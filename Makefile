@@ -45,11 +45,14 @@ test-fast: $(INSTALLED)
 demo: install
 	MINUTES=$(DEMO_MINUTES) PY=$(PY) bash recipes/multi30k-en-de/run.sh
 
-bench:
-	$(PY) benchmarks/run.py
+# The CPU scenarios of benchmarks/run.py (preprocess, train, translate, serve, finetune), small sizes, one round
+# each; results in benchmarks/results/. Full sizes: $(PY) benchmarks/run.py all.
+bench: $(INSTALLED)
+	$(PY) benchmarks/run.py all --small
 
-bench-peers:
-	PY=$(PY) bash benchmarks/peers.sh
+# Training speed with fairseq and OpenNMT-py in the same rounds (installed by ../shared/bench/peers under $$PEERS).
+bench-peers: $(INSTALLED)
+	$(PY) benchmarks/run.py train --peers
 
 # On a machine with CUDA: tests/gpu, then the GPU benchmark; results in bench-out/gpu-check/summary.md (or
 # GPU_CHECK_OUT). Without CUDA: one line, exit 0. Uses .venv when there is one, else python3 (a CUDA torch).

@@ -11,7 +11,7 @@ Stages:
   train      the real training loop in this process (mtkit.train.train) with recipes/wmt14-en-de/{base,big}.toml:
              6,250 tokens x update_freq 4 (the paper's ~25,000 per update), bf16; base eager, big eager, base
              compiled; tokens/s over updates 51..N from metrics.jsonl, MFU against the bf16 matmul peak measured
-             here (bench_train.matmul_gflops, 8192^3), peak GPU memory (torch.cuda.max_memory_allocated)
+             here (flops.matmul_gflops, 8192^3), peak GPU memory (torch.cuda.max_memory_allocated)
   translate  the base run of `train` (its lr warm-up shortened so a short run translates), beam 4, the 3,000
              test sentences in bf16 and fp32 at the recipe's batch size; sent/s, target tokens/s, BLEU against
              the joined references, peak GPU memory
@@ -34,11 +34,10 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_model  # noqa: E402  (sibling scripts)
-from bench_train import BENCH_OUT, ROOT, flop_model, matmul_gflops, measure_window, read_metrics  # noqa: E402
+import bench_model
+from flops import flop_model, matmul_gflops, measure_window, read_metrics
+from harness import ROOT, WORK as BENCH_OUT
 
-sys.path.insert(0, str(ROOT))
 RECIPES = ROOT / "recipes" / "wmt14-en-de"
 PREPROCESS_RECIPE = RECIPES / "base.toml"
 STAGES = ("data", "model", "train", "translate")

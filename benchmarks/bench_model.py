@@ -12,18 +12,15 @@ import json
 import math
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.bench_train import matmul_gflops  # noqa: E402
-from mtkit.model import ModelConfig, Transformer, sinusoidal_positions  # noqa: E402
+from flops import matmul_gflops
+from mtkit.model import ModelConfig, Transformer, sinusoidal_positions
 
 
 class TorchTransformer(nn.Module):
@@ -143,7 +140,7 @@ def run(args: argparse.Namespace) -> dict:
     tgt_tokens = args.sentences * args.tgt_len
     flops = training_flops(cfg, args.sentences, args.src_len, args.tgt_len)
     baseline = rows[0]["step_s"]
-    # The denominator of MFU: the same measured bf16 matmul peak as bench_train.py's.
+    # The denominator of MFU: the same measured bf16 matmul peak as flops.py's.
     peak = matmul_gflops("bf16", torch.get_num_threads(), 3.0, "cuda") / 1e3 if device.type == "cuda" else None
     for row in rows:
         row["tgt_tokens_per_s"] = tgt_tokens / row["step_s"]

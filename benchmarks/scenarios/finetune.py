@@ -1,30 +1,21 @@
-"""Fine-tuning an imported opus-mt-shaped model: mtkit against transformers' own Seq2SeqTrainer.
+"""Fine-tuning an imported opus-mt-shaped model: `mtkit train --init-from` (the baseline) against transformers'
+Seq2SeqTrainer on the same pairs, in alternating rounds, each a fresh child process measured by the harness.
 
-One run builds a randomly initialised MarianMTModel shaped as opus-mt-en-de (d_model 512, 6+6 layers, 8 heads,
-FFN 2048, swish, vocabulary 58,101 with the pad last, tied embeddings): two unigram sentencepiece models trained on
-Multi30k en and de and a vocab.json padded to 58,101 pieces with pieces that never occur (the output layer and
-softmax keep opus-mt's full cost). It imports the model (`mtkit import`), preprocesses the first --pairs Multi30k
-pairs with its tokenizer, then fine-tunes it --steps updates in alternating rounds, each in a fresh process:
-mtkit (`train --init-from`) and Seq2SeqTrainer on the same pairs, fp32, label smoothing 0.1, Adam(W) without weight
-decay, dropout 0.1, torch on --threads threads. Reported per engine: source+target tokens (no padding) per second
-over the updates after the first --skip, sentences per update, and peak RSS.
-
-Batches: Seq2SeqTrainer takes --batch sentences (grouped by length); mtkit takes a token budget, set to --batch
-times the mean padded pair length, so both average about --batch sentences per update (printed).
-
-    python benchmarks/bench_hf_finetune.py                           # full: 2 rounds x 60 updates each (~1 h, alone)
-    python benchmarks/bench_hf_finetune.py --steps 4 --skip 1 --rounds 1 --pairs 2000   # smoke
-
-Needs `mtkit[hf]` and, for Seq2SeqTrainer, `accelerate`.
+The model is a randomly initialised MarianMTModel shaped as opus-mt-en-de (d_model 512, 6+6 layers, 8 heads, FFN
+2048, swish, vocabulary 58,101 with the pad last, tied embeddings), with two unigram sentencepiece models trained
+on Multi30k en and de and a vocab.json padded to 58,101 pieces (the output layer keeps opus-mt's full cost).
+Both train fp32, label smoothing 0.1, Adam(W) without weight decay, dropout 0.1. Reported per engine:
+source+target tokens (no padding) per second over the updates after the first `skip`, sentences per update.
+Batches: Seq2SeqTrainer takes `batch` sentences; mtkit a token budget of `batch` times the mean padded pair
+length, so both average about `batch` sentences per update. Needs `mtkit[hf]` and, for Seq2SeqTrainer, accelerate.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
-import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -32,17 +23,19 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench-out" / "hf-finetune"
+from harness import ROOT, WORK, alternate, checked, figures, measure, medians, ratios, write_results
+
+OUT = WORK / "finetune"
 MULTI30K = ROOT / "data" / "multi30k"
 VOCAB = 58101  # opus-mt-en-de's
 
 
 def read_pairs(n: int) -> tuple[list[str], list[str]]:
-    sys.path.insert(0, str(ROOT))
-    from tests.conftest import read_gz_lines
+    def read(lang: str) -> list[str]:
+        with gzip.open(MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+            return [line.rstrip("\n") for _, line in zip(range(n), f)]
 
-    return read_gz_lines(MULTI30K / "train.en.gz", n), read_gz_lines(MULTI30K / "train.de.gz", n)
+    return read("en"), read("de")
 
 
 def build_marian(out: Path, pieces_per_side: int) -> None:
@@ -96,14 +89,10 @@ def prepare(pairs: int, pieces_per_side: int) -> None:
                         "--spm-model", str(OUT / "imported" / "spm.model"), "--out", str(data)], check=True)
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
 def summarize(seconds: list[float], tokens: list[int], sentences: list[int], skip: int) -> dict:
     timed = slice(skip, None)
     return {"tokens_per_s": round(sum(tokens[timed]) / sum(seconds[timed]), 1), "updates_timed": len(seconds[timed]),
-            "sentences_per_update": round(statistics.mean(sentences), 1), "peak_rss_mib": round(peak_rss_mib())}
+            "sentences_per_update": round(statistics.mean(sentences), 1)}
 
 
 def run_mtkit(args: argparse.Namespace) -> dict:
@@ -174,43 +163,38 @@ def run_transformers(args: argparse.Namespace) -> dict:
     return summarize(times, [c[0] for c in counts[: len(times)]], [c[1] for c in counts[: len(times)]], args.skip)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--skip", type=int, default=5, help="first updates left out of the timing (warm-up)")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=32, help="sentences per update (mtkit: the same on average)")
-    parser.add_argument("--pairs", type=int, default=10000)
-    parser.add_argument("--pieces", type=int, default=8000, help="pieces per sentencepiece model")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--worker", choices=("mtkit", "transformers"), help=argparse.SUPPRESS)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+SIZES = {"small": {"steps": 12, "skip": 2, "batch": 16, "pairs": 2000}, "full": {"steps": 60, "skip": 5, "batch": 32, "pairs": 10000}}
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One engine's fine-tuning in this process (`run.py finetune --worker E`): prints RESULT and its figures."""
+    sizes = argparse.Namespace(**SIZES["small" if args.small else "full"], threads=2)
+    result = run_mtkit(sizes) if args.worker == "mtkit" else run_transformers(sizes)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def program(engine: str, small: bool):
+    def once(round_: int) -> dict[str, float]:
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "finetune", "--worker", engine]
+        m = checked(measure(cmd + (["--small"] if small else []), WORK / "logs" / f"finetune-{engine}"), engine)
+        line = next(x for x in m.stdout.splitlines() if x.startswith("RESULT "))
+        return {**figures(m), **json.loads(line[len("RESULT "):])}
+    return once
+
+
+def run(args: argparse.Namespace) -> None:
     if args.worker:
-        result = run_mtkit(args) if args.worker == "mtkit" else run_transformers(args)
-        print("RESULT " + json.dumps(result), flush=True)
-        return
-    prepare(args.pairs, args.pieces)
-    results: dict[str, list[dict]] = {"mtkit": [], "transformers": []}
-    for _ in range(args.rounds):
-        for engine in results:  # alternating, each in a fresh process
-            command = [sys.executable, __file__, "--worker", engine] + [
-                f"--{k}={v}" for k, v in vars(args).items() if k in ("steps", "skip", "batch", "pairs", "threads")]
-            run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
-            line = next((l for l in run.stdout.splitlines() if l.startswith("RESULT ")), None)
-            if line is None:
-                sys.exit(f"{engine} worker failed:\n{run.stderr[-3000:]}")
-            results[engine].append(json.loads(line[len("RESULT "):]))
-    if args.json:
-        print(json.dumps(results))
-        return
-    for engine, rounds in results.items():
-        for i, r in enumerate(rounds):
-            print(f"{engine:12s} round {i + 1}: {r['tokens_per_s']:8.1f} tok/s over {r['updates_timed']} updates, "
-                  f"{r['sentences_per_update']} sentences/update, peak RSS {r['peak_rss_mib']} MiB")
-    ratio = [m["tokens_per_s"] / t["tokens_per_s"] for m, t in zip(results["mtkit"], results["transformers"])]
-    print("mtkit / Seq2SeqTrainer tokens/s per round: " + ", ".join(f"{r:.2f}x" for r in ratio))
-
-
-if __name__ == "__main__":
-    main()
+        return worker(args)
+    sizes = SIZES["small" if args.small else "full"]
+    prepare(sizes["pairs"], 8000)
+    programs = {"mtkit": program("mtkit", args.small)}
+    try:
+        import accelerate  # noqa: F401  (Seq2SeqTrainer refuses to start without it)
+        programs["Seq2SeqTrainer"] = program("transformers", args.small)
+    except ImportError:
+        print("Seq2SeqTrainer left out: accelerate is not installed (pip install accelerate)", file=sys.stderr)
+    results = alternate(programs, args.rounds)
+    rel = ratios(results)
+    rows = [{"program": name, "updates": f"{sizes['skip'] + 1}-{sizes['steps']}", **medians(r),
+             "tok/s vs mtkit": rel[name].get("tokens_per_s")} for name, r in results.items()]
+    write_results("finetune", {"rounds": results, "sizes": sizes}, rows)
