@@ -1,5 +1,5 @@
 """The documents cannot go stale: README.md's quick start runs exactly as printed, and the tests, files,
-headings and command options that README.md and docs/ name exist.
+headings, command options and recipe keys that README.md and docs/ name exist.
 
 The quick start's commands (the ```bash blocks between `<!-- quickstart -->` and `<!-- /quickstart -->`) run
 unchanged, each through `bash -o pipefail -c`, with the virtual environment's `mtkit` first on PATH, in a
@@ -169,3 +169,13 @@ def test_every_option_the_documents_show_exists() -> None:
         missing += [f"mtkit {command} {option}" for option in sorted(options)
                     if not re.search(re.escape(option) + r"(?![\w-])", help_text)]
     assert not missing, "options shown in the documents but not in --help:\n" + "\n".join(missing)
+
+
+def test_every_recipe_override_the_documents_show_is_a_valid_key() -> None:
+    """Each `--set section.key=value` in README.md or docs/ names a recipe key and a value of its type."""
+    from mtkit.recipe import resolve_recipe
+
+    shown = {match for doc in documents()
+             for match in re.findall(r"--set ([a-z_]+\.\w+=[^\s`),]+)", doc.read_text(encoding="utf-8"))}
+    for override in sorted(shown - {"section.key=value"}):
+        resolve_recipe(None, "tiny", [override], vocab_size=1000)  # a UserError names the bad key or value
