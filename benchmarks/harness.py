@@ -156,21 +156,24 @@ def version(package: str) -> str | None:
         return None
 
 
-def git_commit() -> str:
-    """The short commit, with "+dirty" when tracked files under mtkit/ or benchmarks/ differ from it."""
+def git_commit() -> tuple[str, list[str]]:
+    """The short commit, "+dirty" when tracked files under mtkit/ or benchmarks/ differ from it, and those files."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "mtkit", "benchmarks") else "")
+    status = git("status", "--porcelain", "--untracked-files=no", "mtkit", "benchmarks")
+    changed = [line[3:] for line in status.splitlines()]
+    return commit + ("+dirty" if changed else ""), changed
 
 
 def machine_stamp() -> dict[str, Any]:
     """What the figures were measured on and with."""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    commit, changed = git_commit()
     return {**cpu_facts(cpuinfo), "cores": os.cpu_count(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
             "python": platform.python_version(), "torch": version("torch"), "ctranslate2": version("ctranslate2"),
-            "transformers": version("transformers"), "mtkit": version("mtkit"), "commit": git_commit(),
+            "transformers": version("transformers"), "mtkit": version("mtkit"), "commit": commit, "changed_files": changed,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
@@ -180,6 +183,8 @@ def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict
     lines = [f"# {scenario}: {stamp['date']}, {stamp['commit']}", "",
              f"{stamp['cpu']}, {stamp['cores']} cores ({flags}); torch {stamp['torch']}, "
              f"ctranslate2 {stamp['ctranslate2']}, Python {stamp['python']}", "", f"`{command}`", ""]
+    if stamp.get("changed_files"):
+        lines[3:3] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
     if rows:
         columns = list(dict.fromkeys(k for row in rows for k in row))
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
