@@ -168,3 +168,16 @@ def _process_state_is_kept():
     before = _process_state()
     yield
     assert _process_state() == before, "this test changed the test process's signal handlers or garbage collector"
+
+
+@pytest.fixture(autouse=True)
+def _trainers_are_killed():
+    """A `mtkit train` subprocess (tests.reliability.common.Trainer) still running when its test ends, because an
+    assertion failed before the test reaped it, is killed: it would train on beside the next tests."""
+    yield
+    import sys
+
+    common = sys.modules.get("tests.reliability.common")
+    if common is not None:
+        while common.STARTED:
+            common.STARTED.pop().kill()

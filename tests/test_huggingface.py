@@ -254,6 +254,7 @@ def test_fine_tuning_lowers_validation_loss(imported: Path, fine_tuned: tuple[Pa
     assert valid_loss(fine_tuned[1], *pairs) < valid_loss(imported, *pairs) - 0.5
 
 
+@pytest.mark.exactness
 def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tuned: tuple[Path, Path], tmp_path: Path) -> None:
     data, reference = fine_tuned
     run, sets = tmp_path / "killed", [arg for item in FINE_TUNE_SETS for arg in ("--set", item)]

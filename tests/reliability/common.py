@@ -30,6 +30,7 @@ STEP_LINE = re.compile(r"^step (\d+) \|")
 TRAIN_SETS = ["train.max_tokens=512", "train.warmup_steps=10", "train.save_interval_minutes=0", "train.log_interval=1",
               "train.threads=1"]
 TRAIN_ARGS = ["--arch", "tiny", *(arg for item in TRAIN_SETS for arg in ("--set", item))]
+STARTED: list[Trainer] = []  # every Trainer of the running test
 
 
 def record(test: str, figure: str, **data: object) -> None:
@@ -51,13 +52,45 @@ def mtkit_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mtkit", *map(str, args)]
 
 
+def run_bounded(command: list[str], timeout: float, env: dict[str, str] | None = None,
+                stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """Run `command` to completion in its own process group, stdout/stderr as text; no input means an empty stdin
+    (never the test runner's). Past `timeout` the whole group (a shell pipeline's commands, torchrun) is asked to
+    stop, then killed, and TimeoutExpired raised: subprocess.run's timeout kills only the first process and
+    leaves its children running. torchrun stops its ranks (their own sessions) when it gets SIGTERM."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(env), start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except BaseException:
+        stop_group(process)
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout.decode("utf-8", "replace"),
+                                       stderr.decode("utf-8", "replace"))
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 20) -> None:
+    """SIGTERM to the process's group, SIGKILL after `grace_s`; its pipes closed."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            break
+        try:
+            process.communicate(timeout=grace_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess:
     """Run `mtkit ARGS` to completion; stdout/stderr as text."""
-    done = subprocess.run(mtkit_command(*args), input=stdin, capture_output=True, env=cli_env(env), timeout=timeout)
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
-                                       done.stderr.decode("utf-8", "replace"))
+    return run_bounded(mtkit_command(*args), timeout, env, stdin)
 
 
 def train_args(data_dir: Path, run_dir: Path, max_steps: int, *sets: str) -> list[str]:
@@ -74,8 +107,9 @@ class Trainer:
     """A `mtkit train` subprocess whose stderr is read line by line in a thread (step lines are counted)."""
 
     def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(env),
-                                     encoding="utf-8", errors="replace")
+        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=cli_env(env), encoding="utf-8", errors="replace")
+        STARTED.append(self)  # tests/conftest.py kills any still running when its test ends
         self.lines: list[str] = []
         self.steps: list[int] = []
         self.step_times: list[float] = []  # time.monotonic() when each step line arrived
@@ -112,10 +146,16 @@ class Trainer:
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.kill()
             raise
         self._reader.join(10)
         return code
+
+    def kill(self) -> None:
+        """SIGKILL if still running, and reap it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=60)
 
     @property
     def stderr(self) -> str:

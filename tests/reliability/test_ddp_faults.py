@@ -13,7 +13,7 @@ import pytest
 
 from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.train import FAULT_KILL_RANK
-from tests.reliability.common import BIN, audit_checkpoints, cli_env, differing_tensors, record, temporaries, train_args
+from tests.reliability.common import BIN, audit_checkpoints, differing_tensors, record, run_bounded, temporaries, train_args
 
 MAX_STEPS = 6
 SAVE_EVERY_STEP = "train.save_interval_steps=1"
@@ -24,7 +24,7 @@ def torchrun(data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] |
     launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", str(restarts)]
     launcher.append("--no-python")
     command = launcher + ["mtkit", *train_args(data_dir, run_dir, MAX_STEPS, SAVE_EVERY_STEP)]
-    return subprocess.run(command, capture_output=True, text=True, env=cli_env(env), timeout=240)
+    return run_bounded(command, 240, env)
 
 
 @pytest.mark.exactness

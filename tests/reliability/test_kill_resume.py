@@ -1,6 +1,7 @@
 """kill -9 at random points of a training run, then the same command again: it resumes from the newest
 complete checkpoint, no checkpoint under its final name is ever corrupt, and the final parameters are
-bit-identical to an uninterrupted run (float32 CPU, dropout on)."""
+bit-identical to an uninterrupted run (float32 CPU, dropout on). A fine-tuning run (--init-from) killed and
+resumed: tests/test_huggingface.py::test_fine_tuning_resumes_exactly_after_kill9."""
 
 from __future__ import annotations
 
@@ -72,29 +73,3 @@ def test_kill9_at_random_points_resumes_exactly(tmp_path: Path, small_data: Path
         f"{inside_write} kills inside a checkpoint write, final parameters bit-identical",
         kills=KILLS, resumed=resumed, corrupt=len(corrupt), inside_write=inside_write, identical=True,
     )
-
-
-@pytest.mark.exactness
-def test_fine_tuning_run_resumes_exactly_after_kill9(tmp_path: Path, small_data: Path, reliability_run: Path) -> None:
-    """A --init-from run killed twice resumes from its own checkpoints (not the parent again) and ends
-    bit-identical to an uninterrupted fine-tuning run."""
-    steps, parent = 14, reliability_run / "average.pt"
-    train(small_data, tmp_path / "reference", tiny_recipe(f"train.max_steps={steps}", *SAVE_EVERY_STEP,
-                                                          f"train.init_from={str(parent)!r}"))
-    run, rng = tmp_path / "fine", random.Random(16)
-    for kill in range(3):
-        start = newest_step(run)
-        trainer = Trainer(train_command(small_data, run, steps, *SAVE_EVERY_STEP) + ["--init-from", str(parent)])
-        if kill < 2:
-            assert trainer.wait_steps(rng.randint(2, 3)), trainer.stderr[-3000:]
-            time.sleep(rng.uniform(0.0, trainer.step_times[-1] - trainer.step_times[-2]))
-            assert kill9(trainer) == -9
-        else:
-            assert trainer.finish() == 0, trainer.stderr[-3000:]
-        assert trainer.steps[0] == start + 1, (start, trainer.steps[:3], trainer.stderr[-2000:])
-        assert ("initialized from" in trainer.stderr) == (start == 0), trainer.stderr[-2000:]
-    final = load_checkpoint(list_checkpoints(run)[-1])
-    expected = load_checkpoint(list_checkpoints(tmp_path / "reference")[-1])
-    assert final["step"] == expected["step"] == steps
-    assert not differing_tensors(final["model"], expected["model"])
-    assert not differing_tensors(final["optimizer"], expected["optimizer"])

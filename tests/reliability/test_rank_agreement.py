@@ -12,14 +12,14 @@ import pytest
 from mtkit.checkpoint import list_checkpoints
 from mtkit.rundir import FAULT_STALE_RANK
 from mtkit.train import train
-from tests.reliability.common import BIN, STEP_LINE, cli_env, record, train_args
+from tests.reliability.common import BIN, STEP_LINE, record, run_bounded, train_args
 from tests.reliability.conftest import tiny_recipe
 
 
 def torchrun(data_dir: Path, run_dir: Path, max_steps: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", "0", "--no-python"]
     command = launcher + ["mtkit", *train_args(data_dir, run_dir, max_steps, "train.save_interval_steps=2")]
-    return subprocess.run(command, capture_output=True, text=True, env=cli_env(env), timeout=240)
+    return run_bounded(command, 240, env)
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from mtkit.checkpoint import load_checkpoint
 from mtkit.tokenizer import BOS_ID, EOS_ID
 from mtkit.translate import CHUNK_LINES, Translator, translate_stream
 from tests.conftest import MULTI30K, read_gz_lines
-from tests.reliability.common import cli_env, forced_logits_checkpoint, mtkit_command, record, run_cli
+from tests.reliability.common import forced_logits_checkpoint, mtkit_command, record, run_bounded, run_cli
 
 FAST = ["--beam", "1", "--max-len-a", "0", "--max-len-b", "3", "--quiet"]
 
@@ -34,14 +33,14 @@ def test_empty_input_and_closed_pipe_and_full_disk(reliability_run: Path, source
     assert empty.returncode == 0 and empty.stdout == "" and "Traceback" not in empty.stderr
 
     pipeline = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} < {shlex.quote(str(source_text))} | head -1"
-    head = subprocess.run(["bash", "-c", pipeline], capture_output=True, text=True, env=cli_env(), timeout=300)
+    head = run_bounded(["bash", "-c", pipeline], 300)
     assert head.returncode == 0 and len(head.stdout.splitlines()) == 1
     assert head.stderr == "", head.stderr[-2000:]  # no traceback, no BrokenPipeError, nothing at all
 
     full = []
     for redirect in ("> /dev/full", "-o /dev/full"):
         command = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} {redirect} < {shlex.quote(str(source_text))}"
-        full.append(subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=cli_env(), timeout=300))
+        full.append(run_bounded(["bash", "-c", command], 300))
     for done in full:
         assert done.returncode == 74 and "No space left on device" in done.stderr, done.stderr[-2000:]
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
