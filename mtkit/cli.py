@@ -258,6 +258,36 @@ def score(
     emit(result.as_dict(), as_json, text)
 
 
+@app.command("score-pairs")
+@user_errors
+def score_pairs(
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    source: Path = typer.Option(..., "--source", help="Source sentences, one per line (plain or .gz)."),
+    target: Path = typer.Option(..., "--target", help="Their targets, line-aligned with --source."),
+    engine: str = option(EngineConfig, "engine"),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    batch_tokens: Optional[int] = recipe_option(TranslateConfig, "batch_tokens"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per pair: score, tokens, mean."),
+    piece_scores: bool = typer.Option(False, "--piece-scores", help="With --json: every piece's log-probability too."),
+) -> None:
+    """Forced scoring: the log-probability the model gives each target given its source (natural log, summed over
+    the target's pieces and its end of sentence), one line per pair in input order; "nan" (or a JSON "error") for
+    a pair with an empty side or a side longer than the model takes. `mtkit score` is the metric command."""
+    from mtkit.console import log
+
+    check(source.is_file(), f"{source}: no such file")
+    check(target.is_file(), f"{target}: no such file")
+    with start_up_without_gc():
+        from mtkit.engines import load_translator
+        from mtkit.forced import score_files
+
+        overrides = {"batch_tokens": batch_tokens} if batch_tokens is not None else {}
+        translator = load_translator(model, engine, device=device, dtype=dtype, **overrides)
+    counts = score_files(translator, source, target, sys.stdout, as_json=as_json, with_pieces=piece_scores)
+    log(f"{counts['pairs']} pairs: {counts['scored']} scored, {counts['unscored']} without a score")
+
+
 @app.command()
 @user_errors
 def export(

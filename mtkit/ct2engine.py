@@ -166,6 +166,17 @@ class CT2Translator:
             todo = [batch for group in again.values() for batch in self._batches(ids, prefixes, group)]
         return results
 
+    def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
+        """Per-piece log-probabilities of each target and its end of sentence (score_batch adds the decoder's start
+        and the end of sentence), in batches of cfg.batch_tokens tokens."""
+        if not src:
+            return []
+        source = [[self.pieces[i] for i in s] for s in src]
+        target = [[self.target_pieces[i] for i in t] for t in tgt]
+        scored = self.model.score_batch(source, target, max_batch_size=self.cfg.batch_tokens, batch_type="tokens",
+                                        max_input_length=0)
+        return [list(result.log_probs) for result in scored]
+
     def _batches(self, ids: list[list[int]], prefixes: list[list[int]], among: list[int]) -> list[tuple[list[int], int]]:
         """(indices, decoding steps) of the batches of `among`: sentences of one maximum length, neighbouring
         maxima merged while a batch holds fewer than MIN_BATCH sentences, each within cfg.batch_tokens.

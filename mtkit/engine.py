@@ -58,6 +58,11 @@ class Translating(Protocol):
         """Source ids per line, truncated to max_source_tokens with a warning (refused when strict)."""
         ...
 
+    def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
+        """Teacher-forced natural-log probability of each target id, then of the end of sentence, per pair (none
+        empty or over max_source_tokens): what the search would add up for that hypothesis."""
+        ...
+
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
         sequence, [] for none) are forced at the start of each translation."""

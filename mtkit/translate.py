@@ -196,6 +196,31 @@ class Translator:
                     results[index] = one
         return results
 
+    def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
+        """Per-piece log-probabilities of each target and its end of sentence, batched by length as search_ids
+        batches; an ensemble's are the mean of its members' log-probabilities, as in the search."""
+        results: list[list[float]] = [[] for _ in src]
+        lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
+        for batch in length_batches(lengths, self.cfg.batch_tokens):
+            for index, scores in zip(batch, self._score([src[i] for i in batch], [tgt[i] for i in batch])):
+                results[index] = scores
+        return results
+
+    @torch.inference_mode()
+    def _score(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[list[float]]:
+        c = self.model_cfg
+        src, _ = pad_batch(src_ids, c.pad_id, c.eos_id, self.device)
+        tgt_in = torch.full((len(tgt_ids), max(len(t) for t in tgt_ids) + 1), c.pad_id, dtype=torch.long)
+        tgt_out = tgt_in.clone()
+        for row, tokens in enumerate(tgt_ids):  # padding after a target: the causal mask keeps it out of its scores
+            tgt_in[row, : len(tokens) + 1] = torch.tensor([c.start_id, *tokens])
+            tgt_out[row, : len(tokens) + 1] = torch.tensor([*tokens, c.eos_id])
+        tgt_in, tgt_out = tgt_in.to(self.device), tgt_out.to(self.device)
+        logps = [torch.log_softmax(model(src, tgt_in).float(), dim=-1) for model in self.decoder.models]
+        mean = logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)
+        picked = mean.gather(2, tgt_out[..., None])[..., 0].cpu()
+        return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
+
     @torch.inference_mode()
     def _search(self, ids: list[list[int]], prefixes: list[list[int]] | None) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)

@@ -20,7 +20,7 @@ from mtkit.cli import app
 from mtkit.engine_config import EngineConfig
 from mtkit.serve_config import CLI_DEFAULTS, ServeConfig
 
-COMMANDS = ("preprocess", "train", "average", "translate", "score", "export", "import", "serve")
+COMMANDS = ("preprocess", "train", "average", "translate", "score", "score-pairs", "export", "import", "serve")
 # `python -m mtkit` with torch made unimportable: a command that imports it fails loudly.
 MTKIT_WITHOUT_TORCH = (sys.executable, "-c", "import sys; sys.modules['torch'] = None; from mtkit.cli import main; main()")
 

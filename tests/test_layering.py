@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "engines": {"ct2cache", "ct2engine", "engine", "engine_config", "export", "translate"} | LAYER0,
     "ct2cache": {"runfiles", "interop"} | LAYER0,
     "interop": {"errors"},
+    "forced": {"engine"} | LAYER0,
     "ct2engine": {"ct2cache", "decoding", "engine", "interop", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
@@ -165,7 +166,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
-              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "cli")
+              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian"}
