@@ -159,9 +159,9 @@ def version(package: str) -> str | None:
 def git_commit() -> tuple[str, list[str]]:
     """The short commit, "+dirty" when tracked files under mtkit/ or benchmarks/ differ from it, and those files."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout
 
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
     status = git("status", "--porcelain", "--untracked-files=no", "mtkit", "benchmarks")
     changed = [line[3:] for line in status.splitlines()]
     return commit + ("+dirty" if changed else ""), changed
@@ -184,7 +184,7 @@ def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict
              f"{stamp['cpu']}, {stamp['cores']} cores ({flags}); torch {stamp['torch']}, "
              f"ctranslate2 {stamp['ctranslate2']}, Python {stamp['python']}", "", f"`{command}`", ""]
     if stamp.get("changed_files"):
-        lines[3:3] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
+        lines[4:4] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
     if rows:
         columns = list(dict.fromkeys(k for row in rows for k in row))
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
