@@ -59,5 +59,10 @@ def test_multi30k_recipe_end_to_end(tmp_path: Path, multi30k: Path) -> None:
     assert len(lines) == 101 and lines[-1] == ""  # 100 lines, newline-terminated, aligned with the input
 
     score = json.loads(mtkit("score", "--ref", str(raw / "test.de"), str(hyp), "--json").stdout)
-    assert 0.0 <= score["bleu"] <= 100.0 and score["signature"].startswith("nrefs:1")
-    assert score["chrf"] > 5.0  # 60 updates of a tiny model already produce German-looking text
+    assert score["signature"].startswith("nrefs:1")
+    # Floors the recipe must reach: these 60 updates of the tiny model scored BLEU 1.14 (unigram precision 23.5%)
+    # and chrF 15.8 on these 100 test lines (2026-11-25, 2-core Zen 4). The floors sit at about half that, so that
+    # other CPUs' kernels (other last bits, other choices in a close beam) pass, and the old `0 <= bleu` (which
+    # any output met) becomes a claim that these updates taught the model something.
+    assert score["bleu"] >= 0.6, score["bleu_detail"]
+    assert score["chrf"] >= 10.0, score
