@@ -153,7 +153,7 @@ def shown_options() -> dict[str, set[str]]:
         for block in re.findall(r"```bash\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S):
             for line in block.replace("\\\n", " ").splitlines():
                 line = re.sub(r"(^|\s)#.*", "", line)  # a comment's words are not a command
-                for command, rest in re.findall(r"\bmtkit (\w+)([^|;&]*)", line):
+                for command, rest in re.findall(r"\bmtkit ([\w-]+)([^|;&]*)", line):
                     options.setdefault(command, set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", rest))
     return options
 
