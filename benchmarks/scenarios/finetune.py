@@ -1,19 +1,14 @@
-"""Fine-tuning an imported opus-mt-shaped model: `mtkit train --init-from` (the baseline) against transformers'
-Seq2SeqTrainer on the same pairs, in alternating rounds, each a fresh child process measured by the harness.
-
-The model is a randomly initialised MarianMTModel shaped as opus-mt-en-de (d_model 512, 6+6 layers, 8 heads, FFN
-2048, swish, vocabulary 58,101 with the pad last, tied embeddings), with two unigram sentencepiece models trained
-on Multi30k en and de and a vocab.json padded to 58,101 pieces (the output layer keeps opus-mt's full cost).
-Both train fp32, label smoothing 0.1, Adam(W) without weight decay, dropout 0.1. Reported per engine:
-source+target tokens (no padding) per second over the updates after the first `skip`, sentences per update.
-Batches: Seq2SeqTrainer takes `batch` sentences; mtkit a token budget of `batch` times the mean padded pair
-length, so both average about `batch` sentences per update. Needs `mtkit[hf]` and, for Seq2SeqTrainer, accelerate.
+"""Fine-tuning a random opus-mt-en-de-shaped Marian model (d512, 6+6, swish, vocabulary 58,101, tied): `mtkit
+train --init-from` its import (the baseline) against transformers' Seq2SeqTrainer on the same pairs, fp32, label
+smoothing 0.1, no weight decay, alternating rounds of fresh child processes. Seq2SeqTrainer takes `batch` sentences
+per update, mtkit a token budget of `batch` x the mean padded pair length. Seq2SeqTrainer needs accelerate.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import io
 import json
 import shutil
@@ -188,11 +183,10 @@ def run(args: argparse.Namespace) -> None:
     sizes = SIZES["small" if args.small else "full"]
     prepare(sizes["pairs"], 8000)
     programs = {"mtkit": program("mtkit", args.small)}
-    try:
-        import accelerate  # noqa: F401  (Seq2SeqTrainer refuses to start without it)
+    if importlib.util.find_spec("accelerate"):  # Seq2SeqTrainer refuses to start without it
         programs["Seq2SeqTrainer"] = program("transformers", args.small)
-    except ImportError:
-        print("Seq2SeqTrainer left out: accelerate is not installed (pip install accelerate)", file=sys.stderr)
+    else:
+        print("Seq2SeqTrainer left out: accelerate is not installed", file=sys.stderr)
     results = alternate(programs, args.rounds)
     rel = ratios(results)
     rows = [{"program": name, "updates": f"{sizes['skip'] + 1}-{sizes['steps']}", **medians(r),
