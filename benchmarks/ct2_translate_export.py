@@ -1,6 +1,6 @@
 """Translate a text file with an `mtkit export` CTranslate2 model, using ctranslate2 and sentencepiece only.
 
-The CTranslate2 side of bench_ct2_same_model.py, run as its own process: no mtkit and no torch are imported, so
+The bare CTranslate2 baseline of the translate scenario, run as its own process: no mtkit and no torch are imported, so
 its start-up is CTranslate2's. It reads raw lines, encodes them with the export's spm.model, translates, decodes
 and writes one line per input (empty stays empty), as `mtkit translate` does, and logs on stderr, as mtkit does,
 `translated N lines in X s`, timed from after the model load to the last line written.
