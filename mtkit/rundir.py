@@ -194,3 +194,11 @@ class MetricsLog:
         if self.monitor is not None:
             self.monitor.close()
             self.monitor = None
+
+
+def init_from_parent(model: Any, source: str, recipe: dict, manifest: dict, is_main: bool) -> None:
+    """Load the parent's weights into a fresh run's model (every rank reads them, so all start alike)."""
+    path, payload = load_parent(Path(source), recipe, manifest, warn if is_main else None)
+    model.load_state_dict(payload["model"])
+    if is_main:
+        log(f"initialized from {path} (its step {payload['step']}); fresh optimizer, schedule and step count")

@@ -2,23 +2,23 @@
 stop condition, validates, saves and averages.
 
 `train()` reads top to bottom: start_run -> update_until_stopped (batches -> update -> log -> validate -> save)
--> finish. One update and validation are in mtkit/step.py, the criterion in mtkit/loss.py, torchrun plumbing
-in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py."""
+-> finish. One update and the validation set are in mtkit/step.py, what the loop keeps between updates (state,
+log window, stop votes, the injected fault) in mtkit/train_state.py, the criterion in mtkit/loss.py, torchrun
+plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py. About 430 lines: the config, the
+schedule and the loop stay together, as the layout of STYLE.md puts them."""
 
 from __future__ import annotations
 
-import math
-import os
-import signal
-import time
 import dataclasses
+import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
-from torch import Tensor, nn
+from torch import nn
 
 from mtkit.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.distributed import DistContext, restore_rng, rng_state, setup_distributed, wrap_ddp
@@ -26,12 +26,31 @@ from mtkit.loss import LossModule
 from mtkit.monitor import TensorBoardLog, require_tensorboard
 from mtkit.model import ModelConfig, configure_cuda_kernels
 from mtkit.precision import PRECISIONS
-from mtkit.step import train_step, valid_bleu, validate
+from mtkit.step import Validation, pad_multiple, token_ids, train_step, valid_bleu, validate, validation_set
+from mtkit.train_state import (  # noqa: F401  (FAULT_KILL_RANK: mtkit.train's name for it, used by tests)
+    FAULT_KILL_RANK,
+    LogWindow,
+    SignalFlag,
+    StopVotes,
+    TrainState,
+    fault_kill_attempt,
+    gradient_norm,
+    kill_for_fault,
+    make_payload,
+)
 
 
 SCHEDULES = ("inverse_sqrt", "noam")
-# "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
-FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
+
+
+class TrainRecipe(Protocol):
+    """What training reads of a resolved mtkit.recipe.Recipe (typed here: mtkit.recipe imports this module)."""
+
+    model: ModelConfig
+    train: "TrainConfig"
+    translate: Any  # mtkit.decoding.TranslateConfig: validation BLEU's search
+
+    def as_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -121,7 +140,7 @@ def make_scaler(precision: str) -> Any:
     return torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
 
-def resolve_train_precision(recipe: Any, device: torch.device) -> Any:
+def resolve_train_precision(recipe: TrainRecipe, device: torch.device) -> TrainRecipe:
     """The recipe with `train.precision` resolved for `device` (auto: bf16 where it runs natively, else fp32),
     refused in one line where it cannot run; what the run records and `--dry-run` shows."""
     from mtkit.console import warn
@@ -140,65 +159,7 @@ def set_threads(cfg: TrainConfig) -> None:
         torch.set_num_threads(cfg.threads)
 
 
-def fault_kill_rank(rank: int, attempt: int, run_dir: Path) -> None:
-    """Die like a crashed node when FAULT_KILL_RANK names this rank and attempt; a marker file in
-    RUN_DIR makes it happen once, so the restarted rank runs on."""
-    if os.environ.get(FAULT_KILL_RANK, "").replace(" ", "") != f"{rank}:{attempt}":
-        return
-    marker = run_dir / f".fault-killed-rank{rank}-attempt{attempt}"
-    if marker.exists():
-        return
-    marker.touch()
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass
-class TrainState:
-    """Where the run is; everything needed to continue exactly (plain types only)."""
-
-    step: int = 0
-    epoch: int = 1
-    position: int = 0  # batches of this rank's shard consumed in the current epoch
-    attempts: int = 0  # update attempts, skipped ones included (fault injection counts these)
-    wall: float = 0.0  # training seconds before this process started
-    best_loss: float = math.inf
-    best_step: int = 0
-    stale: int = 0  # validations since the best one
-
-
-class SignalFlag:
-    """SIGINT/SIGTERM set a flag; the loop finishes its step, saves, then raises Interrupted."""
-
-    def __init__(self) -> None:
-        import signal
-
-        self.signum = 0
-        self._previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.signum = signum
-
-    def restore(self) -> None:
-        import signal
-
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
-def make_payload(model: nn.Module, optimizer: Any, scaler: Any, state: TrainState, rng: list[Tensor], extra: dict) -> dict:
-    return {
-        "kind": "train",
-        "model": model.state_dict(),  # on the device: Run.save copies it to the host, tied weights once
-        "optimizer": optimizer.state_dict(),
-        "scaler": scaler.state_dict() if scaler is not None else {},
-        "state": dict(state.__dict__),
-        "step": state.step,
-        "rng": rng,
-        **extra,
-    }
-
-
-def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
+def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     """Train, or resume the run in `run_dir`; returns a summary dict on rank 0 (None on the other ranks).
     `recipe` is a resolved mtkit.recipe.Recipe."""
     from mtkit.data import read_manifest
@@ -234,20 +195,6 @@ def train(data_dir: Path, run_dir: Path, recipe: Any) -> dict | None:
 
 
 @dataclass
-class Validation:
-    """The valid split as training checks it: the loss over this rank's shard, BLEU over all of it (shared by ranks)."""
-
-    data: Any  # mtkit.data.ParallelData
-    batches: list[Any]  # this rank's shard, collated on the device
-    bleu_batches: list[Any]  # sentence indices of the whole split
-
-
-def fresh_window() -> list:
-    """Sums since the last log line: loss*tokens, nll*tokens, src tokens, tgt tokens, updates, start time."""
-    return [0.0, 0.0, 0, 0, 0, time.monotonic()]
-
-
-@dataclass
 class Run:
     """One training run's live objects and loop counters: what updating, validating and saving share."""
 
@@ -264,13 +211,14 @@ class Run:
     resumed_from: Path | None
     translate_cfg: Any  # search settings for validation BLEU
     validation: Validation | None
+    kill_at: int | None = None  # the update attempt at which a test's injected fault kills this rank
     saved_step: int = 0
     bad: int = 0  # skipped updates in a row
     last_save: float = field(default_factory=time.monotonic)
-    window: list = field(default_factory=fresh_window)
+    window: LogWindow = field(default_factory=LogWindow)
+    votes: StopVotes = field(default_factory=StopVotes)  # the last update's, summed over ranks
     saver: BackgroundSaver = field(default_factory=BackgroundSaver)  # one checkpoint write in flight at a time
     snapshot: HostSnapshot = field(default_factory=HostSnapshot)  # host copies of the state (GPU: reused buffers)
-    flags: list = field(default_factory=lambda: [0.0, 0.0, 0.0])  # signal, time limit, save due: summed over ranks
 
     def save(self) -> None:
         """Snapshot the state to host memory and hand writing, hashing and pruning to the background saver (rank
@@ -313,12 +261,12 @@ class Run:
         return cfg.patience > 0 and state.stale >= cfg.patience
 
 
-def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: DistContext) -> tuple[Run, Any]:
+def start_run(data_dir: Path, run_dir: Path, recipe: TrainRecipe, manifest: dict, ctx: DistContext) -> tuple[Run, Any]:
     """Open the data and the run directory, build model and optimizer, and resume from the newest valid
     checkpoint if there is one; returns the run and the training data."""
     from mtkit.data import ParallelData
     from mtkit.model import Transformer
-    from mtkit.rundir import MetricsLog, agreed_checkpoint, open_run
+    from mtkit.rundir import MetricsLog, agreed_checkpoint, init_from_parent, open_run
 
     cfg, mcfg = recipe.train, recipe.model
     found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main, agreed_checkpoint(run_dir, ctx))
@@ -342,7 +290,7 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
         state = TrainState(**payload["state"])
         restore_rng(payload["rng"], ctx)
     elif cfg.init_from:
-        init_from_parent(model, cfg.init_from, recipe.as_dict(), manifest, ctx)
+        init_from_parent(model, cfg.init_from, recipe.as_dict(), manifest, ctx.is_main)
     if cfg.compile:
         module.compile_model()  # the model only: the loss's shapes depend on the data on CPU
     if ctx.world_size > 1:
@@ -358,44 +306,8 @@ def start_run(data_dir: Path, run_dir: Path, recipe: Any, manifest: dict, ctx: D
     metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step, monitor)
     run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, metrics,
               extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx, mcfg),
-              saved_step=state.step)
+              kill_at=fault_kill_attempt(ctx.rank, run_dir), saved_step=state.step)
     return run, train_data
-
-
-def init_from_parent(model: nn.Module, source: str, recipe: dict, manifest: dict, ctx: DistContext) -> None:
-    """Load the parent's weights into a fresh run's model (every rank reads them, so all start alike)."""
-    from mtkit.console import log, warn
-    from mtkit.rundir import load_parent
-
-    path, payload = load_parent(Path(source), recipe, manifest, warn if ctx.is_main else None)
-    model.load_state_dict(payload["model"])
-    if ctx.is_main:
-        log(f"initialized from {path} (its step {payload['step']}); fresh optimizer, schedule and step count")
-
-
-def token_ids(mcfg: ModelConfig) -> tuple[int, int, int]:
-    """pad, decoder start and eos: what collate writes around each sentence."""
-    return mcfg.pad_id, mcfg.start_id, mcfg.eos_id
-
-
-def validation_set(data: Any, cfg: TrainConfig, ctx: DistContext, mcfg: ModelConfig) -> Validation | None:
-    from mtkit.batching import epoch_batches
-    from mtkit.data import collate
-
-    if data is None:
-        return None
-    multiple = pad_multiple(cfg, ctx.device)
-    bleu_batches = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1)
-    shard = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size, pad_multiple=multiple)
-    return Validation(data, [collate(data, idx, *token_ids(mcfg), pad_multiple=multiple).to(ctx.device)
-                                      for idx in shard], bleu_batches)
-
-
-def pad_multiple(cfg: TrainConfig, device: torch.device) -> int:
-    """Padded lengths rounded up to 8 on CUDA or compiled: a bounded set of shapes (an epoch of Multi30k at
-    4,096 tokens: 45 instead of 211, one per batch), so compiled graphs and attention kernels are not rebuilt per
-    batch, and tensor-core friendly sizes. 1 on CPU, where a shape costs nothing and padding costs compute."""
-    return 8 if device.type == "cuda" or cfg.compile else 1
 
 
 def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
@@ -438,22 +350,23 @@ def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
     """One update attempt over `group` (update_freq batches), logged every log_interval updates; False when
     it was skipped (non-finite loss, out of memory), an error after max_bad_steps skips in a row.
 
-    The stop flags (signal, time limit, save interval) ride in the step's one all-reduce (run.flags after it),
+    The stop votes (signal, time limit, save interval) ride in the step's one all-reduce (run.votes after it),
     so every rank decides alike without a second collective per update."""
     from mtkit.errors import NumericalError, StorageError
 
     cfg, ctx, state = run.cfg, run.ctx, run.state
     state.attempts += 1
-    fault_kill_rank(ctx.rank, state.attempts, run.run_dir)
+    if state.attempts == run.kill_at:
+        kill_for_fault(run.run_dir, ctx.rank, state.attempts)
     lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
-    flags = [
-        float(flag.signum),
-        float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
-        float(cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60),
-    ]
+    votes = StopVotes(
+        signal=float(flag.signum),
+        time_up=float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
+        save_due=float(cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60),
+    )
     try:
         result = train_step(run.module, run.optimizer, run.scaler, group, ctx, lr, state.attempts, cfg.precision,
-                            cfg.clip_norm, flags)
+                            cfg.clip_norm, votes.as_list())
     except torch.OutOfMemoryError:
         raise StorageError(f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens") from None
     state.position += len(group)
@@ -472,31 +385,32 @@ def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
         return False
     run.bad = 0
     state.step += 1
-    run.flags = result.flags
-    w = run.window
-    run.window = [w[0] + result.loss * result.tgt_tokens, w[1] + result.nll * result.tgt_tokens,
-                  w[2] + result.src_tokens, w[3] + result.tgt_tokens, w[4] + 1, w[5]]
+    run.votes = StopVotes.from_list(result.flags)
+    run.window.add(result.loss, result.nll, result.src_tokens, result.tgt_tokens)
     if state.step % cfg.log_interval == 0:
-        log_interval(run.metrics, state, run.window, lr, gradient_norm(run.model, result.grad_norm))
-        run.window = fresh_window()
+        record = run.window.record(state, lr, gradient_norm(run.model, result.grad_norm))
+        run.metrics.write(record, f"step {state.step} | epoch {state.epoch} | loss {record['loss']:.3f} | "
+                                  f"ppl {record['ppl']:.2f} | lr {lr:.3g} | {record['tokens_per_s']:.0f} tok/s | "
+                                  f"{run.metrics.wall():.0f}s")
+        run.window = LogWindow()
     return True
 
 
 def after_update(run: Run, flag: SignalFlag) -> str:
     """Validate and save when due; returns why to stop ("" to go on). The signal, time-limit and save-interval
-    flags were summed over ranks by the update, so every rank decides alike; a single process also sees a signal
+    votes were summed over ranks by the update, so every rank decides alike; a single process also sees a signal
     that came during the update (ranks would not agree on that one, and stop after the next update instead)."""
-    cfg, state, flags = run.cfg, run.state, run.flags
+    cfg, state, votes = run.cfg, run.state, run.votes
     stop = ""
     if cfg.valid_interval_steps and state.step % cfg.valid_interval_steps == 0 and run.validate():
         stop = "patience"
-    if flags[0] or (run.ctx.world_size == 1 and flag.signum):
+    if votes.signal or (run.ctx.world_size == 1 and flag.signum):
         stop = "signal"
     elif cfg.max_steps and state.step >= cfg.max_steps:
         stop = "max_steps"
-    elif flags[1]:
+    elif votes.time_up:
         stop = stop or "max_time"
-    due = (cfg.save_interval_steps and state.step % cfg.save_interval_steps == 0) or flags[2]
+    due = (cfg.save_interval_steps and state.step % cfg.save_interval_steps == 0) or votes.save_due
     if due and not stop:
         run.save()
     return stop
@@ -522,28 +436,3 @@ def finish(run: Run, stop: str, signum: int) -> dict | None:
     averaged, _ = write_average(run.run_dir, cfg.average_last)
     return {"stop": stop, "step": state.step, "epoch": state.epoch, "wall": round(run.metrics.wall(), 1),
             "best_step": state.best_step, "best_valid_loss": state.best_loss, "average": str(averaged)}
-
-
-def gradient_norm(model: nn.Module, clipped: Tensor | None) -> float:
-    """L2 norm of the last update's gradients before clipping: clipping's own figure, else computed from the
-    gradients the update left (read on log steps only: it waits for the device)."""
-    if clipped is not None:
-        return float(clipped)
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
-
-
-def log_interval(metrics: Any, state: TrainState, window: list, lr: float, grad_norm: float) -> None:
-    """One metrics.jsonl record and one console line for the updates since the last log (grad_norm: the last
-    update's)."""
-    seconds = max(time.monotonic() - window[5], 1e-9)
-    tokens = max(window[3], 1)
-    loss, nll = window[0] / tokens, window[1] / tokens
-    record = {
-        "step": state.step, "epoch": state.epoch, "loss": round(loss, 4), "nll": round(nll, 4),
-        "ppl": round(math.exp(min(nll, 50)), 3), "lr": lr, "src_tokens": int(window[2]), "tgt_tokens": int(window[3]),
-        "tokens_per_s": round((window[2] + window[3]) / seconds, 1), "updates": int(window[4]),
-        "grad_norm": round(grad_norm, 4),
-    }
-    metrics.write(record, f"step {state.step} | epoch {state.epoch} | loss {loss:.3f} | ppl {record['ppl']:.2f} | "
-                          f"lr {lr:.3g} | {record['tokens_per_s']:.0f} tok/s | {metrics.wall():.0f}s")

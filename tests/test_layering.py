@@ -45,8 +45,9 @@ ALLOWED: dict[str, set[str]] = {
     "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config"} | LAYER0,
     "preprocess_config": {"errors", "files"},
     "sources": {"files", "errors"},
-    "step": {"search", "tokenizer", "data", "score", "loss", "distributed"},
-    "train": {"model", "step", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
+    "step": {"search", "tokenizer", "data", "batching", "score", "loss", "distributed"},
+    "train": {"model", "step", "train_state", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
+    "train_state": set(),
     "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess_config", "train", "search"} | LAYER0,
     "export": {"translate", "checkpoint", "interop", "model", "tokenizer"} | LAYER0,
@@ -169,7 +170,7 @@ TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching"
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
-                 "huggingface", "marian"}
+                 "huggingface", "marian", "train_state"}
 
 
 def top_level_imports(path: Path) -> set[str]:
