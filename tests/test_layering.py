@@ -57,6 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "options": set(),
     "process": set(),
     "serve_request": set(),
+    "markup": set(),
     "serve_worker": {"engine"} | LAYER0,
     "huggingface": {"export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
     "marian": {"errors", "model"},
@@ -167,7 +168,8 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
-              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli")
+              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
+              "markup")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state"}
