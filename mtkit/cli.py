@@ -334,7 +334,8 @@ def import_model(
 @user_errors
 def serve(
     ctx: typer.Context,
-    model: Path = typer.Argument(..., help=MODEL_HELP),
+    models: list[Path] = typer.Argument(..., help="One or more RUN_DIRs or checkpoints, each serving its language "
+                                         "pair (a text file here lists them, one per line)."),
     host: str = option(ServeConfig, "host"),
     port: int = option(ServeConfig, "port"),
     device: str = option(ServeConfig, "device"),
@@ -352,11 +353,12 @@ def serve(
     engine: str = option(ServeConfig, "engine"),
     workers: Optional[int] = option(ServeConfig, "workers"),
     threads: int = option(ServeConfig, "threads"),
+    api_keys: Optional[str] = option(ServeConfig, "api_keys"),
 ) -> None:
-    """Serve translations over HTTP: POST /translate {"text": [...]}, GET /health, GET /info (README: Serving)."""
+    """Serve translations over HTTP: mtkit's API and LibreTranslate's (docs/serving.md)."""
     from mtkit.serve import serve as run_serve
 
-    run_serve(model, ServeConfig(**values_of(ServeConfig, ctx.params)))
+    run_serve(models, ServeConfig(**values_of(ServeConfig, ctx.params)))
 
 
 def main() -> None:

@@ -8,21 +8,27 @@ Imports no torch: the torch engine brings it when it is loaded, --engine ctransl
 
 # No `from __future__ import annotations`: FastAPI reads the endpoints' annotations (Request) as objects.
 import asyncio
+import copy
 import dataclasses
 import signal
 import socket
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from mtkit import __version__
 from mtkit.console import log
+from mtkit.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
 from mtkit.decoding import Hypothesis
 from mtkit.engine import Translating, encode_prefixes
 from mtkit.engines import load_translator
 from mtkit.errors import UserError
+from mtkit.libretranslate import looks_like_json, request_fields
 from mtkit.serve_config import CLI_DEFAULTS, ServeConfig
-from mtkit.serve_request import ClientGone, RequestError, parse_request
-from mtkit.serve_worker import BatchWorker, Job
+from mtkit.serve_libre import Detectors, libre_detect, libre_translate, settings
+from mtkit.serve_models import Router, ServedModel, expand_runs, model_pairs
+from mtkit.serve_request import ClientGone, RequestError, check_request, decode_json, language_codes
+from mtkit.serve_worker import BatchWorker
 from mtkit.stream import best_lines, scored_texts
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
@@ -58,7 +64,8 @@ def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
         "dtype": facts["dtype"],
         "workers": translator.workers,
         "limits": {key: getattr(cfg, key) for key in
-                   ("max_lines", "max_bytes", "max_beam", "queue_size", "max_batch_tokens", "max_delay_ms", "strict")},
+                   ("max_lines", "max_bytes", "max_beam", "queue_size", "max_delay_ms", "strict")}
+                  | {"max_batch_tokens": translator.cfg.batch_tokens, "api_keys": cfg.api_keys is not None},
     }
 
 
@@ -121,33 +128,40 @@ def encode_prefix_lines(translator: Translating, prefixes: list[str] | None) -> 
     return ids
 
 
-async def translate_request(
-    request: Any, translator: Translating, worker: BatchWorker, cfg: ServeConfig, stopping: asyncio.Event,
-) -> dict:
-    """POST /translate: validate, encode (warnings collected for this request), queue, await the worker."""
-    parsed = parse_request(await read_body(request, cfg, stopping), cfg.max_lines, cfg.max_beam, translator.cfg.beam)
+async def read_fields(request: Any, cfg: ServeConfig, stopping: asyncio.Event, limiter: KeyLimiter | None,
+                      ) -> tuple[dict[str, Any], bool]:
+    """The request's fields and whether they are mtkit's own body (JSON without LibreTranslate's `q`); the API
+    key checked first when the server has keys (403 / 429), whichever API the request speaks."""
+    body = await read_body(request, cfg, stopping)
+    if looks_like_json(body):
+        data = decode_json(body)
+        own = not (isinstance(data, dict) and "q" in data)
+    else:
+        data, own = request_fields(body, request.headers.get("content-type", ""), request.url.query), False
+    if limiter is not None:
+        key = data.get("api_key") if isinstance(data, dict) else None
+        limiter.admit(key if key is not None else request.query_params.get("api_key"), time.monotonic())
+    return data, own
+
+
+async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict:
+    """mtkit's POST /translate: {"text": [...]} checked, encoded (warnings collected), decoded by its model."""
+    model = router.route(*language_codes(data)) if isinstance(data, dict) else router.models[0]
+    translator = model.translator
+    parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
-    try:
-        ids = translator.encode_lines(parsed.lines, strict=cfg.strict, on_warning=warnings.append)
-    except UserError as exc:
-        raise RequestError(413, str(exc)) from None
-    job = Job(ids, parsed.beam, parsed.nbest, prefixes=encode_prefix_lines(translator, parsed.prefixes))
-    if not worker.submit(job):
-        raise RequestError(503, f"server busy: {cfg.queue_size} requests queued (--queue-size); retry later")
-    try:
-        results = await asyncio.wrap_future(job.future)
-    except Exception as exc:  # noqa: BLE001 - the worker logged the traceback
-        raise RequestError(500, f"translation failed: {type(exc).__name__}: {exc}") from None
+    prefixes = encode_prefix_lines(translator, parsed.prefixes)
+    results = await model.decode(parsed.lines, parsed.beam, parsed.nbest, cfg.strict, warnings, prefixes)
     answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.nbest)}
     if warnings:
         answer["warnings"] = warnings
     return answer
 
 
-def build_app(
-    translator: Translating, worker: BatchWorker, cfg: ServeConfig, info: dict[str, Any], stopping: asyncio.Event,
-) -> Any:
-    """The FastAPI app: POST /translate, GET /health, GET /info; every error is {"error": message}.
+def build_app(router: Router, cfg: ServeConfig, info: dict[str, Any], stopping: asyncio.Event,
+              detectors: Detectors, limiter: KeyLimiter | None, name: Callable[[str], str]) -> Any:
+    """The FastAPI app: mtkit's POST /translate, GET /health, GET /info, and LibreTranslate's POST /translate
+    (`q`), POST /detect, GET /languages, GET /frontend/settings; every error is {"error": message}.
 
     `stopping` is set when the server is asked to stop (see run_until_stopped).
     """
@@ -177,17 +191,34 @@ def build_app(
         return error(exc.status_code, str(exc.detail))
 
     @app.post("/translate")
-    async def translate(request: Request) -> dict:
-        return await translate_request(request, translator, worker, cfg, stopping)
+    async def translate(request: Request) -> JSONResponse:
+        data, own = await read_fields(request, cfg, stopping, limiter)
+        if own:
+            return JSONResponse(await translate_request(data, router, cfg))
+        return JSONResponse(await libre_translate(data, router, detectors, cfg.max_lines, cfg.max_beam, cfg.strict))
+
+    @app.post("/detect")
+    async def detect(request: Request) -> JSONResponse:
+        data, _ = await read_fields(request, cfg, stopping, limiter)
+        return JSONResponse(await libre_detect(data if isinstance(data, dict) else {}, router, detectors))
+
+    @app.get("/languages")
+    async def languages() -> JSONResponse:  # no key needed: Discourse asks without one
+        return JSONResponse(router.describe_languages(name))
+
+    @app.get("/frontend/settings")
+    async def frontend_settings() -> JSONResponse:
+        return JSONResponse(settings(router, cfg.max_bytes, limiter is not None, name))
 
     @app.get("/")
+    @app.post("/")  # Nextcloud's LibreTranslate client tests its connection with a POST /
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE)
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        status = 200 if worker.alive else 503
-        return JSONResponse({"status": "ok" if worker.alive else "worker stopped", "pending": worker.pending}, status)
+        status = 200 if router.alive else 503
+        return JSONResponse({"status": "ok" if router.alive else "worker stopped", "pending": router.pending}, status)
 
     @app.get("/info")
     async def model_information() -> dict:
@@ -244,7 +275,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def run_until_stopped(
-    server: Any, sock: socket.socket, stopping: asyncio.Event, worker: BatchWorker, grace_seconds: float,
+    server: Any, sock: socket.socket, stopping: asyncio.Event, router: Router, grace_seconds: float,
 ) -> None:
     """Run the uvicorn server; set `stopping` once it has been told to exit (SIGTERM, SIGINT).
 
@@ -259,7 +290,7 @@ async def run_until_stopped(
             await asyncio.sleep(0.1)
         stopping.set()
         await asyncio.sleep(grace_seconds)
-        while worker.pending:
+        while router.pending:
             await asyncio.sleep(0.1)
         await asyncio.sleep(grace_seconds)
         unread = list(server.server_state.connections)
@@ -291,32 +322,67 @@ def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translatin
     return load_translator(run_dir, engine=cfg.engine, device=cfg.device, dtype=cfg.dtype, **options)
 
 
-def serve(run_dir: str | Path, cfg: ServeConfig) -> None:
-    """Load RUN_DIR's model and serve it until SIGTERM or SIGINT, which finish the requests in flight."""
+def load_models(run_dirs: list[Path], cfg: ServeConfig) -> Router:
+    """Every RUN_DIR's model with its worker (a RUN that is a file lists run directories, one per line)."""
+    models = []
+    for run_dir in expand_runs(run_dirs):
+        translator = load_service_translator(run_dir, cfg)
+        worker = BatchWorker(translator, translator.cfg.batch_tokens, cfg.max_delay_ms, cfg.queue_size)
+        models.append(ServedModel(str(run_dir), translator, worker, model_pairs(translator)))
+    return Router(models)
+
+
+def load_detectors(router: Router) -> tuple[Detectors, Callable[[str], str]]:
+    """Language identification for source "auto" and /detect, and language names; without the detector
+    installed the server still runs, and those requests are answered 500 with the install hint."""
+    try:
+        from mtkit.language_id import LanguageDetector, language_name
+
+        LanguageDetector(router.languages())  # an unknown code fails here, at start-up, not per request
+    except (ImportError, UserError) as exc:
+        log(f"language detection disabled: {exc}")
+        return Detectors(None, str(exc)), lambda code: code
+    return Detectors(LanguageDetector), language_name
+
+
+def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:
+    """GET /info: the first model's facts at the top (a server of one model), every model under "models"."""
+    models = [{"run": model.run_dir, "pairs": [f"{s}->{t}" for s, t in model.pairs], **model_info(model.translator, cfg)}
+              for model in router.models]
+    return {**models[0], "models": models}
+
+
+def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
+    """Load the models of RUN_DIRs and serve them until SIGTERM or SIGINT, which finish the requests in flight."""
     uvicorn = import_uvicorn()
-    translator = load_service_translator(run_dir, cfg)
-    cfg = dataclasses.replace(cfg, max_batch_tokens=translator.cfg.batch_tokens)
-    info = model_info(translator, cfg)
+    limiter = load_limiter(cfg.api_keys)
+    router = load_models(run_dirs if isinstance(run_dirs, list) else [run_dirs], cfg)
+    detectors, name = load_detectors(router)
+    info = server_info(router, cfg)
     sock = bind(cfg.host, cfg.port)
-    worker = BatchWorker(translator, cfg.max_batch_tokens, cfg.max_delay_ms, cfg.queue_size)
     stopping = asyncio.Event()
-    app = build_app(translator, worker, cfg, info, stopping)
+    app = build_app(router, cfg, info, stopping, detectors, limiter, name)
     # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
     # read_body instead, and uvicorn closes idle connections at once when it stops.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"  # uvicorn's default is stdout: logs go to stderr
     config = uvicorn.Config(app, log_level="info", access_log=cfg.access_log, timeout_graceful_shutdown=None,
-                            http=headers_within(cfg.body_timeout))
+                            http=headers_within(cfg.body_timeout), log_config=log_config)
     server = uvicorn.Server(config)
+    hide_keys_in_access_log()
     # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
     # no-op (so we exit 0), and a SIGTERM just before uvicorn took over still stops it at once.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
-    worker.start()
+    router.start()
     host, port = sock.getsockname()[:2]
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    log(f"serving {translator.info.get('checkpoint')} on http://{address} "
-        f"({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
+    for model in router.models:
+        pairs = ", ".join(f"{source}->{target}" for source, target in model.pairs) or "no languages named"
+        log(f"serving {model.translator.info.get('checkpoint')} ({pairs})")
+    log(f"on http://{address} ({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
-        asyncio.run(run_until_stopped(server, sock, stopping, worker, cfg.grace_seconds))
+        asyncio.run(run_until_stopped(server, sock, stopping, router, cfg.grace_seconds))
     finally:
-        worker.stop()
+        router.stop()
         signal.signal(signal.SIGTERM, previous)
     log("stopped: every request answered")

@@ -49,6 +49,9 @@ class ServeConfig:
         "help": "Seconds a request body may take to arrive, from the end of its headers (408 after)."})
     grace_seconds: float = field(default=5.0, metadata={
         "help": "After SIGTERM, seconds a body still arriving may take before the connection is closed."})
+    api_keys: str | None = field(default=None, metadata={
+        "help": "File of API keys, one per line, each optionally followed by its requests per minute (KEY 60): "
+                "translate and detect then need a key (403 without, 429 over its limit)."})
 
     def __post_init__(self) -> None:
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")

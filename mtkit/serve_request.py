@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-REQUEST_KEYS = ("text", "beam", "nbest", "prefix")
+REQUEST_KEYS = ("text", "beam", "nbest", "prefix", "source", "target", "api_key")
 
 class RequestError(Exception):
     """A request the service refuses: HTTP status and a one-line message for the client.
@@ -33,6 +33,8 @@ class TranslateRequest:
     beam: int
     nbest: int
     prefixes: list[str] | None = None  # text each line's translation must begin with ("" for none)
+    source: str | None = None  # language codes that pick the model of a server of several
+    target: str | None = None
 
 
 def decode_json(body: bytes) -> Any:
@@ -76,7 +78,11 @@ def text_list(data: dict, name: str) -> list[str] | None:
 
 def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
     """Validate a POST /translate body: {"text": [str, ...], "beam"?: int, "nbest"?: int, "prefix"?: [str, ...]}."""
-    data = decode_json(body)
+    return check_request(decode_json(body), max_lines, max_beam, default_beam)
+
+
+def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
+    """parse_request's checks of a decoded body (also "source"/"target" codes and "api_key", checked elsewhere)."""
     if not isinstance(data, dict):
         raise RequestError(422, 'the body must be a JSON object such as {"text": ["A sentence."]}')
     unknown = sorted(set(data) - set(REQUEST_KEYS))
@@ -94,4 +100,15 @@ def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int)
         raise RequestError(422, f"prefix must have one string per line of text ({len(lines)}, \"\" for none); got {len(prefixes)}")
     beam = int_option(data, "beam", default_beam, 1, max_beam)
     nbest = int_option(data, "nbest", 1, 1, beam)
-    return TranslateRequest(lines, beam, nbest, prefixes)
+    return TranslateRequest(lines, beam, nbest, prefixes, *language_codes(data))
+
+
+def language_codes(data: dict) -> tuple[str | None, str | None]:
+    """The body's "source" and "target" codes, lower-cased (None where absent); not a string is a 422."""
+    codes = []
+    for name in ("source", "target"):
+        code = data.get(name)
+        if code is not None and not isinstance(code, str):
+            raise RequestError(422, f"{name} must be a language code such as \"en\"")
+        codes.append(code.lower() if code else None)
+    return codes[0], codes[1]

@@ -122,6 +122,25 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
 
 
 @pytest.fixture(scope="session")
+def de_en_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
+    """A tiny German -> English model, 10 updates on 64 pairs: a second language pair for serving several models."""
+    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.recipe import resolve_recipe
+    from mtkit.train import train
+
+    en_de = preprocess_slice(tmp_path_factory.mktemp("de-en") / "en-de", multi30k, multi30k_spm, 64, 16)
+    raw = en_de.parent / f"{en_de.name}-raw"
+    data = en_de.parent / "de-en"
+    preprocess(PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"),
+                                spm_model=str(multi30k_spm)), data)
+    recipe = resolve_recipe(None, "tiny", ["train.max_steps=10", "train.save_interval_minutes=0",
+                                           "train.average_last=1", "train.log_interval=5"], vocab_size=1000)
+    run = tmp_path_factory.mktemp("de-en-run") / "run"
+    train(data, run, recipe)
+    return run
+
+
+@pytest.fixture(scope="session")
 def foreign_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
     """A sentencepiece model made as outside mtkit, with sentencepiece's defaults (unigram, NFKC, no byte
     fallback, unk 0, bos 1, eos 2, no pad): vocab 1000, first 3000 train pairs."""

@@ -71,7 +71,7 @@ def browser(tmp_path: Path):
 
 def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     lines = ["A man is sleeping on a bench.", "Two dogs play in the snow."]
     status, _, expected = page_server.translate({"text": lines})
@@ -79,7 +79,8 @@ def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_
     browser.get(f"http://127.0.0.1:{page_server.port}/")
     wait = WebDriverWait(browser, WAIT_S)
     wait.until(lambda driver: driver.find_element(By.ID, "engine").text != "…")  # /info has been shown
-    assert browser.find_element(By.ID, "languages").text == "en → de"
+    wait.until(lambda driver: "loading" not in driver.find_element(By.ID, "pair").text)  # /languages too
+    assert Select(browser.find_element(By.ID, "pair")).first_selected_option.text == "en → de"
     assert browser.find_element(By.ID, "engine").text == ENGINE_LINES[page_server.engine]
 
     browser.find_element(By.ID, "source").send_keys("\n".join(lines))
@@ -103,3 +104,27 @@ def test_page_shows_the_api_error(page_server: Server, browser: Any) -> None:
     error = browser.find_element(By.ID, "error")
     WebDriverWait(browser, WAIT_S).until(lambda driver: error.is_displayed())
     assert "5 lines" in error.text and "--max-lines" in error.text
+
+
+def test_page_picks_the_language_pair_of_a_server_of_two_models(tiny_run: Path, de_en_run: Path, browser: Any,
+                                                                tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    server = Server(tiny_run, tmp_path / "stderr.log", str(de_en_run))
+    try:
+        lines = ["Ein Mann schläft.", "Zwei Hunde spielen im Schnee."]
+        status, _, expected = server.translate({"text": lines, "source": "de", "target": "en"})
+        assert status == 200
+        browser.get(f"http://127.0.0.1:{server.port}/")
+        wait = WebDriverWait(browser, WAIT_S)
+        wait.until(lambda driver: "loading" not in driver.find_element(By.ID, "pair").text)
+        pair = Select(browser.find_element(By.ID, "pair"))
+        assert [option.text for option in pair.options] == ["de → en", "en → de"]
+        pair.select_by_visible_text("de → en")
+        browser.find_element(By.ID, "source").send_keys("\n".join(lines))
+        browser.find_element(By.ID, "translate").click()
+        wait.until(lambda driver: driver.find_elements(By.CSS_SELECTOR, "#output li"))
+        assert [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li")] == expected["translations"]
+    finally:
+        server.stop()
