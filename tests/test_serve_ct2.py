@@ -91,3 +91,18 @@ def test_unknown_engine_and_dtype_are_one_line_errors(tiny_run: Path) -> None:
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and "Traceback" not in run.stderr
         assert run.stderr.strip().splitlines()[-1].startswith("error: ") and message in run.stderr
+
+
+def test_libretranslate_requests_equal_the_cli_with_ctranslate2(ct2_server: Server, flickr_lines: list[str],
+                                                                ct2_cli_translations: list[str]) -> None:
+    import html
+    from urllib.parse import urlencode
+
+    body = urlencode({"q": flickr_lines[0], "source": "en", "target": "de"}).encode()
+    status, _, answer = ct2_server.request("POST", "/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200 and answer == {"translatedText": ct2_cli_translations[0]}
+    status, _, answer = ct2_server.request("POST", "/translate", json.dumps({
+        "q": [f"<p>{line}</p>" for line in flickr_lines[:2]], "source": "en", "target": "de", "format": "html"}).encode(),
+        {"Content-Type": "application/json"})
+    expected = [f"<p>{html.escape(text, quote=False)}</p>" for text in ct2_cli_translations[:2]]
+    assert status == 200 and answer["translatedText"] == expected

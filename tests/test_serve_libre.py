@@ -117,6 +117,16 @@ def test_a_mastodon_post_comes_back_well_formed_with_link_mention_hashtag_and_em
     assert Tags(translated[1]).tags == Tags("<p>A dog runs.</p>").tags
 
 
+def test_alternatives_come_from_the_n_best_without_repeats(keyed: Server) -> None:
+    body = json.dumps({"q": ["A dog runs.", "A man is sleeping."], "source": "en", "target": "de", "alternatives": 3,
+                       "api_key": KEY}).encode()
+    status, _, answer = keyed.request("POST", "/translate", body, {"Content-Type": "application/json"})
+    assert status == 200 and len(answer["alternatives"]) == 2
+    for best, others in zip(answer["translatedText"], answer["alternatives"]):
+        assert len(others) <= 3 and best not in others and len(set(others)) == len(others)
+    assert any(answer["alternatives"])  # a beam of 4 finds other texts for these lines
+
+
 def test_discourse_detects_then_translates_with_forms(keyed: Server) -> None:
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     status, _, detected = keyed.request("POST", "/detect", urlencode({"q": "A man is sleeping.", "api_key": KEY}).encode(), form)
