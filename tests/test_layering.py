@@ -62,6 +62,7 @@ ALLOWED: dict[str, set[str]] = {
     "engine_config": set(),
     "options": set(),
     "process": set(),
+    "language_id": {"errors"},
     "serve_request": set(),
     "serve_worker": {"engine"} | LAYER0,
     "huggingface": {"export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
@@ -174,7 +175,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
-              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup")
+              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "language_id")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state"}
