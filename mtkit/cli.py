@@ -288,6 +288,49 @@ def score_pairs(
     log(f"{counts['pairs']} pairs: {counts['scored']} scored, {counts['unscored']} without a score")
 
 
+@app.command("filter-pairs")
+@user_errors
+def filter_pairs(
+    forward: Path = typer.Option(..., "--forward", help="Model from the corpus's source language to its target: " + MODEL_HELP),
+    backward: Path = typer.Option(..., "--backward", help="Model from its target language back to its source."),
+    source: Path = typer.Option(..., "--source", help="Source side of the corpus, one sentence per line (plain or .gz)."),
+    target: Path = typer.Option(..., "--target", help="Target side, line-aligned with --source."),
+    out: Path = typer.Option(..., "--out", help="PREFIX: writes PREFIX.scores.tsv and the kept pairs as PREFIX.SRC and PREFIX.TGT (language codes)."),
+    keep: Optional[float] = typer.Option(None, "--keep", help="Keep this fraction of the pairs, the best scored (0 to 1)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep the pairs scoring at least this (scores are 0 to 1)."),
+    engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (its score_batch, the default for bulk work) or torch."),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run's scores."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Dual conditional cross-entropy filtering (Junczys-Dowmunt 2018): score each pair with a forward and a backward
+    model, keep the best fraction or those over a threshold. Killed, it goes on from the last chunk scored."""
+    from mtkit.console import log, progress
+    from mtkit.files import count_lines
+
+    check(source.is_file(), f"{source}: no such file")
+    check(target.is_file(), f"{target}: no such file")
+    with start_up_without_gc():
+        from mtkit.engines import load_translator
+        from mtkit.xent_filter import check_selection, filter_corpus
+
+        check_selection(keep, threshold)
+        models = [load_translator(model, engine, device=device, dtype=dtype) for model in (forward, backward)]
+    with progress() as bar:
+        task = bar.add_task("scoring", total=count_lines(source), info="")
+        summary = filter_corpus(*models, source, target, out, keep, threshold, overwrite,
+                                on_chunk=lambda pairs: bar.advance(task, pairs))
+    if as_json:
+        print(json.dumps(summary))
+    else:
+        cutoff = "none" if summary["cutoff"] is None else f"{summary['cutoff']:.4f}"
+        print(f"kept {summary['kept']} of {summary['pairs']} pairs (lowest score kept {cutoff}); "
+              f"{summary['unscored']} without a score; {' '.join(summary['kept_files'])}")
+    if summary["resumed_after"]:
+        log(f"went on after the {summary['resumed_after']} pairs an earlier run had scored")
+
+
 @app.command()
 @user_errors
 def export(

@@ -93,3 +93,10 @@ def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None) -> list[li
     if prefixes is None:
         return None
     return tokenizer.encode_target([prefix.strip() for prefix in prefixes])
+
+
+def language_pair(translator: Translating) -> tuple[str, str] | None:
+    """The (source, target) codes a model's data manifest names, lower-cased; None when it names none."""
+    manifest = translator.info.get("manifest", {})
+    source, target = manifest.get("source_lang"), manifest.get("target_lang")
+    return (source.lower(), target.lower()) if source and target else None

@@ -338,11 +338,12 @@ def load_detectors(router: Router) -> tuple[Detectors, Callable[[str], str]]:
     try:
         from mtkit.language_id import LanguageDetector, language_name
 
-        LanguageDetector(router.languages())  # an unknown code fails here, at start-up, not per request
+        detectors = Detectors(LanguageDetector)
+        detectors.get(router.languages())  # /detect's, made now: an unknown code fails at start-up, not per request
     except (ImportError, UserError) as exc:
         log(f"language detection disabled: {exc}")
         return Detectors(None, str(exc)), lambda code: code
-    return Detectors(LanguageDetector), language_name
+    return detectors, language_name
 
 
 def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:

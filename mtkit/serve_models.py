@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.decoding import Hypothesis
-from mtkit.engine import Translating
+from mtkit.engine import Translating, language_pair
 from mtkit.errors import UserError, check
 from mtkit.serve_request import RequestError
 from mtkit.serve_worker import BatchWorker, Job
@@ -20,10 +20,9 @@ from mtkit.stream import best_lines
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
-    """The (source, target) language codes a model translates, from its data manifest ([] when it names none)."""
-    manifest = translator.info.get("manifest", {})
-    source, target = manifest.get("source_lang"), manifest.get("target_lang")
-    return [(source.lower(), target.lower())] if source and target else []
+    """The (source, target) language pairs a model translates ([] when its manifest names none)."""
+    pair = language_pair(translator)
+    return [pair] if pair else []
 
 
 @dataclass

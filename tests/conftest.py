@@ -106,37 +106,35 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path
     return run
 
 
+OVERFIT = ["model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=160", "train.lr=3e-3", "train.warmup_steps=30",
+           "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=10"]
+
+
 @pytest.fixture(scope="session")
 def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) -> Path:
     """A tiny model trained to memorize 64 Multi30k pairs."""
     from mtkit.recipe import resolve_recipe
     from mtkit.train import train
 
-    recipe = resolve_recipe(None, "tiny", [
-        "model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=160", "train.lr=3e-3", "train.warmup_steps=30",
-        "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=10",
-    ], vocab_size=1000)
     run = tmp_path_factory.mktemp("overfit-run") / "run"
-    train(overfit_data, run, recipe)
+    train(overfit_data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=1000))
     return run
 
 
 @pytest.fixture(scope="session")
-def de_en_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
-    """A tiny German -> English model, 10 updates on 64 pairs: a second language pair for serving several models."""
+def de_en_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path, multi30k_spm: Path) -> Path:
+    """overfit_run's reverse: a tiny German -> English model that memorized the same 64 pairs (a second language
+    pair for serving several models; with overfit_run, two models that agree on those pairs)."""
     from mtkit.preprocess import PreprocessConfig, preprocess
     from mtkit.recipe import resolve_recipe
     from mtkit.train import train
 
-    en_de = preprocess_slice(tmp_path_factory.mktemp("de-en") / "en-de", multi30k, multi30k_spm, 64, 16)
-    raw = en_de.parent / f"{en_de.name}-raw"
-    data = en_de.parent / "de-en"
+    raw = overfit_data.parent / f"{overfit_data.name}-raw"  # its text files, written by preprocess_slice
+    data = tmp_path_factory.mktemp("de-en") / "data"
     preprocess(PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"),
                                 spm_model=str(multi30k_spm)), data)
-    recipe = resolve_recipe(None, "tiny", ["train.max_steps=10", "train.save_interval_minutes=0",
-                                           "train.average_last=1", "train.log_interval=5"], vocab_size=1000)
     run = tmp_path_factory.mktemp("de-en-run") / "run"
-    train(data, run, recipe)
+    train(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=1000))
     return run
 
 

@@ -35,6 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "ct2cache": {"runfiles", "interop"} | LAYER0,
     "interop": {"errors"},
     "forced": {"engine"} | LAYER0,
+    "resumable": {"errors", "files"},
+    "xent_filter": {"engine", "forced", "resumable"} | LAYER0,
     "ct2engine": {"ct2cache", "decoding", "engine", "interop", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
@@ -175,7 +177,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
-              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "language_id")
+              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state"}
