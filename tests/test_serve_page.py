@@ -81,6 +81,7 @@ def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_
     wait.until(lambda driver: driver.find_element(By.ID, "engine").text != "…")  # /info has been shown
     wait.until(lambda driver: "loading" not in driver.find_element(By.ID, "pair").text)  # /languages too
     assert Select(browser.find_element(By.ID, "pair")).first_selected_option.text == "en → de"
+    assert not browser.find_element(By.ID, "key-label").is_displayed()  # no --api-keys: no key to ask for
     assert browser.find_element(By.ID, "engine").text == ENGINE_LINES[page_server.engine]
 
     browser.find_element(By.ID, "source").send_keys("\n".join(lines))
@@ -121,6 +122,8 @@ def test_page_picks_the_language_pair_of_a_server_of_two_models(tiny_run: Path, 
         wait.until(lambda driver: "loading" not in driver.find_element(By.ID, "pair").text)
         pair = Select(browser.find_element(By.ID, "pair"))
         assert [option.text for option in pair.options] == ["de → en", "en → de"]
+        wait.until(lambda driver: driver.find_element(By.ID, "models").text)
+        assert browser.find_element(By.ID, "models").text == f"2 models: {tiny_run} (en->de); {de_en_run} (de->en)"
         pair.select_by_visible_text("de → en")
         browser.find_element(By.ID, "source").send_keys("\n".join(lines))
         browser.find_element(By.ID, "translate").click()
