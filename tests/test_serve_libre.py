@@ -100,6 +100,9 @@ class Tags(html.parser.HTMLParser):
 
 
 def test_a_mastodon_post_comes_back_well_formed_with_link_mention_hashtag_and_emoji(keyed: Server) -> None:
+    # Mastodon asks for the languages with its JSON Content-Type and no body, and reads each code's targets.
+    languages = requests.get(url(keyed) + "/languages", headers={"Content-Type": "application/json"}, timeout=60)
+    assert languages.status_code == 200 and {item["code"]: item["targets"] for item in languages.json()} == {"de": [], "en": ["de"]}
     body = json.dumps({"q": [MASTODON_POST, "<p>A dog runs.</p>"], "source": "auto", "target": "de",
                        "format": "html", "api_key": KEY})
     status, _, answer = keyed.request("POST", "/translate", body.encode(), {"Content-Type": "application/json"})
