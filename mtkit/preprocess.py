@@ -1,5 +1,6 @@
 """Raw parallel text (read by mtkit.sources) -> sentencepiece model + binarized splits + manifest.json, streaming
-and in parallel (its settings: mtkit.preprocess_config): cleaning with drop counts and dedup, encoding in worker processes, the manifest.
+and in parallel (its settings: mtkit.preprocess_config): cleaning with drop counts (lengths, mtkit.corpus_filters, dedup),
+encoding in worker processes, the manifest.
 Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte fallback
 encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line. Memory does not grow
 with the corpus (dedup aside: 8 bytes per kept training pair).
@@ -21,6 +22,7 @@ import numpy as np
 from rich.progress import Progress
 
 from mtkit.console import log, progress
+from mtkit.corpus_filters import FILTER_REASONS, PairFilters
 from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
 from mtkit.errors import check
 from mtkit.files import atomic_directory, write_text
@@ -35,7 +37,7 @@ from mtkit.tokenizer import (
     train_tokenizer,
 )
 
-DROP_REASONS = ("empty", "too_short", "too_long", "ratio", "duplicate")
+DROP_REASONS = ("empty", "too_short", "too_long", "ratio", *FILTER_REASONS, "duplicate")  # in the order tried
 CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream
 SPM_MODEL = "spm.model"
 
@@ -65,13 +67,14 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
           f"{cfg.spm_model}: source and target vocabularies too different in size for one token file format")
     has_train = any(source.name == "train" for source in sources)
     check(reused is not None or has_train, "no train split to train sentencepiece on (give one, or an spm_model)")
+    filters = _build_filters(cfg) if any(source.clean for source in sources) else None
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
             (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
             tokenizer = reused
         else:
             tokenizer = _train_sentencepiece(cfg, next(s for s in sources if s.name == "train"), tmp / SPM_MODEL)
-        splits = _encode_all(cfg, sources, tokenizer, tmp)
+        splits = _encode_all(cfg, sources, tokenizer, filters, tmp)
         manifest = {
             "format": FORMAT,
             "version": VERSION,
@@ -122,6 +125,12 @@ def _plan_sources(cfg: PreprocessConfig) -> list[Source]:
     return sources
 
 
+def _build_filters(cfg: PreprocessConfig) -> PairFilters:
+    """The chosen corpus filters, built in this process before the workers fork (they inherit the compiled script
+    tables and the loaded detector); an unknown language is refused here, before anything is written."""
+    return PairFilters.build(cfg.source_lang, cfg.target_lang, cfg.filter_same, cfg.filter_scripts, cfg.filter_langid)
+
+
 def _train_sentencepiece(cfg: PreprocessConfig, train: Source, path: Path) -> Tokenizer:
     log(
         f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
@@ -140,16 +149,20 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: Source, path: Path) -> To
     return Tokenizer.load(path)
 
 
-def _encode_all(cfg: PreprocessConfig, sources: list[Source], tokenizer: Tokenizer | TableTokenizer, out_dir: Path) -> dict:
+def _encode_all(
+    cfg: PreprocessConfig, sources: list[Source], tokenizer: Tokenizer | TableTokenizer, filters: PairFilters | None,
+    out_dir: Path,
+) -> dict:
     """Encode and write every split with `cfg.workers` processes; returns the per-split statistics."""
     log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
     if cfg.workers == 1:
-        encoder = _ChunkEncoder(tokenizer.to_bytes(), cfg)
+        encoder = _ChunkEncoder(tokenizer.to_bytes(), cfg, filters)
         return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, functools.partial(map, encoder))
     # fork shares the parent's loaded modules; spawn would re-import torch in every worker.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     # The pool starts before the progress display, whose refresh thread must not be forked.
-    with multiprocessing.get_context(method).Pool(cfg.workers, _init_worker, (tokenizer.to_bytes(), cfg)) as pool:
+    initargs = (tokenizer.to_bytes(), cfg, filters)
+    with multiprocessing.get_context(method).Pool(cfg.workers, _init_worker, initargs) as pool:
         encode_chunks = functools.partial(_ordered_map, pool, _encode_in_worker, window=2 * cfg.workers)
         return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, encode_chunks)
 
@@ -184,8 +197,8 @@ def _write_split(
             for reason, count in chunk.dropped.items():
                 dropped[reason] += count
             bar.update(task, advance=len(chunk.src_lens) + sum(chunk.dropped.values()))
-    reasons = ", ".join(f"{reason} {count}" for reason, count in dropped.items() if count) or "none"
-    log(f"{source.name}: kept {stats['pairs']} of {source.count} pairs (dropped: {reasons})")
+    reasons = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in dropped.items() if count)
+    log(f"{source.name}: kept {stats['pairs']:,} of {source.count:,} pairs (dropped: {reasons or 'none'})")
     return {**stats, "dropped": dropped}
 
 
@@ -204,10 +217,11 @@ def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable,
 class _ChunkEncoder:
     """Strip, encode and (train split only) filter one chunk; runs inside a worker process."""
 
-    def __init__(self, model: bytes, cfg: PreprocessConfig) -> None:
+    def __init__(self, model: bytes, cfg: PreprocessConfig, filters: PairFilters | None) -> None:
         self.tokenizer = tokenizer_from_bytes(model)
         self.dtype = token_dtype(self.tokenizer.vocab_size)
         self.cfg = cfg
+        self.filters = filters
 
     def __call__(self, task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
         src_text, tgt_text, clean = task
@@ -220,6 +234,8 @@ class _ChunkEncoder:
         dropped: dict[str, int] = {}
         if clean:
             keep, dropped = _filter(src_lens, tgt_lens, self.cfg)
+            if self.filters is not None:
+                dropped.update(self.filters.narrow(src_text, tgt_text, keep))
         digests = None
         if clean and self.cfg.dedup:
             digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
@@ -236,9 +252,9 @@ class _ChunkEncoder:
 _worker_encoder: _ChunkEncoder | None = None
 
 
-def _init_worker(model: bytes, cfg: PreprocessConfig) -> None:
+def _init_worker(model: bytes, cfg: PreprocessConfig, filters: PairFilters | None) -> None:
     global _worker_encoder
-    _worker_encoder = _ChunkEncoder(model, cfg)  # the model is loaded once per worker
+    _worker_encoder = _ChunkEncoder(model, cfg, filters)  # the model is loaded once per worker
 
 
 def _encode_in_worker(task: tuple[list[str], list[str], bool]) -> _EncodedChunk:

@@ -39,7 +39,13 @@ REGULARISATION_FIELDS = ("dropout", "attention_dropout", "activation_dropout")
 
 
 def data_identity(manifest: dict) -> dict:
-    return {key: manifest.get(key) for key in DATA_IDENTITY}
+    """The manifest's DATA_IDENTITY fields, each split's drop counts of zero left out: a drop reason that preprocess
+    learned later (a new filter, counted 0 when it drops nothing or is off) does not make the same data another."""
+    identity = {key: manifest.get(key) for key in DATA_IDENTITY}
+    if isinstance(identity["splits"], dict):
+        identity["splits"] = {name: {**split, "dropped": {k: n for k, n in split.get("dropped", {}).items() if n}}
+                              for name, split in identity["splits"].items()}
+    return identity
 
 
 def check_compatible(run_dir: Path, recipe: dict, manifest: dict, payload: dict | None) -> None:

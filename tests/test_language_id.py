@@ -11,6 +11,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mtkit.errors import UserError
@@ -94,6 +95,29 @@ def test_names_cover_the_detector_languages_exactly() -> None:
     assert set(NAMES) == {code for code in labels if len(code) == 2}
     assert language_name("de") == "German" and language_name("cs") == "Czech" and language_name("en") == "English"
     assert language_name("xx") == "xx"
+
+
+@pytest.mark.parametrize("restricted", [True, False], ids=["two languages", "all"])
+def test_batched_probabilities_equal_detect(restricted: bool, everything: LanguageDetector,
+                                            lines: dict[str, list[str]]) -> None:
+    """probabilities() walks a whole batch through py3langid's model at once; each text scores as detect() scores it
+    alone, also across batches, for texts without features (uniform) and for upper-case text (lowered first)."""
+    detector = LanguageDetector(["de", "en"]) if restricted else everything
+    texts = [line for text in lines.values() for line in text[:60]] + ["", "  ", "123 !!", "ÜBER DEN WOLKEN", "東京"]
+    found = detector.probabilities(texts)
+    assert found.shape == (len(texts), len(detector.languages)) and found.dtype == np.float32
+    assert np.allclose(found.sum(axis=1), 1, atol=1e-5)
+    for probabilities, detections in zip(found, detector.detect(texts)):
+        for detection in detections:
+            rounded = min(100.0, round(100 * float(probabilities[detector.languages.index(detection.language)]), 2))
+            assert rounded == pytest.approx(detection.confidence, abs=0.011)
+    empty, blank = found[len(texts) - 5], found[len(texts) - 4]
+    assert np.array_equal(empty, blank) and (not restricted or np.allclose(empty, 0.5))  # no features: uniform
+    small_batches = np.concatenate([detector.probabilities(texts[i:i + 7]) for i in range(0, len(texts), 7)])
+    assert np.allclose(small_batches, found, atol=1e-6)
+    assert detector.probabilities([]).shape == (0, len(detector.languages))
+    with pytest.raises(TypeError):
+        detector.probabilities("one text")
 
 
 def test_four_threads_answer_as_one(four: LanguageDetector, lines: dict[str, list[str]]) -> None:

@@ -44,7 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "distributed": set(),
     "monitor": {"errors"},
     "rundir": {"checkpoint", "tokenizer"} | LAYER0,
-    "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config"} | LAYER0,
+    "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters"} | LAYER0,
+    "corpus_filters": {"errors", "language_id"},
     "preprocess_config": {"errors", "files"},
     "sources": {"files", "errors"},
     "step": {"search", "tokenizer", "data", "batching", "score", "loss", "distributed"},
@@ -177,7 +178,8 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
-              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id")
+              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
+              "corpus_filters")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state"}

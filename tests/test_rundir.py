@@ -50,6 +50,21 @@ def test_other_data_is_refused_before_anything_is_written(tmp_path: Path) -> Non
     assert (run / MANIFEST_NAME).read_text() == before
 
 
+def test_a_drop_reason_added_later_keeps_the_same_data_compatible(tmp_path: Path) -> None:
+    """A run made before preprocess counted a reason (its manifest lacks the key) resumes on the same data preprocessed
+    again, where the new reason counts 0; a reason that dropped pairs makes the data another."""
+    run, data = tmp_path / "run", tmp_path / "data"
+    data.mkdir()
+    (data / SPM_NAME).write_bytes(b"spm bytes")
+    old = {**MANIFEST, "splits": {"train": {"pairs": 10, "dropped": {"empty": 2, "ratio": 0}}}}
+    open_run(run, data, RECIPE, old, is_main=True, found=None)
+    again = {**MANIFEST, "splits": {"train": {"pairs": 10, "dropped": {"empty": 2, "ratio": 0, "wrong_language": 0}}}}
+    check_compatible(run, RECIPE, again, None)
+    filtered = {**MANIFEST, "splits": {"train": {"pairs": 7, "dropped": {"empty": 2, "wrong_language": 3}}}}
+    with pytest.raises(UserError, match="other data"):
+        check_compatible(run, RECIPE, filtered, None)
+
+
 def test_a_checkpoint_of_another_architecture_or_tokenizer_is_refused(tmp_path: Path) -> None:
     run = opened(tmp_path)
     payload = {"configs": {"model": MODEL}, "spm_sha256": MANIFEST["spm_sha256"]}
