@@ -46,7 +46,7 @@ def test_every_serve_option_is_its_config_field() -> None:
     params = command_params("serve")
     for f in dataclasses.fields(ServeConfig):
         assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
-    assert set(params) == {f.name for f in dataclasses.fields(ServeConfig)} | {"model"}
+    assert set(params) == {f.name for f in dataclasses.fields(ServeConfig)} | {"models"}
 
 
 def test_translate_options_are_translate_config_and_engine_config_fields() -> None:
