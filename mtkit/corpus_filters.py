@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtkit.console import warn
 from mtkit.errors import check
 from mtkit.language_id import NAMES, LanguageDetector
 
@@ -161,9 +162,13 @@ class PairFilters:
 
     @classmethod
     def build(cls, source_lang: str, target_lang: str, same: bool, scripts: bool, langid: bool) -> PairFilters:
-        """Raises UserError, before any text is read, for a language a chosen filter does not know."""
-        if scripts:
-            unexpected_letters(source_lang), unexpected_letters(target_lang)
+        """Raises UserError, before any text is read, for a language the language filter does not know; the
+        script filter, on by default, is turned off with a warning for a language outside its table."""
+        unknown = [language for language in (source_lang, target_lang) if language not in SCRIPTS]
+        if scripts and unknown:
+            warn(f"the script filter does not know language {unknown[0]!r}: it is off for this corpus "
+                 "(--no-filter-scripts, or filter_scripts = false in [preprocess], says so)")
+            scripts = False
         if langid:
             for language in (source_lang, target_lang):
                 check(language in NAMES, f"the language filter does not know language {language!r}; turn it off: "

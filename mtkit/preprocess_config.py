@@ -39,8 +39,9 @@ class PreprocessConfig:
         "help": "Drop training pairs whose source equals the target (case and spacing aside)."})
     filter_scripts: bool = field(default=True, metadata={
         "help": "Drop training pairs with letters outside their languages' scripts (Latin letters are always allowed)."})
-    filter_langid: bool = field(default=True, metadata={
-        "help": "Drop training pairs with a side that reads as the pair's other language (py3langid, offline)."})
+    filter_langid: bool = field(default=False, metadata={
+        "help": "Drop training pairs with a side that reads as the pair's other language (py3langid, offline: "
+                "pip install -e '.[langid]')."})
     min_len: int = 1
     workers: int = field(default=1, metadata={"help": "Encoding worker processes."})
     on_bad_utf8: str = field(default="error", metadata={"help": "Undecodable bytes in the text: error or replace."})

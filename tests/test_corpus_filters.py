@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mtkit import preprocess as preprocess_module
-from mtkit.corpus_filters import FILTER_REASONS, PairFilters, language_ok, same_text, scripts_ok
+from mtkit.corpus_filters import FILTER_REASONS, PairFilters, language_ok, same_text, scripts_ok, unexpected_letters
 from mtkit.errors import UserError
 from mtkit.preprocess import PreprocessConfig, preprocess
 from tests.conftest import MULTI30K, read_gz_lines
@@ -71,9 +71,11 @@ def test_each_pair_counts_under_the_first_filter_that_drops_it(filters: PairFilt
     assert off.narrow(src, tgt, keep) == dict.fromkeys(FILTER_REASONS, 0) and keep.all()
 
 
-def test_a_language_a_filter_does_not_know_is_refused_naming_it() -> None:
+def test_a_language_a_filter_does_not_know_is_refused_or_for_scripts_turned_off(capsys: pytest.CaptureFixture) -> None:
+    assert PairFilters.build("en", "xx", same=True, scripts=True, langid=False).scripts is False
+    assert "script filter does not know language 'xx': it is off" in capsys.readouterr().err
     with pytest.raises(UserError, match=r"script filter does not know language 'xx' .*--no-filter-scripts") as error:
-        PairFilters.build("en", "xx", same=True, scripts=True, langid=False)
+        unexpected_letters("xx")
     assert "\n" not in str(error.value)
     with pytest.raises(UserError, match=r"language filter does not know language 'qq'.*--no-filter-langid"):
         PairFilters.build("qq", "de", same=True, scripts=False, langid=True)
@@ -105,7 +107,8 @@ def test_preprocess_counts_the_injected_pairs_and_never_filters_valid(
     valid = write_pair(tmp_path / "valid", src[:120], tgt[:120])
     outputs = []
     for workers in (1, 2):
-        cfg = PreprocessConfig("en", "de", train=train, valid=valid, spm_model=str(multi30k_spm), workers=workers)
+        cfg = PreprocessConfig("en", "de", train=train, valid=valid, spm_model=str(multi30k_spm), workers=workers,
+                               filter_langid=True)
         outputs.append(preprocess(cfg, tmp_path / f"out{workers}"))
     one, two = outputs
     assert one["splits"] == two["splits"]

@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "monitor": {"errors"},
     "rundir": {"checkpoint", "tokenizer"} | LAYER0,
     "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters"} | LAYER0,
-    "corpus_filters": {"errors", "language_id"},
+    "corpus_filters": {"console", "errors", "language_id"},
     "preprocess_config": {"errors", "files"},
     "sources": {"files", "errors"},
     "step": {"search", "tokenizer", "data", "batching", "score", "loss", "distributed"},
