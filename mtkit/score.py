@@ -26,6 +26,7 @@ class ScoreResult:
     chrf_signature: str
     ter_signature: str
     legacy_bleu: float | None = None
+    lc_tok_bleu: float | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -64,7 +65,26 @@ def legacy_bleu(hyps: list[str], refs: list[list[str]]) -> float:
     return BLEU(tokenize="none", force=True).corpus_score(prepare(hyps), [prepare(r) for r in refs]).score
 
 
-def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, legacy: bool = False) -> ScoreResult:
+def lc_tok_bleu(hyps: list[str], refs: list[list[str]], lang: str) -> float:
+    """The Multi30k literature's BLEU: both sides punctuation-normalised (normalize-punctuation.perl), tokenized
+    (tokenizer.perl -l LANG, its default escaping) and lower-cased, as the shared task's `*.lc.norm.tok.*` files
+    are made, then BLEU on those tokens (multi-bleu.perl's corpus BLEU). Moses' scripts through sacremoses."""
+    try:
+        from sacremoses import MosesPunctNormalizer, MosesTokenizer
+    except ImportError:
+        raise UserError("--lc-tok needs sacremoses: pip install -e '.[moses]'") from None
+    from sacrebleu.metrics import BLEU
+
+    normalizer, tokenizer = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
+
+    def prepare(lines: list[str]) -> list[str]:
+        return [tokenizer.tokenize(normalizer.normalize(line), return_str=True, escape=True).lower() for line in lines]
+
+    return BLEU(tokenize="none", force=True).corpus_score(prepare(hyps), [prepare(r) for r in refs]).score
+
+
+def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, legacy: bool = False,
+          lc_tok_lang: str | None = None) -> ScoreResult:
     """Corpus BLEU, chrF and TER of `hyps` against one or more reference streams."""
     from sacrebleu.metrics import BLEU, CHRF, TER
 
@@ -86,13 +106,24 @@ def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, lega
         chrf_signature=str(chrf_metric.get_signature()),
         ter_signature=str(ter_metric.get_signature()),
         legacy_bleu=round(legacy_bleu(hyps, refs), 2) if legacy else None,
+        lc_tok_bleu=round(lc_tok_bleu(hyps, refs, lc_tok_lang), 2) if lc_tok_lang else None,
     )
 
 
+def reference_language(path: Path) -> str:
+    """The language a reference file's suffix names (test_2016_flickr.de.gz -> de), for --lc-tok."""
+    suffixes = [suffix.lstrip(".") for suffix in path.suffixes if suffix != ".gz"]
+    check(bool(suffixes) and suffixes[-1].isalpha() and len(suffixes[-1]) <= 3,
+          f"{path}: its name gives no language code for --lc-tok; name it as --lc-tok-lang LANG")
+    return suffixes[-1]
+
+
 def score_files(
-    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = TOKENIZE, legacy: bool = False
+    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = TOKENIZE, legacy: bool = False,
+    lc_tok: bool = False, lc_tok_lang: str | None = None,
 ) -> ScoreResult:
     """Read reference files (plain or .gz, strict UTF-8), check alignment, and score."""
     refs = [list(read_lines(path)) for path in ref_paths]
     check_aligned(hyp_lines, refs, hyp_name, [str(p) for p in ref_paths])
-    return score(hyp_lines, refs, tokenize=tokenize, legacy=legacy)
+    lang = (lc_tok_lang or reference_language(ref_paths[0])) if lc_tok or lc_tok_lang else None
+    return score(hyp_lines, refs, tokenize=tokenize, legacy=legacy, lc_tok_lang=lang)

@@ -68,3 +68,31 @@ def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr and "has 1 lines" in bad.stderr
     missing = run_cli("score", "--ref", str(tmp_path / "nope.de"), stdin="x\n")
     assert missing.returncode == 2 and "nope.de" in missing.stderr
+
+
+def test_lc_tok_bleu_is_bleu_of_lowercased_normalised_moses_tokens() -> None:
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
+    from mtkit.score import lc_tok_bleu
+
+    refs = ["Ein Mann sagt: „Hallo!“", "Zwei Hunde spielen im Schnee."]
+    # Case, quote style and spacing around punctuation are what the literature's preparation removes.
+    assert lc_tok_bleu(['ein MANN sagt : "hallo !"', "zwei hunde spielen im schnee ."], [refs], "de") == pytest.approx(100.0)
+    hyps = ["Ein Mann sagt Hallo.", "Zwei Hunde laufen im Schnee."]
+    normalizer, tokenizer = MosesPunctNormalizer(lang="de"), MosesTokenizer(lang="de")
+    prepared = [[tokenizer.tokenize(normalizer.normalize(line), return_str=True, escape=True).lower() for line in lines]
+                for lines in (hyps, refs)]
+    expected = sacrebleu.corpus_bleu(prepared[0], [prepared[1]], tokenize="none", force=True).score
+    assert lc_tok_bleu(hyps, [refs], "de") == pytest.approx(expected)
+    assert lc_tok_bleu(hyps, [refs], "de") != pytest.approx(score(hyps, [refs]).bleu, abs=0.01)
+
+
+def test_lc_tok_takes_the_language_from_the_reference_name(tmp_path: Path) -> None:
+    ref = tmp_path / "test_2016_flickr.de"
+    ref.write_text("Ein Hund läuft.\n", encoding="utf-8")
+    assert score_files(["ein hund läuft ."], "hyp", [ref], lc_tok=True).lc_tok_bleu == pytest.approx(100.0)
+    nameless = tmp_path / "reference"
+    nameless.write_text("Ein Hund läuft.\n", encoding="utf-8")
+    with pytest.raises(UserError, match="gives no language code for --lc-tok"):
+        score_files(["ein hund läuft ."], "hyp", [nameless], lc_tok=True)
+    assert score_files(["ein hund läuft ."], "hyp", [nameless], lc_tok_lang="de").lc_tok_bleu == pytest.approx(100.0)
