@@ -208,3 +208,14 @@ def write_results(scenario: str, report: dict[str, Any], rows: list[dict[str, An
 def figures(m: Measurement) -> dict[str, float]:
     """The figures every measured program reports."""
     return {k: v for k, v in asdict(m).items() if k in ("wall_s", "cpu_s", "peak_rss_mib")}
+
+
+def child_program(scenario: str, name: str, small: bool) -> Callable[[int], dict[str, float]]:
+    """A round of `run.py SCENARIO --worker NAME` in its own process: its measured figures and the figures it
+    prints on a `RESULT {json}` line."""
+    def once(round_: int) -> dict[str, float]:
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), scenario, "--worker", name]
+        m = checked(measure(cmd + (["--small"] if small else []), WORK / "logs" / f"{scenario}-{name}"), name)
+        line = next(x for x in m.stdout.splitlines() if x.startswith("RESULT "))
+        return {**figures(m), **json.loads(line[len("RESULT "):])}
+    return once

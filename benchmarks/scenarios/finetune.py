@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ROOT, WORK, alternate, checked, figures, measure, medians, ratios, write_results
+from harness import ROOT, WORK, alternate, child_program, medians, ratios, write_results
 
 OUT = WORK / "finetune"
 MULTI30K = ROOT / "data" / "multi30k"
@@ -168,23 +168,14 @@ def worker(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def program(engine: str, small: bool):
-    def once(round_: int) -> dict[str, float]:
-        cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "finetune", "--worker", engine]
-        m = checked(measure(cmd + (["--small"] if small else []), WORK / "logs" / f"finetune-{engine}"), engine)
-        line = next(x for x in m.stdout.splitlines() if x.startswith("RESULT "))
-        return {**figures(m), **json.loads(line[len("RESULT "):])}
-    return once
-
-
 def run(args: argparse.Namespace) -> None:
     if args.worker:
         return worker(args)
     sizes = SIZES["small" if args.small else "full"]
     prepare(sizes["pairs"], 8000)
-    programs = {"mtkit": program("mtkit", args.small)}
+    programs = {"mtkit": child_program("finetune", "mtkit", args.small)}
     if importlib.util.find_spec("accelerate"):  # Seq2SeqTrainer refuses to start without it
-        programs["Seq2SeqTrainer"] = program("transformers", args.small)
+        programs["Seq2SeqTrainer"] = child_program("finetune", "transformers", args.small)
     else:
         print("Seq2SeqTrainer left out: accelerate is not installed", file=sys.stderr)
     results = alternate(programs, args.rounds)

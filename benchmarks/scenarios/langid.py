@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from harness import ROOT, WORK, alternate, checked, figures, measure, medians, write_results
+from harness import ROOT, alternate, child_program, medians, write_results
 
 LANGS = ("en", "de", "fr", "cs")
 # The repository ships en and de only; fr and cs come from the shared copy beside the clone.
@@ -130,15 +130,6 @@ def worker(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def program(name: str, small: bool):
-    def once(round_: int) -> dict[str, float]:
-        cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "langid", "--worker", name]
-        m = checked(measure(cmd + (["--small"] if small else []), WORK / "logs" / f"langid-{name}"), name)
-        line = next(x for x in m.stdout.splitlines() if x.startswith("RESULT "))
-        return {**figures(m), **json.loads(line[len("RESULT "):])}
-    return once
-
-
 def run(args: argparse.Namespace) -> None:
     if args.worker:
         return worker(args)
@@ -151,7 +142,7 @@ def run(args: argparse.Namespace) -> None:
         except metadata.PackageNotFoundError:
             print(f"{name} left out: {package} is not installed", file=sys.stderr)
             continue
-        programs[name] = program(name, args.small)
+        programs[name] = child_program("langid", name, args.small)
     results = alternate(programs, args.rounds)
     rows = []
     for name, rounds in results.items():
