@@ -341,6 +341,46 @@ def filter_pairs(
         log(f"went on after the {summary['resumed_after']} pairs an earlier run had scored")
 
 
+@app.command("back-translate")
+@user_errors
+def back_translate(
+    model: Path = typer.Argument(..., help="The reverse model, from the monolingual text's language: " + MODEL_HELP),
+    input: Path = typer.Option(..., "--input", "-i", help="Monolingual text in the model's source language, one sentence per line (plain or .gz)."),
+    out: Path = typer.Option(..., "--out", "-o", help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), language codes from the model."),
+    engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
+    sampling: bool = typer.Option(False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."),
+    top_k: int = option(TranslateConfig, "top_k"),
+    top_p: float = option(TranslateConfig, "top_p"),
+    temperature: float = option(TranslateConfig, "temperature"),
+    seed: int = option(TranslateConfig, "seed"),
+    chunk_lines: int = typer.Option(10_000, "--chunk-lines", help="Lines translated and recorded together: a killed run goes on from the last whole chunk."),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
+    goes on from the last chunk written, with the same bytes as a run never stopped."""
+    from mtkit.console import progress
+    from mtkit.files import count_lines
+
+    with start_up_without_gc():
+        from mtkit.backtranslate import BackTranslateConfig, back_translate as run_back_translate
+
+        cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, sampling=sampling, top_k=top_k,
+                                  top_p=top_p, temperature=temperature, seed=seed, device=device, dtype=dtype,
+                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite)
+    check(input.is_file(), f"{input}: no such file")
+    with progress() as bar:
+        task = bar.add_task("back-translate", total=count_lines(input), info="")
+        summary = run_back_translate(cfg, on_chunk=lambda lines: bar.advance(task, lines))
+    resumed = f"; went on after line {summary['resumed_from']}" if summary["resumed_from"] else ""
+    emit(summary, as_json, f"{summary['read']} lines read, {summary['written']} written ({summary['empty']} empty) "
+                           f"into {' and '.join(summary['outputs'])}{resumed}")
+
+
 @app.command()
 @user_errors
 def export(

@@ -1,7 +1,7 @@
 """The engine factory: `load_translator(path, engine)` picks mtkit's own search (torch) or CTranslate2 by name,
 and gives the CTranslate2 engine the way to export a run's checkpoint on first use.
 
-Above both engines (nothing but the CLI and the server imports it). Imports no torch itself: engine
+Above both engines (the CLI, the server and back-translation import it). Imports no torch itself: engine
 "ctranslate2" with a warm cache never imports it; engine "torch", or an export, imports it when called.
 """
 

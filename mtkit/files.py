@@ -77,6 +77,13 @@ def count_lines(path: str | Path) -> int:
     return count + (last != b"\n")
 
 
+def file_identity(path: str | Path) -> str:
+    """Its resolved path, size and modification time: tells a file from itself rewritten, without reading it."""
+    path = Path(path)
+    stat = path.stat()
+    return f"{path.resolve()} {stat.st_size} {stat.st_mtime_ns}"
+
+
 def resolve_prefix(prefix: str | Path, lang: str) -> Path:
     """PREFIX.lang or PREFIX.lang.gz, whichever exists; a UserError naming both otherwise."""
     plain = Path(f"{prefix}.{lang}")
@@ -168,11 +175,14 @@ class DirectoryLock:
 
     Where the file system has no flock, the lock is DIR/.lock.held created with O_CREAT|O_EXCL and holding
     "pid P on HOST", with a warning through `warn`; a stale one of a dead process on this host is taken over,
-    one from another host is reported with the command to remove it."""
+    one from another host is reported with the command to remove it. `name` and `subject` lock one set of files
+    in a shared directory instead (DIR/NAME; "SUBJECT is locked by ...")."""
 
-    def __init__(self, directory: str | Path, warn: Callable[[str], None] | None = None) -> None:
-        self.path = Path(directory) / ".lock"
-        self.held = Path(directory) / ".lock.held"
+    def __init__(self, directory: str | Path, warn: Callable[[str], None] | None = None, name: str = ".lock",
+                 subject: str | None = None) -> None:
+        self.path = Path(directory) / name
+        self.held = Path(directory) / f"{name}.held"
+        self.subject = subject or f"{directory}: save directory"
         self._warn = warn
         self._fd: int | None = None
         self._own_held = False
@@ -189,7 +199,7 @@ class DirectoryLock:
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
-            raise LockedError(f"{self.path.parent}: save directory is locked by {holder}") from None
+            raise LockedError(f"{self.subject} is locked by {holder}") from None
         except OSError as exc:
             os.close(fd)
             if exc.errno not in _NO_FLOCK:
@@ -213,7 +223,7 @@ class DirectoryLock:
             except FileExistsError:
                 holder = self.held.read_text(encoding="utf-8", errors="replace").strip() or "another process"
                 if not _dead_here(holder):
-                    raise LockedError(f"{self.path.parent}: save directory is locked by {holder} (lock file "
+                    raise LockedError(f"{self.subject} is locked by {holder} (lock file "
                                       f"{self.held}; remove it if that process is gone)") from None
                 self.held.unlink(missing_ok=True)
                 continue
@@ -221,7 +231,7 @@ class DirectoryLock:
                 handle.write(_holder_line())
             self._own_held = True
             return
-        raise LockedError(f"{self.path.parent}: save directory is locked (lock file {self.held} keeps reappearing)")
+        raise LockedError(f"{self.subject} is locked (lock file {self.held} keeps reappearing)")
 
     def release(self) -> None:
         if self._fd is not None:

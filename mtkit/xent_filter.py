@@ -15,7 +15,7 @@ from typing import Callable
 
 from mtkit.engine import Translating, language_pair
 from mtkit.errors import check
-from mtkit.files import atomic_write, read_lines
+from mtkit.files import atomic_write, file_identity, read_lines
 from mtkit.forced import CHUNK_PAIRS, PairScore, read_pairs, score_pairs
 from mtkit.resumable import ResumableOutputs
 
@@ -42,11 +42,6 @@ def score_rows(forward: Translating, backward: Translating, sources: list[str], 
         else:
             rows.append(f"{dual_score(h_a, h_b):.9g}\t{h_a:.6f}\t{h_b:.6f}\n")  # 9 digits: small ratings keep their order
     return rows
-
-
-def file_identity(path: Path) -> str:
-    stat = path.stat()
-    return f"{path.resolve()} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def score_corpus(forward: Translating, backward: Translating, source: Path, target: Path, prefix: Path,

@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "forced": {"engine"} | LAYER0,
     "resumable": {"errors", "files"},
     "xent_filter": {"engine", "forced", "resumable"} | LAYER0,
+    "backtranslate": {"engine", "engines", "resumable", "stream"} | LAYER0,
     "ct2engine": {"ct2cache", "decoding", "engine", "interop", "stream", "tokenizer"} | LAYER0,
     "loss": set(),
     "packed": set(),
@@ -179,7 +180,7 @@ TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching"
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
               "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
-              "corpus_filters")
+              "corpus_filters", "backtranslate")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state"}
