@@ -121,7 +121,7 @@ def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch:
 def test_serve_builds_its_config_from_every_option(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = fake("mtkit.serve", "serve", monkeypatch)
     assert mtkit("serve", "run").exit_code == 0
-    assert calls[0][0] == (Path("run"), ServeConfig())
+    assert calls[0][0] == ([Path("run")], ServeConfig())
     assert mtkit("serve", "run", "--port", "9000", "--max-batch-tokens", "500", "--strict").exit_code == 0
     assert calls[1][0][1] == ServeConfig(port=9000, max_batch_tokens=500, strict=True)
 
