@@ -4,6 +4,7 @@ passes to the library (the options left out keep their defaults: the dataclasses
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -113,7 +114,8 @@ def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch:
     assert mtkit("translate", "run").exit_code == 0
     (args, kwargs), = calls
     assert args == (Path("run"), EngineConfig.engine)
-    assert kwargs == {"device": EngineConfig.device, "dtype": EngineConfig.dtype, "ensemble": [], **CLI_DEFAULTS}
+    engine_defaults = {f.name: f.default for f in dataclasses.fields(EngineConfig) if f.name != "engine"}
+    assert kwargs == {**engine_defaults, "ensemble": [], **CLI_DEFAULTS}  # every engine setting, at its default
     assert mtkit("translate", "run", "--beam", "2", "--workers", "3", "--engine", "ctranslate2").exit_code == 0
     assert calls[1][0][1] == "ctranslate2" and calls[1][1] == {**kwargs, "beam": 2, "workers": 3}
 
