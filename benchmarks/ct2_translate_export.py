@@ -13,12 +13,16 @@ and writes one line per input (empty stays empty), as `mtkit translate` does, an
 --settings search: as matched, with mtkit's stopping rule too: `beam` hypotheses per sentence with raw scores
   (a length penalty of 1e-30, as `mtkit translate --engine ctranslate2` asks); the first is the best at alpha 0.
   The decoding work of `--engine ctranslate2` at length penalty 0, without its Python around it.
+--settings native: what `mtkit translate --engine ctranslate2 --ct2-search native` asks of CTranslate2: its own
+  search at --length-penalty (default: the export's), batches of length-sorted sentences with n * (longest + 1) <=
+  --batch-tokens, one call each, decoded to at most the batch's longest M.
 --settings defaults: CTranslate2's own defaults (length_penalty 1, max_decoding_length 256, min_decoding_length 1)
   with the same beam.
-Both batch by --batch-tokens source tokens (mtkit's default is 4,000). --inter-threads N: N batches at once, each
+All batch by --batch-tokens source tokens (mtkit's default is 4,000). --inter-threads N: N batches at once, each
 on --threads / N threads (CTranslate2's inter_threads; mtkit's --workers).
 Usage: python benchmarks/ct2_translate_export.py MODEL_DIR INPUT OUTPUT [--compute-type float32|int8]
-       [--threads 2] [--inter-threads 1] [--settings matched|search|defaults] [--batch-tokens 4000]
+       [--threads 2] [--inter-threads 1] [--settings matched|search|native|defaults] [--batch-tokens 4000]
+       [--length-penalty ALPHA]
 """
 
 from __future__ import annotations
@@ -63,6 +67,31 @@ def matched_translate(
     return outputs
 
 
+def native_translate(
+    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+) -> list[list[str]]:
+    """CTranslate2's own search, batched as mtkit's --ct2-search native batches (mtkit.stream.length_batches)."""
+    batches: list[list[int]] = []
+    for index in sorted(range(len(pieces)), key=lambda i: (len(pieces[i]), i)):
+        if batches and (len(batches[-1]) + 1) * (len(pieces[index]) + 1) <= batch_tokens:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    submitted = [
+        (batch, translator.translate_batch(
+            [pieces[i] for i in batch], beam_size=search["beam"], length_penalty=search["length_penalty"],
+            min_decoding_length=0, max_input_length=0, asynchronous=True,
+            max_decoding_length=max(1, min(math.floor(search["max_len_a"] * len(pieces[batch[-1]]) + search["max_len_b"]),
+                                           max_tokens))))
+        for batch in batches
+    ]
+    outputs: list[list[str]] = [[] for _ in pieces]
+    for batch, results in submitted:
+        for index, result in zip(batch, results):
+            outputs[index] = result.result().hypotheses[0]
+    return outputs
+
+
 def default_translate(
     translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
 ) -> list[list[str]]:
@@ -78,10 +107,13 @@ def main() -> None:
     parser.add_argument("--compute-type", default="float32")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--inter-threads", type=int, default=1, help="batches at once (each on threads / this)")
-    parser.add_argument("--settings", choices=("matched", "search", "defaults"), default="matched")
+    parser.add_argument("--settings", choices=("matched", "search", "native", "defaults"), default="matched")
     parser.add_argument("--batch-tokens", type=int, default=4000)
+    parser.add_argument("--length-penalty", type=float, help="native: CTranslate2's alpha (default: the export's)")
     args = parser.parse_args()
     metadata = json.loads((args.model / "mtkit.json").read_text(encoding="utf-8"))
+    if args.length_penalty is not None:
+        metadata["search"]["length_penalty"] = args.length_penalty
     translator = ctranslate2.Translator(str(args.model), device="cpu", compute_type=args.compute_type,
                                         inter_threads=args.inter_threads,
                                         intra_threads=max(1, args.threads // args.inter_threads))
@@ -94,6 +126,8 @@ def main() -> None:
     inputs = [pieces[i] for i in keep]
     if args.settings == "defaults":
         hyps = default_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+    elif args.settings == "native":
+        hyps = native_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
     else:
         hyps = matched_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"],
                                  all_hypotheses=args.settings == "search")

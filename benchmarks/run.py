@@ -1,7 +1,7 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
-Scenarios (benchmarks/scenarios/): preprocess, train, translate, serve, finetune, gpu, langid; `all` runs the CPU
-ones but langid (a comparison of language detectors that `make install` does not install).
+Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid; `all` runs
+the CPU ones but ct2search and langid (a comparison of language detectors that `make install` does not install).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from scenarios import finetune, gpu, langid, preprocess, serve, train, translate
+from scenarios import ct2search, finetune, gpu, langid, preprocess, serve, train, translate
 
-SCENARIOS = {"preprocess": preprocess.run, "train": train.run, "translate": translate.run, "serve": serve.run,
-             "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run}
+SCENARIOS = {"preprocess": preprocess.run, "train": train.run, "translate": translate.run, "ct2search": ct2search.run,
+             "serve": serve.run, "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run}
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
 
@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="alternating rounds (default: 1 with --small, else 3)")
     parser.add_argument("--small", action="store_true", help="a few minutes per scenario: fewer updates and lines")
     parser.add_argument("--peers", action="store_true", help="train: the peers' Measure A in the same rounds")
+    parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
     # the child process of finetune (an engine) and of langid (a detector)
     parser.add_argument("--worker", choices=("mtkit", "transformers", *langid.WORKERS), help=argparse.SUPPRESS)
     args = parser.parse_args()

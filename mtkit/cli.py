@@ -202,6 +202,7 @@ def translate(
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     engine: str = option(EngineConfig, "engine"),
+    ct2_search: str = option(EngineConfig, "ct2_search"),
     prefix_file: Optional[Path] = typer.Option(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."),
 ) -> None:
@@ -218,7 +219,8 @@ def translate(
         from mtkit.files import read_lines
         from mtkit.stream import translate_stream
 
-        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble), **overrides)
+        translator = load_translator(model, engine, device=device, dtype=dtype, ct2_search=ct2_search,
+                                     ensemble=list(ensemble), **overrides)
     with contextlib.ExitStack() as files:
         source = files.enter_context(open(input, "rb")) if input is not None else sys.stdin.buffer
         target = files.enter_context(open(output, "w", encoding="utf-8")) if output is not None else sys.stdout
@@ -444,6 +446,7 @@ def serve(
     body_timeout: float = option(ServeConfig, "body_timeout"),
     grace_seconds: float = option(ServeConfig, "grace_seconds"),
     engine: str = option(ServeConfig, "engine"),
+    ct2_search: str = option(ServeConfig, "ct2_search"),
     workers: Optional[int] = option(ServeConfig, "workers"),
     threads: int = option(ServeConfig, "threads"),
     api_keys: Optional[str] = option(ServeConfig, "api_keys"),

@@ -1,10 +1,10 @@
-"""CTranslate2 as an engine of mtkit: the translations and scores of mtkit's own beam search, without torch.
+"""CTranslate2 as an engine of mtkit, without torch: search "exact" (mtkit's own) or "native" (CTranslate2's own).
 
-CTranslate2 is asked for all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps
-the stopping rule of its length-normalised search); they are re-ranked here with mtkit's GNMT penalty. mtkit's
-per-sentence maximum length (a forced, scored </s>) is applied as mtkit.search does: a batch decodes to its longest
-maximum and the sentences that reach their own shorter one are decoded again, grouped by it. This relies on
-CTranslate2 behaviour it does not document; tests/test_ct2engine.py guards it. ctranslate2 is imported lazily.
+exact: all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps the stopping rule of
+CTranslate2's length-normalised search), re-ranked with mtkit's GNMT penalty; mtkit's per-sentence maximum length (a
+forced, scored </s>) as mtkit.search applies it, by decoding again the sentences that reach a shorter one than their
+batch's. This relies on CTranslate2 behaviour it does not document; tests/test_ct2engine.py guards it. native: one
+translate_batch call per batch, CTranslate2's scores and ranking as they come. ctranslate2 is imported lazily.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_leng
 from mtkit.engine import encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
 from mtkit.interop import import_ctranslate2
-from mtkit.stream import best_lines
+from mtkit.stream import best_lines, length_batches
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 # lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
@@ -57,6 +57,17 @@ def resolve_compute_type(ctranslate2: Any, dtype: str, device: str) -> str:
     return name
 
 
+def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
+    """translate_batch's search options for mtkit's settings. exact: all `beam` hypotheses with raw scores, for mtkit
+    to rank; native: CTranslate2's own ranking, score / length ** alpha (alpha: cfg.length_penalty), and the n best."""
+    common = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True,  # mtkit allows an empty output
+              "length_penalty": cfg.length_penalty if native else RAW_SCORES}
+    if cfg.sampling:
+        return {**common, "beam_size": 1, "num_hypotheses": cfg.nbest, "sampling_topk": cfg.top_k,
+                "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature}
+    return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.nbest if native else cfg.beam}
+
+
 def default_threads(workers: int) -> int:
     """Threads per batch: OMP_NUM_THREADS (torch's setting too) or the usable cores, shared by the workers."""
     cores = int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
@@ -77,16 +88,18 @@ class CT2Translator:
     pieces: list[str] = field(default_factory=list)
     target_pieces: list[str] = field(default_factory=list)
     piece_ids: dict[str, int] = field(default_factory=dict)
+    native: bool = False  # CTranslate2's own search (_search_native) instead of mtkit's
 
     @classmethod
     def load(
         cls, path: str | Path, device: str = "auto", dtype: str = "float32", ensemble: list[Path] | None = None,
-        threads: int = 0, exporter: Exporter | None = None, **overrides: Any,
+        threads: int = 0, exporter: Exporter | None = None, native: bool = False, **overrides: Any,
     ) -> "CT2Translator":
         """RUN_DIR or a checkpoint (exported on first use by `exporter`, cached) or an `mtkit export` directory.
 
         `threads`: intra-op threads per batch (0: default_threads); cfg.workers batches decode at once.
         `exporter`: mtkit.engines.EXPORT_ON_FIRST_USE (needs torch); None takes only an export or a warm cache.
+        `native`: CTranslate2's own search instead of mtkit's (`--ct2-search native`).
         """
         check(not ensemble, "--ensemble: --engine ctranslate2 decodes one model; use --engine torch to ensemble")
         ctranslate2 = import_ctranslate2()
@@ -109,7 +122,7 @@ class CT2Translator:
                 "compute_type": compute_type}
         target = tokenizer.target_pieces()
         return cls(model, tokenizer, cfg, int(metadata["model"]["max_positions"]), device, info, tokenizer.pieces(),
-                   target, {piece: i for i, piece in enumerate(target)})
+                   target, {piece: i for i, piece in enumerate(target)}, native)
 
     @property
     def max_source_tokens(self) -> int:
@@ -144,11 +157,13 @@ class CT2Translator:
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order.
 
-        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). A batch
-        decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
-        again, grouped by that maximum, at it.
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
+        batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
+        again, grouped by that maximum, at it. native: _search_native.
         """
         prefixes = prefixes or [[] for _ in ids]
+        if self.native:
+            return self._search_native(ids, prefixes)
         results: list[list[Hypothesis]] = [[] for _ in ids]
         todo = self._batches(ids, prefixes, [i for i in range(len(ids)) if ids[i]])
         while todo:
@@ -176,6 +191,31 @@ class CT2Translator:
         scored = self.model.score_batch(source, target, max_batch_size=self.cfg.batch_tokens, batch_type="tokens",
                                         max_input_length=0)
         return [list(result.log_probs) for result in scored]
+
+    def _search_native(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[list[Hypothesis]]:
+        """CTranslate2's own search: batches of length-sorted sentences within cfg.batch_tokens (mtkit.stream's
+        length_batches; those with a prefix apart, as in _batches), one translate_batch call each, decoded to the
+        batch's longest maximum length (CTranslate2 takes one per call); its n best as it ranks them."""
+        batches = [batch for with_prefix in (False, True) for batch in length_batches(
+            [len(s) if bool(p) == with_prefix else 0 for s, p in zip(ids, prefixes)], self.cfg.batch_tokens)]
+        submitted = [(batch, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch],
+                                          max(self._limit(ids[i], prefixes[i]) for i in batch))) for batch in batches]
+        results: list[list[Hypothesis]] = [[] for _ in ids]
+        for batch, decoded in submitted:
+            for index, result in zip(batch, decoded):
+                results[index] = self._native_hypotheses(result.result())
+        return results
+
+    def _native_hypotheses(self, result: Any) -> list[Hypothesis]:
+        """CTranslate2's hypotheses of one sentence in its order; its score is the log-prob sum / length ** alpha
+        (no </s> in the length, nor in the sum of one cut at the maximum length). A beam that died behind a prefix
+        (a sum of about -1e10) is no hypothesis."""
+        alpha, hyps = self.cfg.length_penalty, []
+        for tokens, score in zip(self._ids(result.hypotheses), result.scores):
+            logprob = score * len(tokens) ** alpha if tokens else score  # an empty one scores -inf at alpha > 0
+            if logprob > DEAD_SCORE:
+                hyps.append(Hypothesis(tokens, score, logprob))
+        return hyps
 
     def _batches(self, ids: list[list[int]], prefixes: list[list[int]], among: list[int]) -> list[tuple[list[int], int]]:
         """(indices, decoding steps) of the batches of `among`: sentences of one maximum length, neighbouring
@@ -213,16 +253,7 @@ class CT2Translator:
             import_ctranslate2().set_random_seed(self.cfg.seed)
         # CTranslate2 needs at least one step: a sentence whose maximum is 0 gets its forced </s> in _finish.
         return self.model.translate_batch(source, target, asynchronous=True, max_decoding_length=max(steps, 1),
-                                          **self._options())
-
-    def _options(self) -> dict[str, Any]:
-        cfg = self.cfg
-        common = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True,
-                  "length_penalty": RAW_SCORES}
-        if cfg.sampling:
-            return {**common, "beam_size": 1, "num_hypotheses": cfg.nbest, "sampling_topk": cfg.top_k,
-                    "sampling_topp": cfg.top_p, "sampling_temperature": cfg.temperature}
-        return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.beam}
+                                          **search_options(self.cfg, self.native))
 
     def _finish(self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int) -> list[Hypothesis] | None:
         """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the

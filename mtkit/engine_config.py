@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines loads each
+CT2_SEARCHES = ("exact", "native")  # what --ct2-search takes; mtkit.ct2engine runs each
 
 
 @dataclass
@@ -22,6 +23,10 @@ class EngineConfig:
     dtype: str = field(default="fp32", metadata={
         "help": "fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32. --engine ctranslate2 "
                 "also takes int8, int8_float32 (and float16, bfloat16 where the device has them)."})
+    ct2_search: str = field(default="exact", metadata={
+        "help": "--engine ctranslate2's search: exact (mtkit's own: the torch engine's lines, GNMT length penalty, "
+                "each sentence's own maximum length) or native (CTranslate2's own: score / length ** alpha, one "
+                "maximum length per batch; faster, for bulk work such as back-translation)."})
 
 
 def same_field(cls: type, name: str) -> Any:

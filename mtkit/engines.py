@@ -12,7 +12,7 @@ from typing import Any
 
 from mtkit.ct2cache import Exporter
 from mtkit.engine import Translating
-from mtkit.engine_config import ENGINES
+from mtkit.engine_config import CT2_SEARCHES, ENGINES
 from mtkit.errors import check
 
 
@@ -33,19 +33,24 @@ EXPORT_ON_FIRST_USE = Exporter(resolve=_resolve_checkpoint, export=_export_ctran
 
 
 def load_translator(
-    path: str | Path, engine: str = "torch", device: str = "auto", dtype: str | None = None, **overrides: Any,
+    path: str | Path, engine: str = "torch", device: str = "auto", dtype: str | None = None,
+    ct2_search: str = "exact", **overrides: Any,
 ) -> Translating:
     """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
 
-    `dtype` None is each engine's default (fp32 / float32); `overrides` are TranslateConfig fields and the
-    engine's own options (torch: ensemble, packed; ctranslate2: threads).
+    `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native);
+    `overrides` are TranslateConfig fields and the engine's own options (torch: ensemble, packed; ctranslate2:
+    threads).
     """
     check(engine in ENGINES, f"--engine {engine}: choose one of {', '.join(ENGINES)}")
+    check(ct2_search in CT2_SEARCHES, f"--ct2-search {ct2_search}: choose one of {', '.join(CT2_SEARCHES)}")
+    check(engine == "ctranslate2" or ct2_search == "exact",
+          f"--ct2-search {ct2_search}: --engine {engine} runs mtkit's own search; use --engine ctranslate2")
     if engine == "ctranslate2":
         from mtkit.ct2engine import CT2Translator
 
         return CT2Translator.load(path, device=device, dtype=dtype or "float32", exporter=EXPORT_ON_FIRST_USE,
-                                  **overrides)
+                                  native=ct2_search == "native", **overrides)
     from mtkit.translate import Translator
 
     return Translator.load(path, device=device, dtype=dtype or "fp32", **overrides)

@@ -86,7 +86,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     """
     check(quantization is None or quantization in QUANTIZATIONS,
           f"--quantization must be one of {', '.join(QUANTIZATIONS)}; got {quantization!r}")
-    ctranslate2 = import_ctranslate2()
+    ctranslate2 = import_ctranslate2(specs=True)
     read = read_for_export(path, out, check_expressible)
     source, model, tokenizer, configs, manifest = read.checkpoint, read.model, read.tokenizer, read.configs, read.manifest
     out, step, spm_model = Path(out), read.step, read.spm_model

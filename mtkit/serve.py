@@ -319,7 +319,8 @@ def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translatin
         import torch  # the torch engine is loading it anyway
 
         torch.set_num_threads(cfg.threads)
-    return load_translator(run_dir, engine=cfg.engine, device=cfg.device, dtype=cfg.dtype, **options)
+    return load_translator(run_dir, engine=cfg.engine, device=cfg.device, dtype=cfg.dtype, ct2_search=cfg.ct2_search,
+                           **options)
 
 
 def load_models(run_dirs: list[Path], cfg: ServeConfig) -> Router:

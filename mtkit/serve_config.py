@@ -27,6 +27,7 @@ class ServeConfig:
     engine: str = same_field(EngineConfig, "engine")
     device: str = same_field(EngineConfig, "device")
     dtype: str = same_field(EngineConfig, "dtype")
+    ct2_search: str = same_field(EngineConfig, "ct2_search")
     workers: int | None = field(default=None, metadata={
         "help": "Batches decoded at once on CPU (CTranslate2's inter_threads; default: the run's translate.workers, "
                 f"{TranslateConfig.workers})."})

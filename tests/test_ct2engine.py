@@ -179,6 +179,16 @@ def test_the_ctranslate2_path_starts_without_torch(run: Path, lines: list[str]) 
             assert a[-1] == b[-1] or (len(a) == 4 and a[1] != "0")
 
 
+def test_the_engine_imports_no_torch_where_torch_is_installed(run: Path) -> None:
+    """ctranslate2.specs imports torch when it can: decoding must not ask for it (mtkit.interop)."""
+    model_directory(run, EXPORT_ON_FIRST_USE)
+    script = ("import sys\nfrom mtkit.engines import load_translator\n"
+              f"print(load_translator({str(run)!r}, 'ctranslate2', device='cpu').translate(['A dog.']))\n"
+              "print(sorted(m for m in ('torch', 'ctranslate2.specs', 'numpy') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
 def cache_key(run: Path) -> dict:
     return json.loads((run / CACHE_DIR / KEY_NAME).read_text())
 
