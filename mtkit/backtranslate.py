@@ -23,9 +23,6 @@ from mtkit.files import DirectoryLock, file_identity, read_lines
 from mtkit.resumable import ResumableOutputs
 from mtkit.stream import best_lines
 
-# What back-translation asks of the CTranslate2 engine besides the search options, set here once. Empty: the
-# engine's default search, mtkit's exact one (the lines of the torch engine and of `mtkit translate`).
-CT2_OPTIONS: dict[str, str] = {}
 # Test hook: sleep this long after each recorded chunk, so that a test can stop a run, or race it, between chunks.
 FAULT_PAUSE = "MTKIT_FAULT_BACKTRANSLATE_PAUSE_MS"
 
@@ -50,6 +47,7 @@ class BackTranslateConfig:
     dtype: str | None = None  # None: the engine's default (float32)
     on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
     overwrite: bool = False
+    ct2_search: str = "native"  # --engine ctranslate2's search: its own (bulk work's default, fastest) or exact
 
     def __post_init__(self) -> None:
         sampled = self.sampling or self.top_k != 0 or self.top_p != 1.0 or self.temperature != 1.0
@@ -77,7 +75,7 @@ def load_model(cfg: BackTranslateConfig, index: int) -> Translating:
     which of several threads takes a batch would change its draws."""
     options = cfg.search()
     if cfg.engine == "ctranslate2":
-        options.update(CT2_OPTIONS)
+        options["ct2_search"] = cfg.ct2_search
         if options["sampling"]:
             options["workers"] = 1
     return load_translator(cfg.run, cfg.engine, device=cfg.device, dtype=cfg.dtype, seed=chunk_seed(cfg.seed, index),
@@ -104,7 +102,7 @@ def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str
     search.pop("workers")  # a sentence's output does not depend on it (CTranslate2 samples on one worker)
     return {"model": file_identity(checkpoint) if checkpoint.is_file() else str(checkpoint),
             "input": file_identity(cfg.input), "on_bad_utf8": cfg.on_bad_utf8, "chunk_lines": str(cfg.chunk_lines),
-            "engine": cfg.engine, "engine_options": str(CT2_OPTIONS if cfg.engine == "ctranslate2" else {}),
+            "engine": cfg.engine, "ct2_search": cfg.ct2_search if cfg.engine == "ctranslate2" else "",
             "device": str(translator.device), "dtype": str(translator.describe()["dtype"]),
             **{name: str(value) for name, value in search.items()}}
 

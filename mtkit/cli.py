@@ -350,6 +350,7 @@ def back_translate(
     input: Path = typer.Option(..., "--input", "-i", help="Monolingual text in the model's source language, one sentence per line (plain or .gz)."),
     out: Path = typer.Option(..., "--out", "-o", help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), language codes from the model."),
     engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
+    ct2_search: str = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
     sampling: bool = typer.Option(False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."),
     top_k: int = option(TranslateConfig, "top_k"),
@@ -373,7 +374,7 @@ def back_translate(
 
         cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, sampling=sampling, top_k=top_k,
                                   top_p=top_p, temperature=temperature, seed=seed, device=device, dtype=dtype,
-                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite)
+                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search)
     check(input.is_file(), f"{input}: no such file")
     with progress() as bar:
         task = bar.add_task("back-translate", total=count_lines(input), info="")
