@@ -1,0 +1,87 @@
+"""One multilingual model (en -> de, fr, cs: recipes/multi30k-multilingual/en-xx.toml) against three bilingual
+models (recipes/multi30k-en-de/small.toml with the pair's languages) trained with the same total budget on the
+same CPU: --minutes for the multilingual model, a third of it for each bilingual one. Each model is averaged as the
+demo averages it and translates test_2016_flickr with the torch engine, beam 4 and its recipe's search; sacreBLEU
+per direction, and the updates each model made.
+
+Trained models are kept in bench-out/multilingual/ and reused, so the parts can run at different times
+(--part bilingual, --part multilingual); a report is written when every model of the comparison exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from harness import ROOT, WORK, checked, measure, write_results
+from scenarios.workload import MULTI30K, mtkit
+
+BILINGUAL = ROOT / "recipes" / "multi30k-en-de" / "small.toml"
+MULTILINGUAL = ROOT / "recipes" / "multi30k-multilingual" / "en-xx.toml"
+TARGETS = ("de", "fr", "cs")
+OUT = WORK / "multilingual"
+
+
+def trained(name: str, preprocess: list[str], recipe: Path, minutes: float) -> Path:
+    """OUT/name/run: preprocessed, trained for `minutes`, averaged; reused when its average exists."""
+    base = OUT / name
+    run = base / "run"
+    if (run / "average.pt").is_file():
+        return run
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    checked(measure(mtkit("preprocess", *preprocess, "--out", str(base / "data")), base / "preprocess"), "preprocess")
+    checked(measure(mtkit("train", str(base / "data"), "--save-dir", str(run), "--config", str(recipe), "--max-time",
+                          str(minutes)), base / "train"), "train")
+    checked(measure(mtkit("average", str(run), "--last", "3"), base / "average"), "average")
+    return run
+
+
+def updates(run: Path) -> int:
+    steps = [json.loads(line).get("step", 0) for line in (run / "metrics.jsonl").read_text().splitlines() if line]
+    return max(steps, default=0)
+
+
+def bleu(run: Path, target: str, multilingual: bool) -> float:
+    import sacrebleu
+
+    source = OUT / "test.en"
+    if not source.is_file():
+        with gzip.open(MULTI30K / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as f:
+            source.write_text(f.read(), encoding="utf-8")
+    hyp = run.parent / f"test.hyp.{target}"
+    lang = ["--target-lang", target] if multilingual else []
+    checked(measure(mtkit("translate", str(run), "--beam", "4", *lang, "-q", "-i", str(source), "-o", str(hyp)),
+                    run.parent / f"translate-{target}"), "translate")
+    with gzip.open(MULTI30K / f"test_2016_flickr.{target}.gz", "rt", encoding="utf-8") as f:
+        refs = f.read().splitlines()
+    return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
+
+
+def bilingual_run(target: str, minutes: float) -> Path:
+    files = ["--source-lang", "en", "--target-lang", target, "--train", str(MULTI30K / "train"),
+             "--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
+    return trained(f"en-{target}", ["--config", str(BILINGUAL), *files], BILINGUAL, minutes)
+
+
+def run(args: argparse.Namespace) -> None:
+    minutes = args.minutes
+    part = args.part or "all"
+    runs = {}
+    if part in ("all", "bilingual"):
+        runs.update({t: bilingual_run(t, minutes / len(TARGETS)) for t in TARGETS})
+    if part in ("all", "multilingual"):
+        runs["multi"] = trained("en-xx", ["--config", str(MULTILINGUAL)], MULTILINGUAL, minutes)
+    if part != "all":
+        return
+    rows = []
+    for target in TARGETS:
+        rows.append({"direction": f"en-{target}",
+                     f"bilingual ({minutes / len(TARGETS):g} min) BLEU": bleu(runs[target], target, False),
+                     "bilingual updates": updates(runs[target]),
+                     f"multilingual ({minutes:g} min) BLEU": bleu(runs["multi"], target, True),
+                     "multilingual updates": updates(runs["multi"])})
+    write_results("multilingual", {"minutes": minutes}, rows)
