@@ -96,6 +96,31 @@ def read_manifest(data_dir: str | Path) -> dict:
     return manifest
 
 
+def split_languages(manifest: dict, split: str) -> tuple[str, str]:
+    """(source, target) of one split: its own entry of split_langs, else (data written before several language
+    pairs existed) the manifest's pair."""
+    langs = manifest.get("split_langs", {}).get(split)
+    return (langs[0], langs[1]) if langs else (manifest["source_lang"], manifest["target_lang"])
+
+
+def training_corpora(manifest: dict) -> dict[str, dict]:
+    """Corpus name -> its manifest entry (split, source_lang, target_lang, weight, tag, counts); a directory written
+    before corpora existed has one, "train"."""
+    if "corpora" in manifest:
+        return manifest["corpora"]
+    if "train" not in manifest["splits"]:
+        return {}
+    return {"train": {"split": "train", "source_lang": manifest["source_lang"], "target_lang": manifest["target_lang"],
+                      "weight": 1.0, "tag": None, **manifest["splits"]["train"]}}
+
+
+def valid_splits(manifest: dict) -> dict[str, str]:
+    """Language pair "src-tgt" -> its valid split."""
+    if "valid_splits" in manifest:
+        return manifest["valid_splits"]
+    return {f"{manifest['source_lang']}-{manifest['target_lang']}": "valid"} if "valid" in manifest["splits"] else {}
+
+
 class ParallelData:
     """One memory-mapped split: sentence i is `src(i)` / `tgt(i)`; lengths exclude bos/eos."""
 
@@ -109,10 +134,10 @@ class ParallelData:
     def open(cls, data_dir: str | Path, split: str, src_lang: str, tgt_lang: str) -> ParallelData:
         """Map one split of a preprocessed directory; either translation direction may be read."""
         manifest = read_manifest(data_dir)
-        langs = {manifest["source_lang"], manifest["target_lang"]}
+        held = split_languages(manifest, split)
         check(
-            {src_lang, tgt_lang} == langs and src_lang != tgt_lang,
-            f"{data_dir}: holds {manifest['source_lang']}-{manifest['target_lang']}, not {src_lang}-{tgt_lang}",
+            {src_lang, tgt_lang} == set(held) and src_lang != tgt_lang,
+            f"{data_dir}: holds {held[0]}-{held[1]}, not {src_lang}-{tgt_lang}",
         )
         splits = manifest["splits"]
         check(split in splits, f"{data_dir}: no split {split!r} (has {', '.join(sorted(splits))})")
@@ -130,6 +155,52 @@ class ParallelData:
 
     def tgt(self, i: int) -> np.ndarray:
         return np.asarray(self._tgt_tokens[self._tgt_offsets[i] : self._tgt_offsets[i + 1]])
+
+    def gather(self, side: str, indices: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, column, id) of every token of sentences `indices` (of lengths `lens`) on side "src" or "tgt"."""
+        if side == "src":
+            return _gather(self._src_tokens, self._src_offsets, indices, lens)
+        return _gather(self._tgt_tokens, self._tgt_offsets, indices, lens)
+
+
+class MixedData:
+    """Several splits (the training corpora) seen as one: sentence `starts[k] + i` is sentence i of part k; lengths
+    concatenated, so that batching and collate treat it as one ParallelData."""
+
+    def __init__(self, parts: list[ParallelData]) -> None:
+        self.parts = list(parts)
+        self.starts = np.cumsum([0] + [len(part) for part in self.parts])
+        self.src_lens = np.concatenate([part.src_lens for part in self.parts])
+        self.tgt_lens = np.concatenate([part.tgt_lens for part in self.parts])
+
+    def __len__(self) -> int:
+        return len(self.src_lens)
+
+    def _locate(self, i: int) -> tuple[ParallelData, int]:
+        k = int(np.searchsorted(self.starts, i, side="right")) - 1
+        return self.parts[k], i - int(self.starts[k])
+
+    def src(self, i: int) -> np.ndarray:
+        part, local = self._locate(i)
+        return part.src(local)
+
+    def tgt(self, i: int) -> np.ndarray:
+        part, local = self._locate(i)
+        return part.tgt(local)
+
+    def gather(self, side: str, indices: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As ParallelData.gather: each part gathers its own sentences into their places."""
+        part = np.searchsorted(self.starts, indices, side="right") - 1
+        if not len(indices) or (part == part[0]).all():  # a batch of one corpus: no scatter
+            k = int(part[0]) if len(indices) else 0
+            return self.parts[k].gather(side, indices - self.starts[k], lens)
+        rows, cols = _positions(lens)
+        ids = np.empty(len(cols), self.parts[0]._src_tokens.dtype)
+        token_part = np.repeat(part, lens)
+        for k in np.unique(part):
+            chosen = part == k
+            ids[token_part == k] = self.parts[k].gather(side, indices[chosen] - self.starts[k], lens[chosen])[2]
+        return rows, cols, ids
 
 
 def _map_side(
@@ -179,15 +250,15 @@ class Batch:
                      self.tgt_tokens)
 
 
-def collate(data: ParallelData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3,
+def collate(data: ParallelData | MixedData, indices: np.ndarray, pad_id: int = 0, bos_id: int = 2, eos_id: int = 3,
             pad_multiple: int = 1) -> Batch:
     """Gather sentences `indices` into padded int64 tensors with one vectorized fill per side; each padded
     length rounded up to a multiple of `pad_multiple` (a bounded set of shapes for compiled GPU kernels)."""
     indices = np.asarray(indices, dtype=np.int64)
     src_lens = data.src_lens[indices].astype(np.int64)
     tgt_lens = data.tgt_lens[indices].astype(np.int64)
-    src_rows, src_cols, src_ids = _gather(data._src_tokens, data._src_offsets, indices, src_lens)
-    tgt_rows, tgt_cols, tgt_ids = _gather(data._tgt_tokens, data._tgt_offsets, indices, tgt_lens)
+    src_rows, src_cols, src_ids = data.gather("src", indices, src_lens)
+    tgt_rows, tgt_cols, tgt_ids = data.gather("tgt", indices, tgt_lens)
     rows = np.arange(len(indices))
     src = np.full((len(indices), _padded_width(src_lens, pad_multiple)), pad_id, dtype=np.int64)  # [B, S]
     src[src_rows, src_cols] = src_ids
@@ -217,16 +288,20 @@ def _gather(
     tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, lens: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, column, id) of every token of the chosen sentences, without a Python loop."""
-    total = int(lens.sum())
-    rows = np.repeat(np.arange(len(indices)), lens)
-    starts = np.cumsum(lens) - lens  # where each sentence begins in the gathered order
-    cols = np.arange(total) - np.repeat(starts, lens)
+    rows, cols = _positions(lens)
     positions = np.repeat(offsets[indices], lens) + cols
     return rows, cols, tokens[positions]
 
 
+def _positions(lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every token of sentences of lengths `lens`, laid out one row per sentence."""
+    rows = np.repeat(np.arange(len(lens)), lens)
+    starts = np.cumsum(lens) - lens  # where each sentence begins in the gathered order
+    return rows, np.arange(int(lens.sum())) - np.repeat(starts, lens)
+
+
 def prefetch_groups(
-    data: ParallelData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2,
+    data: ParallelData | MixedData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2,
     pad_multiple: int = 1, token_ids: tuple[int, int, int] = (0, 2, 3),
 ) -> Iterator[list[Batch]]:
     """`batches[start:]` in groups of `group_size`, collated on the device, in order.

@@ -23,6 +23,9 @@ SCALARS = {
     "valid_ppl": "valid/ppl",
     "valid_bleu": "valid/bleu",
 }
+# Several language pairs: a validation key with the pair after a slash is one more curve, valid_loss/en-de ->
+# valid/loss/en-de, beside the pooled valid/loss.
+PER_PAIR = ("valid_loss", "valid_ppl", "valid_bleu")
 INSTALL_HINT = "train.tensorboard_dir (--tensorboard) needs the tensorboard package: pip install -e '.[tensorboard]'"
 
 
@@ -51,6 +54,10 @@ class TensorBoardLog:
         for key, tag in SCALARS.items():
             if key in record:
                 self.writer.add_scalar(tag, record[key], record["step"])
+        for key, value in record.items():
+            base, _, pair = key.partition("/")
+            if pair and base in PER_PAIR:
+                self.writer.add_scalar(f"{SCALARS[base]}/{pair}", value, record["step"])
         self.writer.flush()
 
     def close(self) -> None:

@@ -1,8 +1,8 @@
-"""Raw parallel text (read by mtkit.sources) -> sentencepiece model + binarized splits + manifest.json, streaming
-and in parallel (its settings: mtkit.preprocess_config): cleaning with drop counts (lengths, mtkit.corpus_filters, dedup),
-encoding in worker processes, the manifest.
+"""Raw parallel text (planned by mtkit.corpus_plan) -> sentencepiece model + binarized splits + manifest.json,
+streaming and in parallel (its settings: mtkit.preprocess_config): cleaning per training corpus with drop counts
+(lengths, mtkit.corpus_filters, dedup), language token and tag ids before each source, encoding in worker processes.
 Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte fallback
-encodes them). Only the train split is cleaned; valid/test keep exactly one pair per line. Memory does not grow
+encodes them). Only training corpora are cleaned; valid/test keep exactly one pair per line. Memory does not grow
 with the corpus (dedup aside: 8 bytes per kept training pair).
 """
 
@@ -23,11 +23,12 @@ from rich.progress import Progress
 
 from mtkit.console import log, progress
 from mtkit.corpus_filters import FILTER_REASONS, PairFilters
+from mtkit.corpus_plan import Plan, Split, plan_splits
 from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
 from mtkit.errors import check
 from mtkit.files import atomic_directory, write_text
-from mtkit.preprocess_config import PreprocessConfig
-from mtkit.sources import Source, file_source, hf_chunks, hf_source, load_hf_split
+from mtkit.preprocess_config import CorpusConfig, PreprocessConfig
+from mtkit.sources import hf_chunks, load_hf_split
 from mtkit.tokenizer import (
     TableTokenizer,
     Tokenizer,
@@ -61,28 +62,38 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
         not out_dir.exists() or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST).is_file())),
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
-    sources = _plan_sources(cfg)  # every count and mismatch check happens before anything is written
+    plan = plan_splits(cfg, CHUNK_PAIRS)  # every count and mismatch check happens before anything is written
     reused = load_tokenizer(cfg.spm_model) if cfg.spm_model else None
     check(reused is None or token_dtype(reused.vocab_size) == token_dtype(reused.target_vocab_size),
           f"{cfg.spm_model}: source and target vocabularies too different in size for one token file format")
-    has_train = any(source.name == "train" for source in sources)
-    check(reused is not None or has_train, "no train split to train sentencepiece on (give one, or an spm_model)")
-    filters = _build_filters(cfg) if any(source.clean for source in sources) else None
+    check(reused is not None or plan.train_splits(), "no train split to train sentencepiece on (give one, or an spm_model)")
+    if reused is not None:
+        _prefix_ids(plan, reused, str(cfg.spm_model))  # a tag or language token it lacks: refused before writing
+    cleanings = [_cleaning(split.corpus) for split in plan.train_splits() if split.corpus is not None]
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
             (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
             tokenizer = reused
         else:
-            tokenizer = _train_sentencepiece(cfg, next(s for s in sources if s.name == "train"), tmp / SPM_MODEL)
-        splits = _encode_all(cfg, sources, tokenizer, filters, tmp)
+            tokenizer = _train_sentencepiece(cfg, plan, tmp / SPM_MODEL)
+        prefixes = _prefix_ids(plan, tokenizer, SPM_MODEL)
+        splits = _encode_all(cfg, plan, prefixes, tokenizer, cleanings, tmp)
+        first = plan.corpora[0] if plan.corpora else None
         manifest = {
             "format": FORMAT,
             "version": VERSION,
-            "source_lang": cfg.source_lang,
-            "target_lang": cfg.target_lang,
+            # Several pairs: the first corpus's languages (each split's own are in split_langs).
+            "source_lang": first.source_lang if first else cfg.source_lang,
+            "target_lang": first.target_lang if first else cfg.target_lang,
             "vocab_size": tokenizer.vocab_size,
             "spm_sha256": file_sha256(tmp / SPM_MODEL),
             "splits": splits,
+            "pairs": plan.pairs,
+            "language_tokens": plan.language_tokens,
+            "corpora": {split.corpus.name: _corpus_entry(split.corpus, split.name, splits[split.name])
+                        for split in plan.train_splits() if split.corpus is not None},
+            "valid_splits": plan.valid_splits,
+            "split_langs": {split.name: list(split.langs) for split in plan.splits},
             "options": asdict(cfg),
         }
         write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
@@ -107,36 +118,53 @@ def load_hf_pairs(
     return (pair for src, tgt in hf_chunks(dataset, src_lang, tgt_lang, CHUNK_PAIRS) for pair in zip(src, tgt))
 
 
-def _plan_sources(cfg: PreprocessConfig) -> list[Source]:
-    """Resolve, open and count every split; file and line-count problems surface here."""
-    langs = (cfg.source_lang, cfg.target_lang)
-    files = [("train", cfg.train, True)] if cfg.train else []  # (split name, prefix, clean)
-    files += [("valid", cfg.valid, False)] if cfg.valid else []
-    files += [(Path(prefix).name, prefix, False) for prefix in cfg.test]
-    sources = [file_source(name, prefix, langs, cfg.on_bad_utf8, clean, CHUNK_PAIRS) for name, prefix, clean in files]
-    if cfg.hf_dataset:
-        for name, hf_split in cfg.hf_splits.items():
-            dataset = load_hf_split(cfg.hf_dataset, cfg.hf_config, hf_split, *langs, cache_dir=cfg.hf_cache_dir)
-            sources.append(hf_source(name, dataset, langs, name == "train", CHUNK_PAIRS))
-    check(sources, "nothing to preprocess: give a train, valid or test prefix, or a Hugging Face dataset")
-    names = [source.name for source in sources]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    check(not repeated, f"two splits would both be named {', '.join(repeated)}; rename one of the files")
-    return sources
+@dataclass
+class _Cleaning:
+    """A training corpus's cleaning settings and its built filters (compiled script tables, loaded detector), made in
+    this process before the workers fork; an unknown language is refused here, before anything is written."""
+
+    corpus: CorpusConfig
+    filters: PairFilters
 
 
-def _build_filters(cfg: PreprocessConfig) -> PairFilters:
-    """The chosen corpus filters, built in this process before the workers fork (they inherit the compiled script
-    tables and the loaded detector); an unknown language is refused here, before anything is written."""
-    return PairFilters.build(cfg.source_lang, cfg.target_lang, cfg.filter_same, cfg.filter_scripts, cfg.filter_langid)
+def _cleaning(corpus: CorpusConfig) -> _Cleaning:
+    filters = PairFilters.build(corpus.source_lang, corpus.target_lang, corpus.filter_same, corpus.filter_scripts,
+                                corpus.filter_langid)
+    return _Cleaning(corpus, filters)
 
 
-def _train_sentencepiece(cfg: PreprocessConfig, train: Source, path: Path) -> Tokenizer:
+def _corpus_entry(corpus: CorpusConfig, split: str, stats: dict) -> dict:
+    """The manifest's record of a training corpus: where it is, its direction, weight and tag, what was kept."""
+    return {"split": split, "source_lang": corpus.source_lang, "target_lang": corpus.target_lang,
+            "weight": corpus.weight, "tag": corpus.tag, **stats}
+
+
+def _prefix_ids(plan: Plan, tokenizer: Tokenizer | TableTokenizer, model_name: str) -> dict[str, tuple[int, ...]]:
+    """Split name -> the ids put before each of its sources; a language token or tag that is not one piece of the
+    model is refused naming its corpus (or split) and field."""
+    ids = {piece: i for i, piece in enumerate(tokenizer.pieces())}
+    prefixes = {}
+    for split in plan.splits:
+        for piece in split.prefix:
+            owner = f"corpus {split.corpus.name}" if split.corpus is not None else f"split {split.name}"
+            what = f"tag {piece!r}" if split.corpus is not None and piece == split.corpus.tag else (
+                f"language token {piece!r} (target_lang {split.langs[1]})")
+            check(piece in ids, f"{owner}: {what} is not a single piece of {model_name}")
+        prefixes[split.name] = tuple(ids[piece] for piece in split.prefix)
+    return prefixes
+
+
+def _train_sentencepiece(cfg: PreprocessConfig, plan: Plan, path: Path) -> Tokenizer:
+    train = plan.train_splits()
+    symbols = plan.symbols()
     log(
         f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
-        f"sampled from both sides of {train.count} train pairs"
+        f"sampled from both sides of {sum(split.source.count for split in train)} train pairs"
+        + (f" of {len(train)} corpora" if len(train) > 1 else "")
+        + (f"; one piece each: {' '.join(symbols)}" if symbols else "")
     )
-    sentences = (text for chunk in train.chunks() for side in chunk for text in map(str.strip, side) if text)
+    sentences = (text for split in train for chunk in split.source.chunks() for side in chunk
+                 for text in map(str.strip, side) if text)
     train_tokenizer(
         sentences,
         path,
@@ -145,48 +173,53 @@ def _train_sentencepiece(cfg: PreprocessConfig, train: Source, path: Path) -> To
         input_sentence_size=cfg.input_sentence_size,
         seed=cfg.seed,
         num_threads=cfg.workers,
+        user_defined_symbols=symbols,
     )
     return Tokenizer.load(path)
 
 
 def _encode_all(
-    cfg: PreprocessConfig, sources: list[Source], tokenizer: Tokenizer | TableTokenizer, filters: PairFilters | None,
-    out_dir: Path,
+    cfg: PreprocessConfig, plan: Plan, prefixes: dict[str, tuple[int, ...]], tokenizer: Tokenizer | TableTokenizer,
+    cleanings: list[_Cleaning], out_dir: Path,
 ) -> dict:
     """Encode and write every split with `cfg.workers` processes; returns the per-split statistics."""
-    log(f"encoding {sum(s.count for s in sources)} pairs with {cfg.workers} worker(s)")
+    log(f"encoding {sum(split.source.count for split in plan.splits)} pairs with {cfg.workers} worker(s)")
     if cfg.workers == 1:
-        encoder = _ChunkEncoder(tokenizer.to_bytes(), cfg, filters)
-        return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, functools.partial(map, encoder))
+        encoder = _ChunkEncoder(tokenizer.to_bytes(), cleanings)
+        return _write_splits(plan, prefixes, tokenizer.vocab_size, out_dir, functools.partial(map, encoder))
     # fork shares the parent's loaded modules; spawn would re-import torch in every worker.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     # The pool starts before the progress display, whose refresh thread must not be forked.
-    initargs = (tokenizer.to_bytes(), cfg, filters)
+    initargs = (tokenizer.to_bytes(), cleanings)
     with multiprocessing.get_context(method).Pool(cfg.workers, _init_worker, initargs) as pool:
         encode_chunks = functools.partial(_ordered_map, pool, _encode_in_worker, window=2 * cfg.workers)
-        return _write_splits(cfg, sources, tokenizer.vocab_size, out_dir, encode_chunks)
+        return _write_splits(plan, prefixes, tokenizer.vocab_size, out_dir, encode_chunks)
 
 
 def _write_splits(
-    cfg: PreprocessConfig, sources: list[Source], vocab_size: int, out_dir: Path, encode_chunks: Callable
+    plan: Plan, prefixes: dict[str, tuple[int, ...]], vocab_size: int, out_dir: Path, encode_chunks: Callable
 ) -> dict:
+    cleaned = {split.name: i for i, split in enumerate(plan.train_splits())}  # index into the encoder's cleanings
     with progress() as bar:
-        return {source.name: _write_split(cfg, source, vocab_size, out_dir, encode_chunks, bar) for source in sources}
+        return {split.name: _write_split(split, cleaned.get(split.name, -1), prefixes[split.name], vocab_size,
+                                         out_dir, encode_chunks, bar) for split in plan.splits}
 
 
 def _write_split(
-    cfg: PreprocessConfig, source: Source, vocab_size: int, out_dir: Path, encode_chunks: Callable, bar: Progress
+    split: Split, cleaning: int, prefix: tuple[int, ...], vocab_size: int, out_dir: Path, encode_chunks: Callable,
+    bar: Progress,
 ) -> dict:
     """Stream one split through the encoders into its two binary files; returns its statistics."""
-    task = bar.add_task(source.name, total=source.count, info="")
-    seen = _DigestSet() if source.clean and cfg.dedup else None
+    source = split.source
+    task = bar.add_task(split.name, total=source.count, info="")
+    seen = _DigestSet() if split.corpus is not None and split.corpus.dedup else None
     stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
     dropped = dict.fromkeys(DROP_REASONS, 0)
     with (
-        BinaryWriter(out_dir, source.name, cfg.source_lang, vocab_size) as src_out,
-        BinaryWriter(out_dir, source.name, cfg.target_lang, vocab_size) as tgt_out,
+        BinaryWriter(out_dir, split.name, split.langs[0], vocab_size) as src_out,
+        BinaryWriter(out_dir, split.name, split.langs[1], vocab_size) as tgt_out,
     ):
-        for chunk in encode_chunks((src, tgt, source.clean) for src, tgt in source.chunks()):
+        for chunk in encode_chunks((src, tgt, cleaning, prefix) for src, tgt in source.chunks()):
             if seen is not None:
                 chunk = _drop_duplicates(chunk, seen)
             src_out.write_flat(chunk.src, chunk.src_lens)
@@ -198,7 +231,7 @@ def _write_split(
                 dropped[reason] += count
             bar.update(task, advance=len(chunk.src_lens) + sum(chunk.dropped.values()))
     reasons = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in dropped.items() if count)
-    log(f"{source.name}: kept {stats['pairs']:,} of {source.count:,} pairs (dropped: {reasons or 'none'})")
+    log(f"{split.name}: kept {stats['pairs']:,} of {source.count:,} pairs (dropped: {reasons or 'none'})")
     return {**stats, "dropped": dropped}
 
 
@@ -214,17 +247,20 @@ def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable,
         yield pending.popleft().get()
 
 
-class _ChunkEncoder:
-    """Strip, encode and (train split only) filter one chunk; runs inside a worker process."""
+_Task = tuple[list[str], list[str], int, tuple[int, ...]]  # source lines, target lines, cleaning (-1: none), prefix
 
-    def __init__(self, model: bytes, cfg: PreprocessConfig, filters: PairFilters | None) -> None:
+
+class _ChunkEncoder:
+    """Strip, encode and (training corpora only) filter one chunk, then put the prefix ids (language token, tag)
+    before each source; runs inside a worker process."""
+
+    def __init__(self, model: bytes, cleanings: list[_Cleaning]) -> None:
         self.tokenizer = tokenizer_from_bytes(model)
         self.dtype = token_dtype(self.tokenizer.vocab_size)
-        self.cfg = cfg
-        self.filters = filters
+        self.cleanings = cleanings
 
-    def __call__(self, task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
-        src_text, tgt_text, clean = task
+    def __call__(self, task: _Task) -> _EncodedChunk:
+        src_text, tgt_text, cleaning, prefix = task
         src_text = [text.strip() for text in src_text]
         tgt_text = [text.strip() for text in tgt_text]
         src_ids, tgt_ids = self.tokenizer.encode(src_text), self.tokenizer.encode_target(tgt_text)
@@ -232,37 +268,38 @@ class _ChunkEncoder:
         tgt_lens = np.fromiter(map(len, tgt_ids), np.int64, len(tgt_ids))
         keep = np.ones(len(src_ids), dtype=bool)
         dropped: dict[str, int] = {}
-        if clean:
-            keep, dropped = _filter(src_lens, tgt_lens, self.cfg)
-            if self.filters is not None:
-                dropped.update(self.filters.narrow(src_text, tgt_text, keep))
         digests = None
-        if clean and self.cfg.dedup:
-            digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
-        return _EncodedChunk(
-            _flatten(src_ids, src_lens, keep, self.dtype),
-            src_lens[keep],
-            _flatten(tgt_ids, tgt_lens, keep, self.dtype),
-            tgt_lens[keep],
-            dropped,
-            digests,
-        )
+        if cleaning >= 0:
+            # The rules see the sentence's own pieces: a corpus cleans alike with or without a tag.
+            corpus, filters = self.cleanings[cleaning].corpus, self.cleanings[cleaning].filters
+            keep, dropped = _filter(src_lens, tgt_lens, corpus)
+            dropped.update(filters.narrow(src_text, tgt_text, keep))
+            if corpus.dedup:
+                digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
+        src = _flatten(src_ids, src_lens, keep, self.dtype)
+        src_lens = src_lens[keep]
+        if prefix:
+            starts = np.cumsum(src_lens) - src_lens
+            src = np.insert(src, np.repeat(starts, len(prefix)), np.tile(np.array(prefix, self.dtype), len(src_lens)))
+            src_lens = src_lens + len(prefix)
+        return _EncodedChunk(src, src_lens, _flatten(tgt_ids, tgt_lens, keep, self.dtype), tgt_lens[keep], dropped,
+                             digests)
 
 
 _worker_encoder: _ChunkEncoder | None = None
 
 
-def _init_worker(model: bytes, cfg: PreprocessConfig, filters: PairFilters | None) -> None:
+def _init_worker(model: bytes, cleanings: list[_Cleaning]) -> None:
     global _worker_encoder
-    _worker_encoder = _ChunkEncoder(model, cfg, filters)  # the model is loaded once per worker
+    _worker_encoder = _ChunkEncoder(model, cleanings)  # the model is loaded once per worker
 
 
-def _encode_in_worker(task: tuple[list[str], list[str], bool]) -> _EncodedChunk:
+def _encode_in_worker(task: _Task) -> _EncodedChunk:
     assert _worker_encoder is not None, "worker used without _init_worker"
     return _worker_encoder(task)
 
 
-def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: PreprocessConfig) -> tuple[np.ndarray, dict[str, int]]:
+def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: CorpusConfig) -> tuple[np.ndarray, dict[str, int]]:
     """Keep mask and drop counts; a pair is counted under the first reason that applies."""
     shorter, longer = np.minimum(src_lens, tgt_lens), np.maximum(src_lens, tgt_lens)
     reasons = {

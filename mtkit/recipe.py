@@ -26,7 +26,7 @@ from mtkit.train import TrainConfig
 SECTIONS = ("preprocess", "model", "train", "translate")
 # [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than
 # joining it: a run on one's own files must not also read the recipe's Hugging Face corpus.
-FILE_DATA_KEYS = ("train", "valid", "test")
+FILE_DATA_KEYS = ("train", "valid", "test", "corpora")
 HF_DATA_KEYS = ("hf_dataset", "hf_config", "hf_splits")
 
 
@@ -171,7 +171,7 @@ def resolve_preprocess(path: str | Path | None, given: dict[str, Any]) -> Prepro
     if unused:
         log(f"data given on the command line: the recipe's {', '.join(unused)} not used")
     values = {**{k: v for k, v in recipe.items() if k not in unused}, **given}
-    check("source_lang" in values and "target_lang" in values,
+    check(values.get("corpora") or ("source_lang" in values and "target_lang" in values),
           "no languages: give --source-lang and --target-lang, or source_lang and target_lang in the recipe's [preprocess]")
     return build_config(PreprocessConfig, values, "preprocess")
 

@@ -122,9 +122,15 @@ def apply_update(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: An
     return grad_norm, scaler.get_scale() >= scale
 
 
-@torch.no_grad()
 def validate(module: LossModule, batches: list[Any], ctx: DistContext, precision: str = "fp32") -> float:
     """Mean per-token NLL (natural log) on this rank's share of the valid batches, summed over ranks."""
+    nll_sum, tokens = validate_sums(module, batches, ctx, precision)
+    return nll_sum / max(tokens, 1.0)
+
+
+@torch.no_grad()
+def validate_sums(module: LossModule, batches: list[Any], ctx: DistContext, precision: str = "fp32") -> tuple[float, float]:
+    """(summed NLL, target tokens) of the valid batches, summed over ranks."""
     was_training = module.training
     module.eval()
     nll_sum, tokens = torch.zeros(1, dtype=torch.float64, device=ctx.device), 0
@@ -135,7 +141,27 @@ def validate(module: LossModule, batches: list[Any], ctx: DistContext, precision
         tokens += batch.tgt_tokens
     module.train(was_training)
     nll_sum, tokens = ctx.all_sum_with(nll_sum, [tokens])
-    return nll_sum / max(tokens, 1.0)
+    return nll_sum, tokens
+
+
+def validation_record(module: LossModule, model: nn.Module, validations: dict[str, Validation], ctx: DistContext,
+                      cfg: Any, spm_model: bytes, tcfg: Any) -> tuple[float, dict[str, float]]:
+    """The valid loss of all language pairs pooled (their tokens together: what the best step and patience follow)
+    and the metrics record: valid_loss, valid_ppl, valid_bleu (the mean of the pairs' BLEU), and with several pairs
+    the same per pair as valid_loss/en-de, valid_ppl/en-de, valid_bleu/en-de. `cfg` is the TrainConfig."""
+    sums = {pair: validate_sums(module, v.batches, ctx, cfg.precision) for pair, v in validations.items()}
+    loss = sum(nll for nll, _ in sums.values()) / max(sum(tokens for _, tokens in sums.values()), 1.0)
+    record = {"valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
+    several = len(validations) > 1
+    for pair, (nll, tokens) in sums.items() if several else ():
+        pair_loss = nll / max(tokens, 1.0)
+        record[f"valid_loss/{pair}"] = round(pair_loss, 4)
+        record[f"valid_ppl/{pair}"] = round(math.exp(min(pair_loss, 50)), 3)
+    if cfg.valid_bleu:  # every rank decodes a share
+        bleus = {pair: valid_bleu(model, v.data, v.bleu_batches, spm_model, tcfg, ctx) for pair, v in validations.items()}
+        record["valid_bleu"] = sum(bleus.values()) / len(bleus)
+        record.update({f"valid_bleu/{pair}": bleu for pair, bleu in bleus.items()} if several else {})
+    return loss, record
 
 
 @torch.no_grad()
@@ -177,6 +203,11 @@ class Validation:
 def token_ids(mcfg: Any) -> tuple[int, int, int]:
     """pad, decoder start and eos: what collate writes around each sentence."""
     return mcfg.pad_id, mcfg.start_id, mcfg.eos_id
+
+
+def validation_sets(valid: dict[str, Any], cfg: Any, ctx: DistContext, mcfg: Any) -> dict[str, Validation]:
+    """Language pair -> its valid set collated on the device (valid: pair -> mtkit.data.ParallelData)."""
+    return {pair: validation_set(data, cfg, ctx, mcfg) for pair, data in valid.items()}
 
 
 def validation_set(data: Any, cfg: Any, ctx: DistContext, mcfg: Any) -> Validation | None:

@@ -302,12 +302,14 @@ def train_tokenizer(
     input_sentence_size: int = 2_000_000,
     seed: int = 1,
     num_threads: int = 1,
+    user_defined_symbols: list[str] | None = None,
 ) -> Path:
     """Train a joint BPE model on `sentences` (both sides) and write it atomically to `out_path`.
 
     `sentences` is streamed: sentencepiece keeps a seeded reservoir sample of `input_sentence_size`
     of them, so memory is bounded however large the corpus. The pieces are a function of
     (sentences, options, seed); the file also records `num_threads`, so its hash depends on it.
+    `user_defined_symbols` (language tokens such as >>de<<, corpus tags) become one piece each, ids 4, 5, ...
     """
     check(vocab_size > 0, f"vocab size must be positive, got {vocab_size}")
     check(input_sentence_size > 0, f"input sentence size must be positive, got {input_sentence_size}")
@@ -315,6 +317,8 @@ def train_tokenizer(
     source = _CapturingIterator(sentences)
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)
+    # Only when given: a model trained without them stays byte-identical to one trained before this option.
+    symbols = {"user_defined_symbols": list(user_defined_symbols)} if user_defined_symbols else {}
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(source),

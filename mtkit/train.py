@@ -26,7 +26,8 @@ from mtkit.loss import LossModule
 from mtkit.monitor import TensorBoardLog, require_tensorboard
 from mtkit.model import ModelConfig, configure_cuda_kernels
 from mtkit.precision import PRECISIONS
-from mtkit.step import Validation, pad_multiple, token_ids, train_step, valid_bleu, validate, validation_set
+from mtkit.mixing import SAMPLINGS
+from mtkit.step import Validation, pad_multiple, token_ids, train_step, validation_record, validation_sets
 from mtkit.train_state import (  # noqa: F401  (FAULT_KILL_RANK: mtkit.train's name for it, used by tests)
     FAULT_KILL_RANK,
     LogWindow,
@@ -89,6 +90,11 @@ class TrainConfig:
     init_from: str = ""
     ddp_bf16_compress: bool = False  # all-reduce gradients in bf16 across ranks: half the traffic, bf16 rounding
     tensorboard_dir: str = ""  # TensorBoard event files of metrics.jsonl's scalars (rank 0); needs mtkit[tensorboard]
+    # Several training corpora (mtkit.mixing): each epoch's share by corpus weight, or by temperature over language
+    # pairs; corpus_weights replaces the weights of the recipe's [[preprocess.corpora]] and of the data's manifest.
+    sampling: str = "weights"
+    sampling_temperature: float = 1.0
+    corpus_weights: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -99,6 +105,9 @@ class TrainConfig:
             raise ValueError("update_freq and max_tokens must be positive")
         if self.log_interval < 1:
             raise ValueError(f"log_interval must be at least 1, got {self.log_interval}")
+        if self.sampling not in SAMPLINGS or self.sampling_temperature <= 0:
+            raise ValueError(f"sampling must be one of {SAMPLINGS} and sampling_temperature positive, got "
+                             f"{self.sampling!r}, {self.sampling_temperature}")
         self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
 
     def resolved(self, d_model: int) -> "TrainConfig":
@@ -165,6 +174,7 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     from mtkit.data import read_manifest
     from mtkit.console import warn
     from mtkit.files import DirectoryLock
+    from mtkit.train_data import open_training_data
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
@@ -174,12 +184,14 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     if recipe.train.tensorboard_dir:
         require_tensorboard()  # on every rank, before any work: none waits in vain for a rank that stopped
     manifest = read_manifest(data_dir)
+    # Every data check (corpora, weights, valid sets) before the run directory is touched.
+    data = open_training_data(data_dir, manifest, recipe.as_dict()["preprocess"].get("corpora"), recipe.train, ctx.is_main)
     lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
     run = None
     try:
-        run, train_data = start_run(data_dir, run_dir, recipe, manifest, ctx)
+        run, train_data = start_run(data_dir, run_dir, recipe, manifest, data, ctx)
         try:
             stop, signum = update_until_stopped(run, train_data)
             return finish(run, stop, signum)
@@ -210,7 +222,8 @@ class Run:
     extra: dict  # what every checkpoint carries besides the training state
     resumed_from: Path | None
     translate_cfg: Any  # search settings for validation BLEU
-    validation: Validation | None
+    validation: dict[str, Validation]  # language pair -> its valid set
+    mixture: Any = None  # mtkit.mixing.Mixture of several corpora; None: one corpus, never resampled
     kill_at: int | None = None  # the update attempt at which a test's injected fault kills this rank
     saved_step: int = 0
     bad: int = 0  # skipped updates in a row
@@ -242,37 +255,32 @@ class Run:
 
     def validate(self) -> bool:
         """Validate; returns True when patience is exhausted."""
-        if self.validation is None or not self.validation.batches:
+        if not any(v is not None and v.batches for v in self.validation.values()):
             return False
         state, cfg = self.state, self.cfg
-        loss = validate(self.module, self.validation.batches, self.ctx, cfg.precision)
-        record = {"step": state.step, "valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 3)}
-        if cfg.valid_bleu:  # every rank decodes a share
-            v = self.validation
-            record["valid_bleu"] = valid_bleu(self.model, v.data, v.bleu_batches, self.extra["spm_model"],
-                                              self.translate_cfg, self.ctx)
+        loss, scores = validation_record(self.module, self.model, self.validation, self.ctx, cfg, self.extra["spm_model"],
+                                         self.translate_cfg)
+        record = {"step": state.step, **scores}
         if loss < state.best_loss:
             state.best_loss, state.best_step, state.stale = loss, state.step, 0
         else:
             state.stale += 1
         bleu = f" | bleu {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
-        self.metrics.write(record, f"valid | step {state.step} | loss {loss:.3f} | ppl {record['valid_ppl']:.2f}{bleu} | "
-                                   f"best step {state.best_step}")
+        pairs = "".join(f" | {key[11:]} {value:.3f}" for key, value in record.items() if key.startswith("valid_loss/"))
+        self.metrics.write(record, f"valid | step {state.step} | loss {loss:.3f}{pairs} | ppl {record['valid_ppl']:.2f}"
+                                   f"{bleu} | best step {state.best_step}")
         return cfg.patience > 0 and state.stale >= cfg.patience
 
 
-def start_run(data_dir: Path, run_dir: Path, recipe: TrainRecipe, manifest: dict, ctx: DistContext) -> tuple[Run, Any]:
-    """Open the data and the run directory, build model and optimizer, and resume from the newest valid
-    checkpoint if there is one; returns the run and the training data."""
-    from mtkit.data import ParallelData
+def start_run(data_dir: Path, run_dir: Path, recipe: TrainRecipe, manifest: dict, data: Any,
+              ctx: DistContext) -> tuple[Run, Any]:
+    """Open the run directory, build model and optimizer, and resume from the newest valid checkpoint if there is
+    one; returns the run and the training data (`data`: mtkit.train_data.TrainingData)."""
     from mtkit.model import Transformer
     from mtkit.rundir import MetricsLog, agreed_checkpoint, init_from_parent, open_run
 
     cfg, mcfg = recipe.train, recipe.model
     found = open_run(run_dir, data_dir, recipe.as_dict(), manifest, ctx.is_main, agreed_checkpoint(run_dir, ctx))
-    src_lang, tgt_lang = manifest["source_lang"], manifest["target_lang"]
-    train_data = ParallelData.open(data_dir, "train", src_lang, tgt_lang)
-    valid_data = ParallelData.open(data_dir, "valid", src_lang, tgt_lang) if "valid" in manifest["splits"] else None
 
     torch.manual_seed(cfg.seed)  # identical initial parameters on every rank
     model = Transformer(mcfg).to(ctx.device)
@@ -305,15 +313,15 @@ def start_run(data_dir: Path, run_dir: Path, recipe: TrainRecipe, manifest: dict
     monitor = TensorBoardLog(Path(cfg.tensorboard_dir), state.step) if cfg.tensorboard_dir and ctx.is_main else None
     metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step, monitor)
     run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, metrics,
-              extra, found[0] if found is not None else None, recipe.translate, validation_set(valid_data, cfg, ctx, mcfg),
-              kill_at=fault_kill_attempt(ctx.rank, run_dir), saved_step=state.step)
-    return run, train_data
+              extra, found[0] if found is not None else None, recipe.translate, validation_sets(data.valid, cfg, ctx, mcfg),
+              data.mixture, kill_at=fault_kill_attempt(ctx.rank, run_dir), saved_step=state.step)
+    return run, data.data
 
 
 def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     """Epochs of updates until a stop condition; returns why it stopped and the signal behind it (0: none)."""
-    from mtkit.batching import epoch_batches
     from mtkit.data import prefetch_groups
+    from mtkit.mixing import epoch_batches
 
     cfg, ctx, state = run.cfg, run.ctx, run.state
     flag = SignalFlag()
@@ -321,8 +329,8 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     try:
         while not stop:
             multiple = pad_multiple(cfg, ctx.device)
-            batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, state.epoch,
-                                    ctx.rank, ctx.world_size, pad_multiple=multiple)
+            batches = epoch_batches(train_data.src_lens, train_data.tgt_lens, run.mixture, cfg.max_tokens, cfg.seed,
+                                    state.epoch, ctx.rank, ctx.world_size, pad_multiple=multiple)
             # The next groups are collated on a background thread while this one computes.
             groups = prefetch_groups(train_data, batches, state.position, cfg.update_freq, ctx.device,
                                      pad_multiple=multiple, token_ids=token_ids(run.model.cfg))

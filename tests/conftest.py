@@ -198,3 +198,33 @@ def _trainers_are_killed():
     if common is not None:
         while common.STARTED:
             common.STARTED.pop().kill()
+
+
+MULTILINGUAL_SLICES = {"de": (0, 240), "fr": (240, 360)}  # Multi30k train lines of each direction's corpus
+
+
+def write_lines(prefix: Path, lang: str, lines: list[str]) -> None:
+    Path(f"{prefix}.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def multilingual_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """Two corpora in two directions, preprocessed with language tokens (two target languages): en->de (240 Multi30k
+    train pairs, corpus "de") and en->fr (the next 120, corpus "fr", weight 2, tagged <bt>), 40 valid pairs per
+    direction, a vocabulary of 600 trained on them."""
+    from mtkit.preprocess import PreprocessConfig, preprocess
+
+    raw = tmp_path_factory.mktemp("multilingual-raw")
+    english = read_gz_lines(multi30k / "train.en.gz", 360)
+    for lang, (start, end) in MULTILINGUAL_SLICES.items():
+        write_lines(raw / lang, "en", english[start:end])
+        write_lines(raw / lang, lang, read_gz_lines(multi30k / f"train.{lang}.gz", end)[start:])
+    for lang in ("en", "de", "fr"):
+        write_lines(raw / "valid", lang, read_gz_lines(multi30k / f"val.{lang}.gz", 40))
+    cfg = PreprocessConfig(source_lang="en", valid=str(raw / "valid"), vocab_size=600, corpora=[
+        {"name": "de", "train": str(raw / "de"), "target_lang": "de"},
+        {"name": "fr", "train": str(raw / "fr"), "target_lang": "fr", "weight": 2.0, "tag": "<bt>"},
+    ])
+    out = tmp_path_factory.mktemp("multilingual") / "data"
+    preprocess(cfg, out)
+    return out

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from mtkit.data import BinaryWriter, ParallelData, collate, data_paths, read_manifest, token_dtype
+from mtkit.data import BinaryWriter, MixedData, ParallelData, collate, data_paths, read_manifest, token_dtype
 from mtkit.errors import UserError
 
 SRC = [[5, 6, 7], [], [9], [10, 11, 12, 13]]
@@ -104,6 +104,21 @@ def test_collate_hand_checked(tmp_path: Path) -> None:
     assert batch.src.dtype == torch.int64
     moved = batch.to("cpu")
     assert torch.equal(moved.tgt_out, batch.tgt_out) and moved.tgt_tokens == batch.tgt_tokens
+
+
+def test_mixed_data_gathers_each_sentence_from_its_own_split(tmp_path: Path) -> None:
+    """A batch across corpora equals collating the same sentences of one split that holds them all."""
+    first = ParallelData.open(write_dataset(tmp_path / "a", SRC, TGT), "train", "en", "de")
+    second_src, second_tgt = [[40, 41], [42], [43, 44, 45, 46, 47]], [[50], [51, 52, 53], [54]]
+    second = ParallelData.open(write_dataset(tmp_path / "b", second_src, second_tgt), "train", "en", "de")
+    whole = ParallelData.open(write_dataset(tmp_path / "c", SRC + second_src, TGT + second_tgt), "train", "en", "de")
+    mixed = MixedData([first, second])
+    assert len(mixed) == 7 and mixed.src_lens.tolist() == whole.src_lens.tolist()
+    assert [mixed.tgt(i).tolist() for i in range(7)] == [whole.tgt(i).tolist() for i in range(7)]
+    for indices in ([6, 0, 4, 4, 1], [5, 4], [2, 3], []):
+        a, b = collate(mixed, np.array(indices, np.int64)), collate(whole, np.array(indices, np.int64))
+        assert a.src.tolist() == b.src.tolist() and a.tgt_out.tolist() == b.tgt_out.tolist()
+        assert (a.src_tokens, a.tgt_tokens) == (b.src_tokens, b.tgt_tokens)
 
 
 def test_collate_matches_a_loop_on_multi30k(multi30k_data: Path) -> None:

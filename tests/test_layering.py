@@ -45,12 +45,16 @@ ALLOWED: dict[str, set[str]] = {
     "distributed": set(),
     "monitor": {"errors"},
     "rundir": {"checkpoint", "tokenizer"} | LAYER0,
-    "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters"} | LAYER0,
+    "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters", "corpus_plan"} | LAYER0,
+    "corpus_plan": {"errors", "preprocess_config", "sources"},
+    "mixing": {"batching", "errors"},
+    "train_data": {"console", "data", "mixing"},
     "corpus_filters": {"console", "errors", "language_id"},
     "preprocess_config": {"errors", "files"},
     "sources": {"files", "errors"},
     "step": {"search", "tokenizer", "data", "batching", "score", "loss", "distributed"},
-    "train": {"model", "step", "train_state", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision"} | LAYER0,
+    "train": {"model", "step", "train_state", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision",
+              "mixing", "train_data"} | LAYER0,
     "train_state": set(),
     "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
     "recipe": {"model", "preprocess_config", "train", "search"} | LAYER0,
@@ -180,10 +184,10 @@ TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching"
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
               "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
-              "corpus_filters", "backtranslate")
+              "corpus_filters", "backtranslate", "corpus_plan", "mixing")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
-                 "huggingface", "marian", "train_state"}
+                 "huggingface", "marian", "train_state", "train_data"}
 
 
 def top_level_imports(path: Path) -> set[str]:

@@ -66,3 +66,16 @@ def test_without_tensorboard_one_line_hint_before_training(tmp_path: Path, small
     assert run.stderr.strip().splitlines() == ["error: train.tensorboard_dir (--tensorboard) needs the tensorboard "
                                                "package: pip install -e '.[tensorboard]'"]
     assert not (tmp_path / "run").exists() and not (tmp_path / "board").exists()
+
+
+def test_several_language_pairs_plot_a_curve_each(tmp_path: Path) -> None:
+    """valid_loss/en-de -> valid/loss/en-de beside the pooled valid/loss; other slashed keys are not plotted."""
+    pytest.importorskip("tensorboard")
+    from mtkit.monitor import TensorBoardLog
+
+    board = TensorBoardLog(tmp_path, 0)
+    board({"step": 4, "valid_loss": 3.0, "valid_loss/en-de": 2.5, "valid_loss/en-fr": 3.5, "valid_bleu/en-fr": 7.0,
+           "loss/en-de": 1.0})
+    board.close()
+    assert read_scalars(tmp_path) == {"valid/loss": [(4, 3.0)], "valid/loss/en-de": [(4, 2.5)],
+                                      "valid/loss/en-fr": [(4, 3.5)], "valid/bleu/en-fr": [(4, 7.0)]}

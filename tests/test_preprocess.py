@@ -348,3 +348,125 @@ def test_digest_set_matches_a_python_set() -> None:
             seen_set.add(value)
         assert digests.add_new(batch).tolist() == expected
     assert len(digests._levels) <= 12
+
+
+# ---- several corpora, several language pairs ----------------------------------------------------------------
+
+def test_corpora_are_binarized_with_language_tokens_and_tags(multilingual_data: Path, multi30k: Path) -> None:
+    """Each corpus is its own split; every source starts with its target-language token, a tagged corpus's then with
+    its tag (each one piece of the vocabulary); valid sets per pair; targets as they are."""
+    manifest = read_manifest(multilingual_data)
+    tokenizer = Tokenizer.load(multilingual_data / "spm.model")
+    assert tokenizer.pieces()[4:7] == [">>de<<", ">>fr<<", "<bt>"]  # sentencepiece's user-defined symbols
+    assert (manifest["pairs"], manifest["language_tokens"]) == (["en-de", "en-fr"], True)
+    assert (manifest["source_lang"], manifest["target_lang"]) == ("en", "de")  # the first corpus's
+    assert manifest["valid_splits"] == {"en-de": "valid.en-de", "en-fr": "valid.en-fr"}
+    assert set(manifest["splits"]) == {"train.de", "train.fr", "valid.en-de", "valid.en-fr"}
+    fr = manifest["corpora"]["fr"]
+    assert {k: fr[k] for k in ("split", "source_lang", "target_lang", "weight", "tag", "pairs")} == {
+        "split": "train.fr", "source_lang": "en", "target_lang": "fr", "weight": 2.0, "tag": "<bt>", "pairs": 120}
+    assert manifest["corpora"]["de"]["tag"] is None and manifest["corpora"]["de"]["pairs"] == 240
+    english = [line.strip() for line in read_gz_lines(multi30k / "train.en.gz", 360)]
+    for split, prefix, lines in (("train.de", [4], english[:240]), ("train.fr", [5, 6], english[240:]),
+                                 ("valid.en-fr", [5], [line.strip() for line in read_gz_lines(multi30k / "val.en.gz", 40)])):
+        data = ParallelData.open(multilingual_data, split, "en", split[-2:])
+        assert [data.src(i).tolist() for i in range(len(data))] == [prefix + ids for ids in tokenizer.encode(lines)]
+    french = [line.strip() for line in read_gz_lines(multi30k / "train.fr.gz", 360)[240:]]
+    data = ParallelData.open(multilingual_data, "train.fr", "en", "fr")
+    assert tokenizer.decode([data.tgt(i) for i in range(len(data))]) == french
+    with pytest.raises(UserError, match="holds en-fr, not en-de"):
+        ParallelData.open(multilingual_data, "train.fr", "en", "de")
+
+
+def test_each_corpus_cleans_by_its_own_settings(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    """Two corpora of one pair: no language tokens (one target language), today's valid and test names, and a
+    corpus's own max_len over the section's."""
+    short = write_slice(multi30k, "train", tmp_path / "short", 200)
+    long = write_slice(multi30k, "val", tmp_path / "long", 200)
+    valid = write_slice(multi30k, "val", tmp_path / "valid", 30)
+    cfg = PreprocessConfig("en", "de", valid=str(valid), test=[str(short)], spm_model=str(multi30k_spm), max_len=30,
+                           corpora=[{"name": "a", "train": str(short), "max_len": 12}, {"name": "b", "train": str(long)}])
+    manifest = preprocess(cfg, tmp_path / "out")
+    assert set(manifest["splits"]) == {"train.a", "train.b", "valid", "short"} and manifest["language_tokens"] is False
+    a, b = manifest["corpora"]["a"], manifest["corpora"]["b"]
+    reference = Tokenizer.load(multi30k_spm)
+    for entry, prefix, max_len in ((a, short, 12), (b, long, 30)):
+        lens = [max(map(len, reference.encode([s.strip(), t.strip()]))) for s, t in zip(
+            Path(f"{prefix}.en").read_text().splitlines(), Path(f"{prefix}.de").read_text().splitlines())]
+        assert entry["dropped"]["too_long"] == sum(n > max_len for n in lens) > 0
+        assert entry["pairs"] == entry["input_pairs"] - sum(entry["dropped"].values())
+    data = ParallelData.open(tmp_path / "out", "train.a", "en", "de")
+    assert max(data.src_lens.max(), data.tgt_lens.max()) <= 12
+
+
+def test_several_pairs_name_valid_and_test_by_pair(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    for lang in ("en", "de", "fr"):
+        Path(f"{tmp_path / 'val'}.{lang}").write_text("\n".join(read_gz_lines(multi30k / f"val.{lang}.gz", 20)) + "\n")
+        Path(f"{tmp_path / 'other'}.{lang}").write_text("\n".join(read_gz_lines(multi30k / f"val.{lang}.gz", 30)) + "\n")
+    corpora = [{"name": "de", "train": str(tmp_path / "val"), "target_lang": "de"},
+               {"name": "fr", "train": str(tmp_path / "val"), "target_lang": "fr"}]
+    cfg = PreprocessConfig(source_lang="en", valid={"en-de": str(tmp_path / "val"), "en-fr": str(tmp_path / "other")},
+                           test=[str(tmp_path / "val")], spm_model=str(multi30k_spm), language_tokens="never",
+                           corpora=corpora)
+    manifest = preprocess(cfg, tmp_path / "out")
+    assert {name: split["pairs"] for name, split in manifest["splits"].items() if "train" not in name} == {
+        "valid.en-de": 20, "valid.en-fr": 30, "val.en-de": 20, "val.en-fr": 20}
+    assert manifest["language_tokens"] is False
+    data = ParallelData.open(tmp_path / "out", "val.en-fr", "en", "fr")
+    assert data.src(0).tolist() == Tokenizer.load(multi30k_spm).encode([read_gz_lines(multi30k / "val.en.gz", 1)[0]])[0]
+
+
+RECIPE_ERRORS = {
+    "missing file": ('train = "{raw}/nope"', "corpus fr: {raw}/nope.en: no such file (nor {raw}/nope.en.gz)"),
+    "pair without valid": ('valid = {{"en-de" = "{raw}/val"}}',
+                           "valid: no valid set for the language pair en-fr; give one prefix for every pair or a table "
+                           "that names each"),
+    "weight": ("weight = 0", "corpus fr: weight must be positive, got 0.0"),
+    "tag": ('tag = "<bt>"', "corpus fr: tag '<bt>' is not a single piece of {spm}"),
+    "duplicate": ('name = "de"', "corpus de: two corpora have this name; names must be unique"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECIPE_ERRORS))
+def test_corpora_mistakes_are_one_line_and_write_nothing(tmp_path: Path, multi30k: Path, multi30k_spm: Path,
+                                                         case: str) -> None:
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for lang in ("en", "de", "fr"):
+        Path(f"{raw / 'val'}.{lang}").write_text("\n".join(read_gz_lines(multi30k / f"val.{lang}.gz", 20)) + "\n")
+    change, expected = (text.format(raw=raw, spm=multi30k_spm) for text in RECIPE_ERRORS[case])
+    # The spm model has no >>de<< and >>fr<<: language tokens are off, except where the case is about a piece.
+    fr = {"name": '"fr"', "train": f'"{raw}/val"', "target_lang": '"fr"'}
+    key = change.split(" = ")[0]
+    section = change if key == "valid" else f'valid = "{raw}/val"'
+    if key != "valid":
+        fr[key] = change.split(" = ", 1)[1]
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        f'[preprocess]\nsource_lang = "en"\n{section}\nspm_model = "{multi30k_spm}"\nlanguage_tokens = "never"\n'
+        f'[[preprocess.corpora]]\nname = "de"\ntrain = "{raw}/val"\ntarget_lang = "de"\n'
+        "[[preprocess.corpora]]\n" + "".join(f"{k} = {v}\n" for k, v in fr.items()))
+    result = CliRunner().invoke(app, ["preprocess", "--config", str(recipe), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == [f"error: {expected}"], result.stderr
+    assert_nothing_written(tmp_path)
+
+
+def test_a_language_token_a_reused_model_lacks_is_refused(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    valid = write_slice(multi30k, "val", tmp_path / "valid", 10)
+    cfg = PreprocessConfig("en", "de", train=str(valid), spm_model=str(multi30k_spm), language_tokens="always")
+    with pytest.raises(UserError, match=rf"^corpus train: language token '>>de<<' \(target_lang de\) is not a single "
+                                        rf"piece of {multi30k_spm}$"):
+        preprocess(cfg, tmp_path / "out")
+    assert_nothing_written(tmp_path)
+
+
+def test_without_corpora_the_manifest_describes_the_one_corpus(multi30k_data: Path) -> None:
+    manifest = read_manifest(multi30k_data)
+    assert (manifest["pairs"], manifest["language_tokens"], manifest["valid_splits"]) == (["en-de"], False,
+                                                                                           {"en-de": "valid"})
+    assert list(manifest["corpora"]) == ["train"] and manifest["corpora"]["train"]["split"] == "train"
+    assert manifest["corpora"]["train"]["weight"] == 1.0 and manifest["corpora"]["train"]["tag"] is None

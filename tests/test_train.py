@@ -268,3 +268,42 @@ def test_fp16_overflow_skips_do_not_advance_step_or_schedule(tmp_path: Path, sma
     assert logged == [(s, pytest.approx(learning_rate(s, 1e-3, 10))) for s in (1, 2, 3)]
     state = load_checkpoint(list_checkpoints(tmp_path / "run")[-1])["state"]
     assert (state["step"], state["attempts"]) == (3, 5)
+
+
+# Two corpora, two directions (tests/conftest.py::multilingual_data: en->de 240 pairs, en->fr 120 pairs at weight 2
+# with a tag, language tokens): an epoch draws 120 + 240 pairs, 16 updates of 1,024 tokens.
+MULTI_STEPS, MULTI_KILL_AT = 24, 19
+MULTI_SETS = ("train.max_tokens=1024", "train.save_interval_steps=5", "train.valid_interval_steps=8", "train.valid_bleu=True",
+              "translate.beam=1", "translate.max_len_b=5", "train.keep_last=2", "train.average_last=1")
+
+
+@pytest.mark.exactness
+def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, multilingual_data: Path) -> None:
+    """kill -9 at update 19 (the second epoch's third), then the same command: it resumes from step 15 (in the first
+    epoch), draws the second epoch again, and ends with the weights, Adam moments and per-pair validations of a run
+    never stopped (float32 CPU, dropout on)."""
+    from mtkit.train import FAULT_KILL_RANK
+    from tests.reliability.common import TRAIN_SETS, Trainer, differing_tensors, newest_step, train_command
+
+    reference = tmp_path / "reference"
+    sets = [*TRAIN_SETS, *MULTI_SETS, f"train.max_steps={MULTI_STEPS}"]
+    train(multilingual_data, reference, resolve_recipe(None, "tiny", sets, vocab_size=600))
+    run = tmp_path / "killed"
+    command = train_command(multilingual_data, run, MULTI_STEPS, *MULTI_SETS)
+    killed = Trainer(command, env={FAULT_KILL_RANK: f"0:{MULTI_KILL_AT}"})
+    assert killed.finish() == -9 and killed.steps[-1] == MULTI_KILL_AT - 1, killed.stderr[-3000:]
+    assert newest_step(run) == 15
+    resumed = Trainer(command)
+    assert resumed.finish() == 0, resumed.stderr[-3000:]
+    assert resumed.steps[0] == 16
+    final, expected = (load_checkpoint(list_checkpoints(path)[-1]) for path in (run, reference))
+    assert final["step"] == expected["step"] == MULTI_STEPS and final["state"]["epoch"] == 2
+    assert not differing_tensors(final["model"], expected["model"])
+    assert not differing_tensors(final["optimizer"], expected["optimizer"])
+    valid = [[{k: v for k, v in r.items() if k != "wall"} for r in logged(path) if "valid_loss" in r]
+             for path in (run, reference)]
+    assert valid[0] == valid[1] and [r["step"] for r in valid[0]] == [8, 16, 24]
+    for record in valid[0]:  # per pair, and the pooled loss between the pairs' losses
+        pairs = [record["valid_loss/en-de"], record["valid_loss/en-fr"]]
+        assert min(pairs) <= record["valid_loss"] <= max(pairs)
+        assert record["valid_bleu"] == pytest.approx((record["valid_bleu/en-de"] + record["valid_bleu/en-fr"]) / 2)

@@ -1,0 +1,43 @@
+"""What a training run reads from DATA_DIR: its training corpora (one split as is; several as one MixedData that each
+epoch draws from, mtkit.mixing) with the weights the run uses, and one valid set per language pair.
+Opens and checks only: the loop, batching and validation are elsewhere (mtkit.train, mtkit.step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtkit.console import log
+from mtkit.data import MixedData, ParallelData, split_languages, training_corpora, valid_splits
+from mtkit.mixing import Mixture, plan_mixture, resolve_weights
+
+
+@dataclass
+class TrainingData:
+    data: ParallelData | MixedData
+    mixture: Mixture | None  # None: one corpus, read as is
+    valid: dict[str, ParallelData]  # language pair "src-tgt" -> its valid set
+
+
+def open_training_data(data_dir: Path, manifest: dict, recipe_corpora: list[dict[str, Any]] | None, cfg: Any,
+                       is_main: bool) -> TrainingData:
+    """Map the corpora and valid sets of `data_dir`; `recipe_corpora` are the run's recipe's [[preprocess.corpora]]
+    (their weights replace the manifest's), `cfg` the TrainConfig (sampling, temperature, corpus_weights). Every
+    check happens here, before the run directory is touched."""
+    corpora = training_corpora(manifest)
+    weights = resolve_weights(corpora, recipe_corpora, cfg.corpus_weights)
+    if not corpora:  # the reader's own error names the missing split
+        ParallelData.open(data_dir, "train", manifest["source_lang"], manifest["target_lang"])
+    parts = [ParallelData.open(data_dir, entry["split"], entry["source_lang"], entry["target_lang"])
+             for entry in corpora.values()]
+    mixture = plan_mixture(corpora, weights, cfg.sampling, cfg.sampling_temperature)
+    if mixture is not None and is_main:
+        shares = ", ".join(f"{name} {size:,} x {weights[name]:g} -> {count:,}"
+                           for name, size, count in zip(mixture.names, mixture.sizes, mixture.counts))
+        how = f"temperature {cfg.sampling_temperature:g}" if cfg.sampling == "temperature" else "weights"
+        log(f"{len(parts)} corpora by {how}, pairs per epoch: {shares}")
+    valid = {pair: ParallelData.open(data_dir, split, *split_languages(manifest, split))
+             for pair, split in valid_splits(manifest).items()}
+    return TrainingData(parts[0] if mixture is None else MixedData(parts), mixture, valid)
