@@ -338,6 +338,7 @@ def train_tokenizer(
             shuffle_input_sentence=True,
             num_threads=num_threads,
             minloglevel=2,
+            **symbols,
         )
     except RuntimeError as exc:
         if source.error is not None:
