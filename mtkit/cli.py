@@ -189,6 +189,7 @@ def translate(
     batch_tokens: Optional[int] = recipe_option(TranslateConfig, "batch_tokens"),
     workers: Optional[int] = recipe_option(TranslateConfig, "workers"),
     nbest: int = option(TranslateConfig, "nbest"),
+    target_lang: Optional[str] = recipe_option(TranslateConfig, "target_lang"),
     scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),

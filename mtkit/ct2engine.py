@@ -18,7 +18,7 @@ from typing import Any, Callable
 from mtkit.console import warn
 from mtkit.ct2cache import SPM_NAME, Exporter, model_directory, read_metadata
 from mtkit.decoding import Hypothesis, TranslateConfig, length_penalty, max_length
-from mtkit.engine import encode_prefixes, encode_sources
+from mtkit.engine import check_target_lang, encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
 from mtkit.interop import import_ctranslate2
 from mtkit.stream import best_lines, length_batches
@@ -120,6 +120,7 @@ class CT2Translator:
         info = {"checkpoint": metadata.get("checkpoint"), "configs": metadata.get("configs", {}),
                 "manifest": metadata.get("manifest", {}), "engine": "ctranslate2", "model_dir": str(directory),
                 "compute_type": compute_type}
+        check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
         target = tokenizer.target_pieces()
         return cls(model, tokenizer, cfg, int(metadata["model"]["max_positions"]), device, info, tokenizer.pieces(),
                    target, {piece: i for i, piece in enumerate(target)}, native)
@@ -151,8 +152,10 @@ class CT2Translator:
     def encode_lines(
         self, lines: list[str], first_lineno: int = 1, strict: bool = False, on_warning: Callable[[str], None] = warn,
     ) -> list[list[int]]:
-        """Source ids per line; a line over the model's length is truncated with a warning, or refused when strict."""
-        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning)
+        """Source ids per line (after cfg.target_lang's code on a multilingual model: its piece >>xx<< starts the
+        source CTranslate2 reads); a line over the model's length is truncated with a warning, or refused when strict."""
+        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning,
+                              self.cfg.target_lang)
 
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order.

@@ -37,6 +37,10 @@ class TranslateConfig:
         default=4000, metadata={"help": "Source tokens per batch."})
     workers: int = field(  # used by the engines, not by search
         default=1, metadata={"help": "Batches decoded at once on CPU, each on its share of the threads."})
+    target_lang: str | None = field(  # used by the engines' encoding (mtkit.engine), not by search
+        default=None, metadata={"help": "The language a multilingual model translates into (one of its >>xx<< "
+                                        "codes, e.g. fr; a model of one code uses it). A line may instead begin "
+                                        "with its own code, as >>fr<< for opus-mt models."})
 
     def __post_init__(self) -> None:
         for name in ("beam", "nbest", "batch_tokens", "workers"):

@@ -100,6 +100,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
         raise UserError(f"{source}: translate options: {exc}") from None
     metadata = _metadata(source, step, model.cfg, quantization, search)
     metadata |= {"configs": configs, "manifest": manifest}  # what the run says of itself (mtkit serve's /info)
+    metadata["language_codes"] = tokenizer.language_codes()  # a multilingual model's targets: sources begin >>xx<<
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may serve (mkdtemp made it private)
         spec.save(str(tmp))
@@ -209,12 +210,15 @@ def _metadata(source: Path, step: int | None, cfg: ModelConfig, quantization: st
 
 def usage_readme(metadata: dict) -> str:
     """The README.md written into the export: translate with ctranslate2 + sentencepiece alone."""
-    s, max_source = metadata["search"], metadata["max_source_tokens"]
+    s, max_source, codes = metadata["search"], metadata["max_source_tokens"], metadata.get("language_codes")
+    code = f'[">>{codes[0]}<<"] + ' if codes else ""  # a multilingual model: the target's code piece first
+    into = (f"\nThe model translates into {', '.join(codes)}: each source begins with the piece of its target's code "
+            f"(`>>{codes[0]}<<` below), as `mtkit translate --target-lang {codes[0]}` puts it.\n") if codes else ""
     return f"""# CTranslate2 model exported by `mtkit export`
 
 From `{metadata['checkpoint']}`, weights {metadata['quantization']}. Needs only
 `pip install ctranslate2==4.8.5 sentencepiece` (no mtkit, no torch).
-
+{into}
 ```python
 import math
 import ctranslate2, sentencepiece as spm
@@ -222,7 +226,7 @@ import ctranslate2, sentencepiece as spm
 sp = spm.SentencePieceProcessor(model_file="spm.model")
 translator = ctranslate2.Translator(".", device="cpu", compute_type="default")
 lines = ["A man is sleeping.", "Two dogs play in the snow."]
-pieces = [sp.encode(line.strip(), out_type=str)[:{max_source}] for line in lines]
+pieces = [({code}sp.encode(line.strip(), out_type=str))[:{max_source}] for line in lines]
 # mtkit's maximum output: floor(a * source pieces + b) pieces, then the end token.
 longest = max(math.floor({s['max_len_a']} * len(p) + {s['max_len_b']}) for p in pieces)
 results = translator.translate_batch(pieces, beam_size={s['beam']}, length_penalty=0,

@@ -10,6 +10,7 @@ the models mtkit trains; a model trained elsewhere keeps its own normalization a
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -156,6 +157,18 @@ class Tokenizer:
     def target_pieces(self) -> list[str]:
         return self.pieces()
 
+    def language_codes(self) -> list[str]:
+        """The target languages of a multilingual model: the codes xx of its pieces `>>xx<<`, sorted; [] for others."""
+        return list(self._language_ids)
+
+    def language_id(self, code: str) -> int | None:
+        """The source id of the piece `>>code<<` (any case of `code` when only one piece matches), or None."""
+        return find_code(self._language_ids, code)
+
+    @functools.cached_property
+    def _language_ids(self) -> dict[str, int]:
+        return language_ids(self.pieces())
+
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Texts of id sequences; pad/bos/eos decode to nothing (control pieces, or absent from the model)."""
         if self._to_spm is None:
@@ -240,6 +253,18 @@ class TableTokenizer:
     def target_pieces(self) -> list[str]:
         return self.target_vocab
 
+    def language_codes(self) -> list[str]:
+        """The target languages of a multilingual model: the codes xx of its source pieces `>>xx<<`, sorted."""
+        return list(self._language_ids)
+
+    def language_id(self, code: str) -> int | None:
+        """The source id of the piece `>>code<<` (any case of `code` when only one piece matches), or None."""
+        return find_code(self._language_ids, code)
+
+    @functools.cached_property
+    def _language_ids(self) -> dict[str, int]:
+        return language_ids(self.source_vocab)
+
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Source ids of each text, without eos."""
         return [self._encode_source(text) for text in texts]
@@ -263,6 +288,21 @@ class TableTokenizer:
         """Texts of target id sequences; pad, bos and eos decode to nothing."""
         vocab, skipped = self.target_vocab, self._skipped
         return [self._target.decode_pieces([vocab[int(i)] for i in seq if int(i) not in skipped]) for seq in ids]
+
+
+def language_ids(pieces: list[str]) -> dict[str, int]:
+    """Code -> id of every piece `>>code<<` (opus-mt's target-language codes; MarianTokenizer's test), by code."""
+    found = {piece[2:-2]: i for i, piece in enumerate(pieces)
+             if len(piece) > 4 and piece.startswith(">>") and piece.endswith("<<")}
+    return dict(sorted(found.items()))
+
+
+def find_code(ids: dict[str, int], code: str) -> int | None:
+    """`code`'s id in `ids`; a request's lower-cased code still finds opus-mt's mixed-case ones (>>zho_Hans<<)."""
+    if code in ids:
+        return ids[code]
+    matches = [i for known, i in ids.items() if known.lower() == code.lower()]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _load_processor(model: bytes, name: str) -> spm.SentencePieceProcessor:

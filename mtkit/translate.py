@@ -20,7 +20,7 @@ from torch import Tensor
 from mtkit.batching import round_up
 from mtkit.checkpoint import AVERAGE_NAME, latest_valid_checkpoint, load_checkpoint
 from mtkit.console import warn
-from mtkit.engine import encode_prefixes, encode_sources
+from mtkit.engine import check_target_lang, encode_prefixes, encode_sources
 from mtkit.errors import UserError, check
 from mtkit.model import ModelConfig, Transformer, configure_cuda_kernels, preset_name
 from mtkit.packed import pack_linears
@@ -132,6 +132,7 @@ class Translator:
         except (TypeError, ValueError) as exc:
             raise UserError(f"translate options: {exc}") from None
         info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
+        check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
         return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target, info)
 
     @property
@@ -160,11 +161,13 @@ class Translator:
     def encode_lines(
         self, lines: list[str], first_lineno: int = 1, strict: bool = False, on_warning: Callable[[str], None] = warn,
     ) -> list[list[int]]:
-        """Source ids per line; a line over the model's length is truncated with a warning, or refused when strict.
+        """Source ids per line (after cfg.target_lang's code on a multilingual model); a line over the model's length
+        is truncated with a warning, or refused when strict.
 
         `on_warning` receives each warning (mtkit.serve collects them per request instead of printing them).
         """
-        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning)
+        return encode_sources(self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning,
+                              self.cfg.target_lang)
 
     @property
     def workers(self) -> int:

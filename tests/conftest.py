@@ -138,6 +138,66 @@ def de_en_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path, mult
     return run
 
 
+MULTILINGUAL_SENTENCES = 16  # English Multi30k val captions en_de_fr_run memorized into German and into French
+
+
+def multilingual_lines(multi30k: Path, n: int) -> dict[str, list[str]]:
+    """The first n Multi30k val captions in en, de and fr: line i of each describes the same image."""
+    return {"en": read_gz_lines(multi30k / "val.en.gz", n), "de": read_gz_lines(multi30k / "val.de.gz", n),
+            "fr": read_gz_lines(ROOT / "tests" / "data" / "multi30k" / "val-300.fr.gz", n)}
+
+
+@pytest.fixture(scope="session")
+def en_de_fr_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """mtkit's sentencepiece options (mtkit.tokenizer.train_tokenizer) plus the pieces >>de<< and >>fr<< (ids 4 and
+    5), a vocabulary of 600 trained on the first 300 Multi30k val captions in en, de and fr."""
+    import io
+
+    import sentencepiece as spm
+
+    text = multilingual_lines(multi30k, 300)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(text["en"] + text["de"] + text["fr"]), model_writer=model, model_type="bpe",
+        vocab_size=600, byte_fallback=True, pad_id=0, unk_id=1, bos_id=2, eos_id=3, normalization_rule_name="identity",
+        remove_extra_whitespaces=False, user_defined_symbols=[">>de<<", ">>fr<<"], minloglevel=2)
+    path = tmp_path_factory.mktemp("en-de-fr-spm") / "spm.model"
+    path.write_bytes(model.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def en_de_fr_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, en_de_fr_spm: Path) -> Path:
+    """A tiny multilingual model that memorized 16 English Multi30k val captions into German and into French, laid
+    out as a multilingual mtkit model's data is: one vocabulary with the pieces >>de<< and >>fr<<, every source
+    starting with its target's id, a manifest naming both pairs. The sources of the two languages are the same
+    sentences, so only the code tells the model which language to answer in."""
+    import json
+
+    from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter
+    from mtkit.recipe import resolve_recipe
+    from mtkit.tokenizer import Tokenizer, file_sha256
+    from mtkit.train import train
+
+    text, tokenizer = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), Tokenizer.load(en_de_fr_spm)
+    data = tmp_path_factory.mktemp("en-de-fr") / "data"
+    data.mkdir()
+    (data / "spm.model").write_bytes(en_de_fr_spm.read_bytes())
+    english = tokenizer.encode(text["en"])
+    sides = {"en": [[tokenizer.language_id(lang), *ids] for lang in ("de", "fr") for ids in english],
+             "mul": tokenizer.encode(text["de"] + text["fr"])}  # mul: ISO 639-2 for several languages
+    for lang, sequences in sides.items():
+        with BinaryWriter(data, "train", lang, tokenizer.vocab_size) as writer:
+            writer.write(sequences)
+    manifest = {"format": FORMAT, "version": VERSION, "source_lang": "en", "target_lang": "mul",
+                "pairs": ["en-de", "en-fr"], "vocab_size": tokenizer.vocab_size, "spm_sha256": file_sha256(en_de_fr_spm),
+                "splits": {"train": {"pairs": len(english) * 2}}}
+    (data / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    run = data.parent / "run"
+    train(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=tokenizer.vocab_size))
+    return run
+
+
 @pytest.fixture(scope="session")
 def foreign_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
     """A sentencepiece model made as outside mtkit, with sentencepiece's defaults (unigram, NFKC, no byte

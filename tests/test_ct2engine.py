@@ -263,3 +263,25 @@ def test_prefix_file_counts_must_match(run: Path, tmp_path: Path) -> None:
                        stdin=source.read_text())
     for result in (from_file, from_stdin):
         assert result.returncode == 2 and str(prefixes) in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.exactness
+def test_an_export_of_a_multilingual_model_honours_target_lang_as_torch_does(en_de_fr_run: Path, multi30k: Path,
+                                                                              tmp_path: Path) -> None:
+    """The exported vocabulary holds the >>xx<< pieces; CTranslate2 on the export directory, told --target-lang (or
+    reading a line's own code), gives the torch engine's hypotheses; a code the model lacks is refused alike."""
+    from mtkit.export import export_ctranslate2
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    out = Path(export_ctranslate2(en_de_fr_run, tmp_path / "ct2")["out"])
+    assert {">>de<<", ">>fr<<"} <= set(json.loads((out / "shared_vocabulary.json").read_text(encoding="utf-8")))
+    assert json.loads((out / "mtkit.json").read_text(encoding="utf-8"))["language_codes"] == ["de", "fr"]
+    assert '[">>de<<"] + sp.encode(' in (out / "README.md").read_text(encoding="utf-8")
+    english = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]
+    lines = english + [">>de<< " + english[0], "", "A dog runs in the snow."]
+    for lang, beam in (("de", 4), ("fr", 4), ("fr", 1)):
+        expected = Translator.load(en_de_fr_run, target_lang=lang, beam=beam, nbest=1).translate_hypotheses(lines)
+        found = load_translator(out, engine="ctranslate2", device="cpu", target_lang=lang, beam=beam, nbest=1)
+        assert_same_best(expected, found.translate_hypotheses(lines))
+    with pytest.raises(UserError, match="^--target-lang cs: this model translates into de, fr; choose one$"):
+        load_translator(out, engine="ctranslate2", device="cpu", target_lang="cs")

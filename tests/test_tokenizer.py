@@ -191,3 +191,21 @@ def test_table_tokenizer_bytes_and_ids(multi30k_spm: Path, foreign_spm: Path, tm
         model_proto=target).decode_pieces([pieces[i] for i in target_ids[0]])
     with pytest.raises(UserError, match="<pad> must have one id"):
         TableTokenizer(source, target, pieces[:-1])
+
+
+def test_language_codes_are_the_pieces_of_the_form_code_in_both_kinds(en_de_fr_spm: Path, multi30k_spm: Path,
+                                                                       foreign_spm: Path) -> None:
+    """A multilingual vocabulary's >>xx<< pieces are its target languages, whichever tokenizer holds it; the id of a
+    code is its piece's (in another case too); a vocabulary without such pieces has none."""
+    from mtkit.tokenizer import TableTokenizer
+
+    mtkit_kind = Tokenizer.load(en_de_fr_spm)
+    assert mtkit_kind.language_codes() == ["de", "fr"]
+    assert [mtkit_kind.language_id(code) for code in ("de", "fr", "FR", "cs")] == [4, 5, 5, None]
+    # Marian's table: the codes anywhere in it, other ids than sentencepiece's (opus-mt's >>zho_Hans<< kind too).
+    source = foreign_spm.read_bytes()
+    pieces = ["</s>", "<unk>", ">>fr<<", ">>zho_Hans<<", ">>de<<", "<<not>>", ">><<", "▁a", "<pad>"]
+    table = TableTokenizer(source, source, pieces)
+    assert table.language_codes() == ["de", "fr", "zho_Hans"]
+    assert [table.language_id(code) for code in ("de", "zho_hans", "it")] == [4, 3, None]
+    assert Tokenizer.load(multi30k_spm).language_codes() == []

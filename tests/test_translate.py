@@ -268,3 +268,37 @@ def test_device_auto_is_the_default_and_picks_the_cpu_here(tiny_run: Path) -> No
     translator = Translator.load(tiny_run, device="auto")
     assert translator.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
     assert translator.translate(["A man is sleeping."])[0]
+
+
+def test_multilingual_model_answers_in_the_language_asked(en_de_fr_run: Path, multi30k: Path) -> None:
+    """The same English, memorized into German and into French: --target-lang's code alone picks the language (every
+    answer identified as it, most the memorized reference); a line that begins with the code answers as the option."""
+    from mtkit.language_id import LanguageDetector
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    text = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)
+    detector = LanguageDetector(["de", "fr"])
+    for lang in ("de", "fr"):
+        translator = Translator.load(en_de_fr_run, target_lang=lang)
+        answers = translator.translate(text["en"])
+        assert [found[0].language for found in detector.detect(answers)] == [lang] * len(answers)
+        assert sum(a == b for a, b in zip(answers, text[lang])) >= len(answers) * 3 // 4
+        untold = Translator.load(en_de_fr_run)  # the opus-mt habit: the code in the text
+        assert untold.translate([f">>{lang}<< {line}" for line in text["en"]]) == answers
+
+
+def test_target_lang_errors_are_one_line_exit_2(en_de_fr_run: Path, overfit_run: Path) -> None:
+    """No --target-lang for a model of two codes, a code it lacks, another language than a model without codes
+    translates into: each one line naming what the model knows; the one language of that model is accepted."""
+    untold = mtkit("translate", str(en_de_fr_run), "--quiet", stdin="A man is sleeping.\n")
+    assert (untold.returncode, untold.stdout, untold.stderr) == (2, "", (
+        "error: line 1: --target-lang: this model translates into de, fr; choose one, or begin the line with its "
+        "code, such as >>de<<\n"))
+    unknown = mtkit("translate", str(en_de_fr_run), "--target-lang", "cs", stdin="A man is sleeping.\n")
+    assert (unknown.returncode, unknown.stderr) == (2, "error: --target-lang cs: this model translates into de, fr; "
+                                                       "choose one\n")
+    with pytest.raises(UserError, match="^--target-lang fr: this model has no >>xx<< language codes; it translates "
+                                        "into de only$"):
+        Translator.load(overfit_run, target_lang="fr")
+    assert Translator.load(overfit_run, target_lang="de").translate(["A dog."]) == \
+        Translator.load(overfit_run).translate(["A dog."])
