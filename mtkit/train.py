@@ -4,8 +4,9 @@ stop condition, validates, saves and averages.
 `train()` reads top to bottom: start_run -> update_until_stopped (batches -> update -> log -> validate -> save)
 -> finish. One update and the validation set are in mtkit/step.py, what the loop keeps between updates (state,
 log window, stop votes, the injected fault) in mtkit/train_state.py, the criterion in mtkit/loss.py, torchrun
-plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py. About 430 lines: the config, the
-schedule and the loop stay together, as the layout of STYLE.md puts them."""
+plumbing in mtkit/distributed.py, run-directory bookkeeping in mtkit/rundir.py, the corpora and valid sets a run reads
+in mtkit/train_data.py. About 450 lines: the config, the schedule and the loop stay together, as the layout of
+STYLE.md puts them."""
 
 from __future__ import annotations
 

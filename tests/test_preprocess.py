@@ -470,3 +470,20 @@ def test_without_corpora_the_manifest_describes_the_one_corpus(multi30k_data: Pa
                                                                                            {"en-de": "valid"})
     assert list(manifest["corpora"]) == ["train"] and manifest["corpora"]["train"]["split"] == "train"
     assert manifest["corpora"]["train"]["weight"] == 1.0 and manifest["corpora"]["train"]["tag"] is None
+
+
+def test_the_multilingual_recipe_describes_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """recipes/multi30k-multilingual/en-xx.toml: three corpora of the shipped files, en -> de, fr, cs, each with its
+    valid and test set and language tokens (planned and counted: nothing is encoded)."""
+    from mtkit.corpus_plan import plan_splits
+    from mtkit.recipe import resolve_preprocess
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)  # recipe paths are relative to where mtkit runs: the repository root
+    plan = plan_splits(resolve_preprocess(ROOT / "recipes/multi30k-multilingual/en-xx.toml", {}), 10_000)
+    assert (plan.pairs, plan.language_tokens) == (["en-de", "en-fr", "en-cs"], True)
+    assert {split.name: split.source.count for split in plan.splits} == {
+        **{f"train.multi30k-{lang}": 29000 for lang in ("de", "fr", "cs")},
+        **{f"valid.en-{lang}": 1014 for lang in ("de", "fr", "cs")},
+        **{f"test_2016_flickr.en-{lang}": 1000 for lang in ("de", "fr", "cs")}}
+    assert plan.symbols() == [">>de<<", ">>fr<<", ">>cs<<"]
