@@ -87,15 +87,19 @@ def valid_loss(run: Path, src_lines: list[str], tgt_lines: list[str]) -> float:
     return float(torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=model.cfg.pad_id))
 
 
-def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int) -> list[tuple[list[int], list[int]]]:
+def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int,
+                  target_lang: str | None = None) -> list[tuple[list[int], list[int]]]:
     """(mtkit's tokens, generate's tokens) at length penalty 0: of every sentence for greedy search (both end a
-    sentence at the cap with a forced eos), of those mtkit did not cap for beam search."""
-    translator = Translator.load(run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP)
+    sentence at the cap with a forced eos), of those mtkit did not cap for beam search. `target_lang`: mtkit's
+    --target-lang, given to transformers as opus-mt's multilingual models take it, ">>fr<< " before each line."""
+    translator = Translator.load(run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP,
+                                 target_lang=target_lang)
     c = translator.model_cfg
     ours = [hyps[0].tokens for hyps in translator.translate_hypotheses(src_lines)]
     tokenizer = transformers.MarianTokenizer.from_pretrained(str(hf_dir))
     hf = transformers.MarianMTModel.from_pretrained(str(hf_dir), dtype=torch.float32).eval()
-    batch = tokenizer(src_lines, return_tensors="pt", padding=True)
+    code = f">>{target_lang}<< " if target_lang else ""
+    batch = tokenizer([code + line for line in src_lines], return_tensors="pt", padding=True)
     out = hf.generate(**batch, num_beams=beam, length_penalty=0.0, early_stopping=True, max_length=CAP + 2,
                       bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})], forced_eos_token_id=c.eos_id,
                       do_sample=False)
@@ -151,6 +155,25 @@ def test_export_refuses_pre_norm_in_one_line(tiny_run: Path, tmp_path: Path) -> 
     with pytest.raises(UserError, match="norm='pre'") as error:
         export_huggingface(tmp_path / "pre.pt", tmp_path / "out")
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
+def test_multilingual_export_answers_as_mtkit_given_the_code_in_the_text(en_de_fr_run: Path, multi30k: Path,
+                                                                          tmp_path: Path) -> None:
+    """MarianTokenizer and MarianMTModel, unmodified, given ">>fr<< text" as opus-mt's multilingual models are used:
+    the ids of `mtkit translate --target-lang fr` (the space after the code too), and the same translations."""
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    out = Path(export_huggingface(en_de_fr_run, tmp_path / "hf")["out"])
+    lines = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]
+    tokenizer = transformers.MarianTokenizer.from_pretrained(str(out))
+    for lang in ("de", "fr"):
+        ours = Translator.load(en_de_fr_run, target_lang=lang).encode_lines(lines)
+        assert tokenizer([f">>{lang}<< {line}" for line in lines])["input_ids"] == [ids + [3] for ids in ours]
+    for beam, lang in ((1, "fr"), (4, "fr"), (4, "de")):
+        for ours, theirs in searched_both(en_de_fr_run, out, lines, beam, lang):
+            assert ours == theirs
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "en -> de, fr" in card and '">>de<< A man is sleeping."' in card
 
 
 # --- import: an opus-mt-shaped Marian model -> mtkit, fine-tuned, exported again ----------------------------------
@@ -229,24 +252,30 @@ def test_import_refuses_what_mtkit_cannot_represent(tmp_path: Path) -> None:
 
 
 FINE_TUNE_STEPS = 300
-# The kill -9 test stops the trainer at these updates, between two saves (every 25): the work since is done again.
-KILLED_AT = (110, 207)
+# The kill -9 test fine-tunes KILL9_STEPS updates and stops the trainer at these, between two saves (every 25): the
+# work since is done again.
+KILL9_STEPS, KILLED_AT = 75, (35, 60)
 FINE_TUNE_SETS = [*TRAIN_SETS, "train.lr=5e-3", "train.save_interval_steps=25", "train.average_last=1", "train.keep_last=2"]
 
 
-def fine_tune_recipe(imported: Path, data: Path) -> Any:
+def fine_tune_recipe(imported: Path, data: Path, steps: int = FINE_TUNE_STEPS) -> Any:
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
-    sets = [*FINE_TUNE_SETS, f"train.max_steps={FINE_TUNE_STEPS}", f"train.init_from={str(imported)!r}"]
+    sets = [*FINE_TUNE_SETS, f"train.max_steps={steps}", f"train.init_from={str(imported)!r}"]
     return resolve_recipe(imported / "recipe.toml", None, sets, vocab_size=manifest["vocab_size"])
 
 
 @pytest.fixture(scope="module")
-def fine_tuned(imported: Path, multi30k: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(data preprocessed with the imported model's tokenizer, an uninterrupted fine-tuning run on it)."""
-    base = tmp_path_factory.mktemp("fine-tune")
-    data = preprocess_slice(base / "data", multi30k, imported / "spm.model", 2000, 200)
-    train(data, base / "run", fine_tune_recipe(imported, data))
-    return data, base / "run"
+def fine_tune_data(imported: Path, multi30k: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Multi30k pairs preprocessed with the imported model's tokenizer."""
+    return preprocess_slice(tmp_path_factory.mktemp("fine-tune") / "data", multi30k, imported / "spm.model", 2000, 200)
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(imported: Path, fine_tune_data: Path) -> tuple[Path, Path]:
+    """(fine_tune_data, an uninterrupted fine-tuning run on it)."""
+    run = fine_tune_data.parent / "run"
+    train(fine_tune_data, run, fine_tune_recipe(imported, fine_tune_data))
+    return fine_tune_data, run
 
 
 def test_fine_tuning_lowers_validation_loss(imported: Path, fine_tuned: tuple[Path, Path], multi30k: Path) -> None:
@@ -255,11 +284,14 @@ def test_fine_tuning_lowers_validation_loss(imported: Path, fine_tuned: tuple[Pa
 
 
 @pytest.mark.exactness
-def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tuned: tuple[Path, Path], tmp_path: Path) -> None:
-    data, reference = fine_tuned
+def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tune_data: Path, tmp_path: Path) -> None:
+    """Killed twice between saves and run again each time, the fine-tuning ends as an uninterrupted one (trained in
+    this process, the same recipe): weights and Adam state bit for bit."""
+    data, reference = fine_tune_data, tmp_path / "reference"
+    train(data, reference, fine_tune_recipe(imported, data, KILL9_STEPS))
     run, sets = tmp_path / "killed", [arg for item in FINE_TUNE_SETS for arg in ("--set", item)]
     command = mtkit_command("train", str(data), "--save-dir", str(run), "-c", str(imported / "recipe.toml"),
-                            "--max-steps", str(FINE_TUNE_STEPS), "--init-from", str(imported), *sets)
+                            "--max-steps", str(KILL9_STEPS), "--init-from", str(imported), *sets)
     for kill in range(3):
         resumed_at = newest_step(run)
         trainer = Trainer(command)
@@ -271,7 +303,7 @@ def test_fine_tuning_resumes_exactly_after_kill9(imported: Path, fine_tuned: tup
         assert newest_step(run) % 25 == 0 and newest_step(run) >= resumed_at
     final = load_checkpoint(list_checkpoints(run)[-1])
     expected = load_checkpoint(list_checkpoints(reference)[-1])
-    assert final["step"] == expected["step"] == FINE_TUNE_STEPS
+    assert final["step"] == expected["step"] == KILL9_STEPS
     assert not differing_tensors(final["model"], expected["model"])
     assert not differing_tensors(final["optimizer"], expected["optimizer"])
 
