@@ -52,13 +52,12 @@ def plan_splits(cfg: PreprocessConfig, chunk_pairs: int) -> Plan:
     Without [[preprocess.corpora]] the names are today's (train, valid, each test prefix's basename); with
     several language pairs, train.<corpus>, valid.<src>-<tgt> and <test>.<src>-<tgt>."""
     corpora = corpus_configs(cfg)
-    if cfg.corpora:
-        pairs = list(dict.fromkeys(corpus.pair for corpus in corpora))
-        targets = {corpus.target_lang for corpus in corpora}
+    if cfg.corpora:  # pair -> (source, target), in the corpora's order
+        langs_of = {corpus.pair: (corpus.source_lang, corpus.target_lang) for corpus in corpora}
     else:
-        pairs, targets = [f"{cfg.source_lang}-{cfg.target_lang}"], {cfg.target_lang}
+        langs_of = {f"{cfg.source_lang}-{cfg.target_lang}": (cfg.source_lang, cfg.target_lang)}
+    pairs, targets = list(langs_of), {target for _, target in langs_of.values()}
     tokens = cfg.language_tokens == "always" or (cfg.language_tokens == "auto" and len(targets) > 1)
-    langs_of = {pair: tuple(pair.split("-", 1)) for pair in pairs}
     splits = _legacy_splits(cfg, corpora, chunk_pairs) if not cfg.corpora else _corpus_splits(cfg, corpora, chunk_pairs)
     several = len(pairs) > 1
     valid: dict[str, str] = {}

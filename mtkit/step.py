@@ -207,7 +207,8 @@ def token_ids(mcfg: Any) -> tuple[int, int, int]:
 
 def validation_sets(valid: dict[str, Any], cfg: Any, ctx: DistContext, mcfg: Any) -> dict[str, Validation]:
     """Language pair -> its valid set collated on the device (valid: pair -> mtkit.data.ParallelData)."""
-    return {pair: validation_set(data, cfg, ctx, mcfg) for pair, data in valid.items()}
+    sets = {pair: validation_set(data, cfg, ctx, mcfg) for pair, data in valid.items()}
+    return {pair: v for pair, v in sets.items() if v is not None}
 
 
 def validation_set(data: Any, cfg: Any, ctx: DistContext, mcfg: Any) -> Validation | None:

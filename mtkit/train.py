@@ -256,7 +256,7 @@ class Run:
 
     def validate(self) -> bool:
         """Validate; returns True when patience is exhausted."""
-        if not any(v is not None and v.batches for v in self.validation.values()):
+        if not any(v.batches for v in self.validation.values()):
             return False
         state, cfg = self.state, self.cfg
         loss, scores = validation_record(self.module, self.model, self.validation, self.ctx, cfg, self.extra["spm_model"],

@@ -487,3 +487,21 @@ def test_the_multilingual_recipe_describes_its_data(monkeypatch: pytest.MonkeyPa
         **{f"valid.en-{lang}": 1014 for lang in ("de", "fr", "cs")},
         **{f"test_2016_flickr.en-{lang}": 1000 for lang in ("de", "fr", "cs")}}
     assert plan.symbols() == [">>de<<", ">>fr<<", ">>cs<<"]
+
+
+def test_a_hugging_face_corpus_beside_a_file_corpus(tmp_path: Path, multi30k: Path, multi30k_spm: Path) -> None:
+    """hf_dataset/hf_config/hf_split in a corpus table: the same pairs as files give the same split bytes."""
+    datasets = pytest.importorskip("datasets")
+    datasets.DatasetDict({"dev": datasets.Dataset.from_dict(translation_rows(multi30k, "val", 60))}).save_to_disk(
+        str(tmp_path / "hub"))
+    files = write_slice(multi30k, "val", tmp_path / "files", 60)
+    cfg = PreprocessConfig("en", "de", spm_model=str(multi30k_spm), corpora=[
+        {"name": "hub", "hf_dataset": str(tmp_path / "hub"), "hf_split": "dev"}, {"name": "files", "train": str(files)}])
+    manifest = preprocess(cfg, tmp_path / "out")
+    assert manifest["corpora"]["hub"]["pairs"] == manifest["corpora"]["files"]["pairs"] == 60
+    for lang in ("en", "de"):
+        for a, b in zip(data_paths(tmp_path / "out", "train.hub", lang), data_paths(tmp_path / "out", "train.files", lang)):
+            assert a.read_bytes() == b.read_bytes()
+    cfg.corpora[0]["hf_split"] = "train"
+    with pytest.raises(UserError, match=r"^corpus hub: .*hub: no split 'train' \(has dev\)"):
+        preprocess(PreprocessConfig("en", "de", spm_model=str(multi30k_spm), corpora=cfg.corpora), tmp_path / "out2")
