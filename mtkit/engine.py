@@ -171,8 +171,11 @@ def language_pair(translator: Translating) -> tuple[str, str] | None:
 
 
 def language_pairs(tokenizer: Tokenizer, manifest: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every (source, target) a model translates, lower-cased: its data's "pairs" ("en-de", ...), else its source
-    language into each code of its vocabulary, else the manifest's one pair; [] when the data names none."""
+    """Every (source, target) a model translates, lower-cased: its data's corpora's (else its "pairs", "en-de"), else
+    its source language into each code of its vocabulary, else the manifest's one pair; [] when the data names none."""
+    corpora = manifest.get("corpora") or {}
+    if corpora:  # each corpus's own codes: a code may hold a hyphen (zh-Hans), which a "pairs" string cannot tell
+        return sorted({(c["source_lang"].lower(), c["target_lang"].lower()) for c in corpora.values()})
     if manifest.get("pairs"):
         halves = [pair.lower().partition("-") for pair in manifest["pairs"]]
         return sorted({(source, target) for source, _, target in halves})

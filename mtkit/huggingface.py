@@ -39,7 +39,7 @@ def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path
     search = TranslateConfig(**configs.get("translate", {}))
     hf.generation_config = generation_config(transformers, model.cfg, search)
     score = json.loads(Path(score_json).read_text(encoding="utf-8")) if score_json else None
-    card = model_card(source, configs, manifest, score, _valid_bleu(source))
+    card = model_card(source, configs, manifest, score, _valid_bleu(source), tokenizer.language_codes())
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may load (mkdtemp made it private)
         hf.save_pretrained(str(tmp))
@@ -86,6 +86,11 @@ def save_marian_tokenizer(transformers: Any, tokenizer: Any, cfg: ModelConfig, m
         unk_token=pieces[tokenizer.unk_id], eos_token=pieces[cfg.eos_id], pad_token=pieces[cfg.pad_id],
         model_max_length=cfg.max_positions, separate_vocabs=separate,
     )
+    # MarianTokenizer splits a leading >>fr<< off and hands sentencepiece the rest, space included, which mtkit's
+    # whitespace-keeping models encode as one more piece; as added tokens that strip the space after them, the codes
+    # give the ids `mtkit translate --target-lang fr` gives (each keeps its id: it is in the vocabulary already).
+    marian.add_tokens([transformers.AddedToken(f">>{code}<<", rstrip=True, normalized=False, special=False)
+                       for code in tokenizer.language_codes()])
     marian.save_pretrained(str(out))
     shutil.rmtree(work)
 
@@ -103,9 +108,14 @@ def _valid_bleu(source: Path) -> dict | None:
     return found
 
 
-def model_card(source: Path, configs: dict, manifest: dict, score: dict | None, valid: dict | None) -> str:
-    """README.md of the export: languages, recipe, data, BLEU as mtkit measured it, and how to load the model."""
-    src, tgt = manifest.get("source_lang", "?"), manifest.get("target_lang", "?")
+def model_card(source: Path, configs: dict, manifest: dict, score: dict | None, valid: dict | None,
+               codes: list[str] | None = None) -> str:
+    """README.md of the export: languages, recipe, data, BLEU as mtkit measured it, and how to load the model;
+    `codes`: the target-language codes of a multilingual model, which each source then begins with."""
+    src, tgt = manifest.get("source_lang", "?"), ", ".join(codes or []) or manifest.get("target_lang", "?")
+    example = f">>{codes[0]}<< A man is sleeping." if codes else "A man is sleeping."
+    begin = (f"\nEach source begins with the code of the language to translate into, as opus-mt's multilingual models "
+             f"do: {', '.join(f'`>>{code}<<`' for code in codes)}.\n") if codes else ""
     splits = ", ".join(f"{name} {split.get('pairs')} pairs" for name, split in manifest.get("splits", {}).items())
     if score is not None:
         bleu = f"BLEU {score.get('bleu')} (sacreBLEU signature `{score.get('signature')}`), chrF2 {score.get('chrf')}"
@@ -120,7 +130,7 @@ library_name: transformers
 pipeline_tag: translation
 tags: [translation, marian, mtkit]
 ---
-# {src}-{tgt} translation model trained with mtkit
+# {src}{' -> ' if codes else '-'}{tgt} translation model trained with mtkit
 
 A Transformer ({model.get('d_model')} wide, {model.get('encoder_layers')}+{model.get('decoder_layers')} layers, \
 {model.get('vocab_size')} pieces) exported by `mtkit export --to huggingface` from `{source}`.
@@ -129,13 +139,13 @@ A Transformer ({model.get('d_model')} wide, {model.get('encoder_layers')}+{model
 - Data: {splits or 'not recorded'}
 - Result: {bleu}
 - Recipe: `mtkit.json` holds the model, training and search settings.
-
+{begin}
 ```python
 from transformers import MarianMTModel, MarianTokenizer
 
 tokenizer = MarianTokenizer.from_pretrained(".")
 model = MarianMTModel.from_pretrained(".")
-batch = tokenizer(["A man is sleeping."], return_tensors="pt", padding=True)
+batch = tokenizer(["{example}"], return_tensors="pt", padding=True)
 print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 ```
 

@@ -151,7 +151,7 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
     parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
     prefixes = encode_prefix_lines(translator, parsed.prefixes)
-    results = await model.decode(parsed.lines, parsed.beam, parsed.nbest, cfg.strict, warnings, prefixes)
+    results = await model.decode(parsed.lines, parsed.beam, parsed.nbest, cfg.strict, warnings, prefixes, parsed.target)
     answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.nbest)}
     if warnings:
         answer["warnings"] = warnings

@@ -58,13 +58,13 @@ def split_lines(text: str) -> list[str]:
 
 
 async def translate_texts(model: ServedModel, texts: list[str], alternatives: int, strict: bool,
-                          warnings: list[str]) -> tuple[list[str], list[list[str]]]:
+                          warnings: list[str], target: str | None = None) -> tuple[list[str], list[list[str]]]:
     """Plain texts, each line translated (empty lines kept empty); with alternatives, the n-best's others."""
     lines = [line for text in texts for line in split_lines(text)]
     wanted = [line for line in lines if line.strip()]
     cfg = model.translator.cfg
     nbest = alternatives + 1
-    results = await model.decode(wanted, max(cfg.beam, nbest), nbest, strict, warnings) if wanted else []
+    results = await model.decode(wanted, max(cfg.beam, nbest), nbest, strict, warnings, target=target) if wanted else []
     options = iter([[text for text, _ in scored_texts(model.translator.tokenizer, hyps)] or [""] for hyps in results])
     per_line = [next(options) if line.strip() else [""] for line in lines]
     best, others, start = [], [], 0
@@ -77,12 +77,13 @@ async def translate_texts(model: ServedModel, texts: list[str], alternatives: in
     return best, others
 
 
-async def translate_html(model: ServedModel, documents: list[str], strict: bool, warnings: list[str]) -> list[str]:
+async def translate_html(model: ServedModel, documents: list[str], strict: bool, warnings: list[str],
+                         target: str | None = None) -> list[str]:
     """HTML documents, their text translated in two batches (see mtkit.markup), their markup kept."""
     jobs = [HtmlTranslation(document) for document in documents]
-    first = await model.translate([text for job in jobs for text in job.first], strict, warnings)
+    first = await model.translate([text for job in jobs for text in job.first], strict, warnings, target)
     needed = [job.second(take(first, len(job.first))) for job in jobs]
-    second = await model.translate([text for texts in needed for text in texts], strict, warnings)
+    second = await model.translate([text for texts in needed for text in texts], strict, warnings, target)
     return [job.result(take(second, len(texts))) for job, texts in zip(jobs, needed)]
 
 
@@ -125,8 +126,8 @@ async def translate_grouped(request: LibreRequest, languages: list[str], router:
         model = router.route(language, request.target)
         texts = [request.texts[i] for i in indexes]
         if request.format == "html":  # as LibreTranslate: no alternatives for HTML
-            return await translate_html(model, texts, strict, warnings), [[] for _ in texts]
-        return await translate_texts(model, texts, request.alternatives, strict, warnings)
+            return await translate_html(model, texts, strict, warnings, request.target), [[] for _ in texts]
+        return await translate_texts(model, texts, request.alternatives, strict, warnings, request.target)
 
     done = await asyncio.gather(*(one(language, indexes) for language, indexes in groups.items()))
     translations, alternatives = [""] * len(languages), [[] for _ in languages]

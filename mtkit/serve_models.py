@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.decoding import Hypothesis
-from mtkit.engine import Translating, language_pair
+from mtkit.engine import Translating, encode_texts, language_pairs, source_codes
 from mtkit.errors import UserError, check
 from mtkit.serve_request import RequestError
 from mtkit.serve_worker import BatchWorker, Job
@@ -20,9 +20,9 @@ from mtkit.stream import best_lines
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
-    """The (source, target) language pairs a model translates ([] when its manifest names none)."""
-    pair = language_pair(translator)
-    return [pair] if pair else []
+    """The (source, target) language pairs a model translates, every direction of a multilingual one ([] when its
+    data names none)."""
+    return language_pairs(translator.tokenizer, translator.info.get("manifest", {}))
 
 
 @dataclass
@@ -36,11 +36,22 @@ class ServedModel:
 
     async def decode(
         self, lines: list[str], beam: int, nbest: int, strict: bool, warnings: list[str],
-        prefixes: list[list[int]] | None = None,
+        prefixes: list[list[int]] | None = None, target: str | None = None,
     ) -> list[list[Hypothesis]]:
-        """The n-best of each line, decoded with whatever else is queued: 413 over-long (strict), 503 queue full."""
+        """The n-best of each line, decoded with whatever else is queued: 400 a target the model lacks (or none for a
+        multilingual model, whose lines then begin with their codes), 413 over-long (strict), 503 queue full.
+
+        A multilingual model's lines start with their target's code, so requests into different languages share
+        its batches."""
+        translator = self.translator
         try:
-            ids = self.translator.encode_lines(lines, strict=strict, on_warning=warnings.append)
+            codes, texts = source_codes(translator.tokenizer, lines, target or translator.cfg.target_lang,
+                                        option="target")
+        except UserError as exc:
+            raise RequestError(400, str(exc)) from None
+        try:
+            ids = encode_texts(translator.tokenizer, codes, texts, translator.max_source_tokens, strict=strict,
+                               on_warning=warnings.append)
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
         job = Job(ids, beam, nbest, prefixes=prefixes)
@@ -51,11 +62,11 @@ class ServedModel:
         except Exception as exc:  # noqa: BLE001 - the worker logged the traceback
             raise RequestError(500, f"translation failed: {type(exc).__name__}: {exc}") from None
 
-    async def translate(self, lines: list[str], strict: bool, warnings: list[str]) -> list[str]:
+    async def translate(self, lines: list[str], strict: bool, warnings: list[str], target: str | None = None) -> list[str]:
         """The best translation of each line with the model's own search options (as `mtkit translate`)."""
         if not lines:
             return []
-        results = await self.decode(lines, self.translator.cfg.beam, 1, strict, warnings)
+        results = await self.decode(lines, self.translator.cfg.beam, 1, strict, warnings, target=target)
         return best_lines(self.translator.tokenizer, results)
 
 
@@ -95,22 +106,26 @@ class Router:
         return sorted(source for source, tgt in self.by_pair if tgt == target)
 
     def route(self, source: str | None, target: str | None) -> ServedModel:
-        """The model for source -> target; with neither given, the only model (400 when that is ambiguous)."""
-        if (source is None) != (target is None):
-            raise RequestError(400, "give both source and target, or neither (a server of one model)")
+        """The model for source -> target; given one of them, the one model that matches it (a multilingual model
+        alone takes its target by itself); given neither, the only model. 400 when that is unknown or ambiguous."""
         if source is None and target is None:
             if len(self.models) == 1:
                 return self.models[0]
             raise RequestError(400, f"this server holds {len(self.models)} models: give source and target "
                                     f"(pairs served: {pair_text(self.pairs)})")
-        model = self.by_pair.get((source or "", target or ""))
-        if model is None:
-            for code in (source, target):
-                if code not in self.languages():
-                    raise RequestError(400, f"{code} is not supported (languages served: "
-                                            f"{', '.join(self.languages()) or 'none'})")
-            raise RequestError(400, f"no model translates {source}->{target}; pairs served: {pair_text(self.pairs)}")
-        return model
+        for code in (source, target):
+            if code is not None and code not in self.languages():
+                raise RequestError(400, f"{code} is not supported (languages served: "
+                                        f"{', '.join(self.languages()) or 'none'})")
+        found = {id(model): model for (src, tgt), model in self.by_pair.items()
+                 if source in (None, src) and target in (None, tgt)}
+        wanted = f"{source or '?'}->{target or '?'}"
+        if not found:
+            raise RequestError(400, f"no model translates {wanted}; pairs served: {pair_text(self.pairs)}")
+        if len(found) > 1:
+            raise RequestError(400, f"several models translate {wanted}: give both source and target (pairs served: "
+                                    f"{pair_text(self.pairs)})")
+        return next(iter(found.values()))
 
     def start(self) -> None:
         for model in self.models:

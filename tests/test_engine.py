@@ -88,6 +88,9 @@ def test_target_lang_on_a_model_without_codes_must_be_the_target_its_data_names(
 def test_language_pairs_from_the_data_else_the_source_into_each_code(codes: Tokenizer, multi30k_spm: Path) -> None:
     assert language_pairs(codes, {"source_lang": "en", "target_lang": "de", "pairs": ["en-de", "EN-FR"]}) == [
         ("en", "de"), ("en", "fr")]
+    corpora = {"news": {"source_lang": "en", "target_lang": "zh-Hans"}, "web": {"source_lang": "EN", "target_lang": "de"}}
+    assert language_pairs(codes, {"pairs": ["en-zh-Hans", "en-de"], "corpora": corpora}) == [
+        ("en", "de"), ("en", "zh-hans")]
     assert language_pairs(codes, {"source_lang": "en", "target_lang": "mul"}) == [("en", "de"), ("en", "fr")]
     plain = Tokenizer.load(multi30k_spm)
     assert language_pairs(plain, {"source_lang": "EN", "target_lang": "de"}) == [("en", "de")]

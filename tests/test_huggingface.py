@@ -90,7 +90,8 @@ def valid_loss(run: Path, src_lines: list[str], tgt_lines: list[str]) -> float:
 def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int,
                   target_lang: str | None = None) -> list[tuple[list[int], list[int]]]:
     """(mtkit's tokens, generate's tokens) at length penalty 0: of every sentence for greedy search (both end a
-    sentence at the cap with a forced eos), of those mtkit did not cap for beam search. `target_lang`: mtkit's
+    sentence at the cap with a forced eos), of those neither capped for beam search (generate's forced eos at the cap
+    costs nothing, mtkit's is scored, so a capped beam ranks differently). `target_lang`: mtkit's
     --target-lang, given to transformers as opus-mt's multilingual models take it, ">>fr<< " before each line."""
     translator = Translator.load(run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP,
                                  target_lang=target_lang)
@@ -104,7 +105,7 @@ def searched_both(run: Path, hf_dir: Path, src_lines: list[str], beam: int,
                       bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})], forced_eos_token_id=c.eos_id,
                       do_sample=False)
     theirs = [[t for t in row[1:].tolist() if t not in (c.eos_id, c.pad_id)] for row in out]
-    pairs = [(a, b) for a, b in zip(ours, theirs) if beam == 1 or len(a) < CAP]
+    pairs = [(a, b) for a, b in zip(ours, theirs) if beam == 1 or max(len(a), len(b)) < CAP]
     assert len(pairs) >= len(src_lines) // 4, "too few sentences ended before the cap to compare"
     return pairs
 

@@ -203,3 +203,50 @@ def test_libretranslate_errors_are_400s_in_its_shape(pair_server: Server) -> Non
     assert (status, answer) == (400, {"error": "md format is not supported"})
     status, _, answer = pair_server.request("POST", "/translate", b"q=" + b"a" * (2 << 20), form)
     assert status == 413
+
+
+@pytest.fixture(scope="module")
+def multilingual_server(en_de_fr_run: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One en -> de, fr model; requests wait 100 ms for others, so that concurrent ones share a batch."""
+    started = Server(en_de_fr_run, tmp_path_factory.mktemp("serve-multilingual") / "stderr.log", "--max-delay-ms", "100")
+    yield started
+    started.stop()
+
+
+def test_a_multilingual_model_serves_every_target_it_knows(multilingual_server: Server, en_de_fr_run: Path,
+                                                            multi30k: Path) -> None:
+    """Each pair of the model is listed and routed; each request is answered in its own target, as `mtkit translate
+    --target-lang` answers, also when requests into both languages arrive together (one batch on the worker)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mtkit.translate import Translator
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    lines = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"][:6]
+    expected = {lang: Translator.load(en_de_fr_run, target_lang=lang).translate(lines) for lang in ("de", "fr")}
+    client = LibreTranslateAPI(url(multilingual_server))
+    assert client.languages() == [{"code": "de", "name": "German", "targets": []},
+                                  {"code": "en", "name": "English", "targets": ["de", "fr"]},
+                                  {"code": "fr", "name": "French", "targets": []}]
+    assert multilingual_server.request("GET", "/info")[2]["models"][0]["pairs"] == ["en->de", "en->fr"]
+    requests_ = [(lang, line) for line in lines for lang in ("de", "fr")]
+    with ThreadPoolExecutor(len(requests_)) as pool:
+        answers = list(pool.map(lambda request: multilingual_server.translate(
+            {"text": [request[1]], "target": request[0]}), requests_))
+    assert [answer[2]["translations"][0] for answer in answers] == [
+        expected[lang][lines.index(line)] for lang, line in requests_]
+    assert client.translate(lines[0], "en", "fr") == expected["fr"][0]
+    status, _, own_codes = multilingual_server.translate({"text": [f">>fr<< {lines[1]}", f">>de<< {lines[1]}"]})
+    assert status == 200 and own_codes["translations"] == [expected["fr"][1], expected["de"][1]]
+
+
+def test_a_multilingual_model_refuses_a_missing_or_unknown_target_in_one_line(multilingual_server: Server) -> None:
+    status, _, refused = multilingual_server.translate({"text": ["A dog runs."], "source": "en"})
+    assert (status, refused) == (400, {"error": "line 1: target: this model translates into de, fr; choose one, or "
+                                                "begin the line with its code, such as >>de<<"})
+    status, _, refused = multilingual_server.translate({"text": ["A dog runs."], "target": "cs"})
+    assert (status, refused) == (400, {"error": "cs is not supported (languages served: de, en, fr)"})
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, _, refused = multilingual_server.request(
+        "POST", "/translate", urlencode({"q": "A dog runs.", "source": "en", "target": "cs"}).encode(), form)
+    assert (status, refused) == (400, {"error": "cs is not supported (languages served: de, en, fr)"})

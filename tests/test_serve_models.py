@@ -12,15 +12,35 @@ from mtkit.serve_models import Router, ServedModel, expand_runs, model_pairs
 from mtkit.serve_request import RequestError
 
 
-def served(run: str, source: str | None, target: str | None) -> ServedModel:
+def served(run: str, source: str | None, target: str | None, codes: tuple[str, ...] = (),
+           pairs: list[str] | None = None) -> ServedModel:
+    """A model whose manifest names source and target (and `pairs`), whose vocabulary has the >>code<< pieces."""
     manifest = {"source_lang": source, "target_lang": target} if source else {}
-    translator = SimpleNamespace(info={"manifest": manifest})
+    if pairs is not None:
+        manifest["pairs"] = pairs
+    tokenizer = SimpleNamespace(language_codes=lambda: list(codes))
+    translator = SimpleNamespace(info={"manifest": manifest}, tokenizer=tokenizer)
     return ServedModel(run, translator, worker=None, pairs=model_pairs(translator))  # type: ignore[arg-type]
 
 
 def test_pairs_come_from_the_manifest_lower_cased() -> None:
     assert served("a", "EN", "De").pairs == [("en", "de")]
     assert served("b", None, None).pairs == []
+
+
+def test_a_multilingual_model_serves_every_pair_of_its_data_else_its_source_into_each_code() -> None:
+    assert served("a", "en", "de", ("de", "fr"), ["en-de", "EN-fr", "de-fr"]).pairs == [
+        ("de", "fr"), ("en", "de"), ("en", "fr")]
+    assert served("b", "en", "mul", ("cs", "de", "fr")).pairs == [("en", "cs"), ("en", "de"), ("en", "fr")]
+    assert served("c", None, None, ("de", "fr")).pairs == []
+
+
+def test_one_language_given_routes_to_the_one_model_that_matches_it() -> None:
+    multilingual, de_en = served("en-mul", "en", "mul", ("de", "fr")), served("de-en", "de", "en")
+    router = Router([multilingual, de_en])
+    assert router.route(None, "fr") is multilingual and router.route("en", None) is multilingual
+    assert router.route(None, "en") is de_en
+    assert router.targets("en") == ["de", "fr"]
 
 
 def test_routes_by_pair_and_lists_languages_with_their_targets() -> None:
@@ -37,13 +57,14 @@ def test_routes_by_pair_and_lists_languages_with_their_targets() -> None:
 
 
 @pytest.mark.parametrize(("source", "target", "message"), [
-    ("en", "en", "no model translates en->en; pairs served: de->en, en->de"),
-    ("es", "de", r"es is not supported \(languages served: de, en\)"),
-    (None, None, "this server holds 2 models: give source and target"),
-    ("en", None, "give both source and target"),
+    ("en", "en", "no model translates en->en; pairs served: de->en, en->de, en->it"),
+    ("es", "de", r"es is not supported \(languages served: de, en, it\)"),
+    (None, None, "this server holds 3 models: give source and target"),
+    ("en", None, r"several models translate en->\?: give both source and target"),
+    ("it", None, r"no model translates it->\?; pairs served"),
 ])
 def test_a_pair_no_model_serves_is_a_400_naming_what_is_served(source, target, message: str) -> None:
-    router = Router([served("en-de", "en", "de"), served("de-en", "de", "en")])
+    router = Router([served("en-de", "en", "de"), served("de-en", "de", "en"), served("en-it", "en", "it")])
     with pytest.raises(RequestError, match=message) as refused:
         router.route(source, target)
     assert refused.value.status == 400
