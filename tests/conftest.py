@@ -108,6 +108,10 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path
 
 OVERFIT = ["model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=160", "train.lr=3e-3", "train.warmup_steps=30",
            "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=10"]
+# overfit_run's and de_en_run's: OVERFIT in 100 updates at twice its peak rate. On the 64 pairs this ends at a lower
+# loss than OVERFIT's 160 updates (validation loss 0.015 against 0.021, 2-core Zen 4) in 5/8 of the time.
+OVERFIT_64 = [*(item for item in OVERFIT if not item.startswith(("train.max_steps=", "train.lr=", "train.warmup_steps="))),
+              "train.max_steps=100", "train.lr=6e-3", "train.warmup_steps=20"]
 
 
 @pytest.fixture(scope="session")
@@ -117,7 +121,7 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
     from mtkit.train import train
 
     run = tmp_path_factory.mktemp("overfit-run") / "run"
-    train(overfit_data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=1000))
+    train(overfit_data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
     return run
 
 
@@ -134,7 +138,7 @@ def de_en_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path, mult
     preprocess(PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"),
                                 spm_model=str(multi30k_spm)), data)
     run = tmp_path_factory.mktemp("de-en-run") / "run"
-    train(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=1000))
+    train(data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
     return run
 
 

@@ -40,7 +40,7 @@ def test_learning_rate_is_the_papers_formula() -> None:
 
 
 def test_overfits_64_pairs(overfit_run: Path) -> None:
-    """The overfit_run fixture trains 160 steps on 64 pairs (no dropout, no smoothing); its loss must reach ~0."""
+    """The overfit_run fixture trains 100 steps on 64 pairs (no dropout, no smoothing); its loss must reach ~0."""
     records = [json.loads(line) for line in (overfit_run / "metrics.jsonl").read_text().splitlines()]
     losses = [r["loss"] for r in records if "loss" in r]
     valid = [r["valid_loss"] for r in records if "valid_loss" in r]
