@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -142,28 +143,53 @@ def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
 
 
-def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path) -> None:
+def translate_in_process(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`mtkit translate ARGS` in this process (CliRunner): returncode, stdout and stderr apart. Its SIGPIPE setting
+    and gc.freeze are for a process of its own and are left out. What only a process shows is proved by real ones:
+    exit 2 with one line before any model load (test_cli), empty input, `| head` and a full disk
+    (tests/reliability/test_translate_io.py), a damaged checkpoint (test_damaged_checkpoints_through_the_cli), a
+    line answered as it arrives (test_an_open_pipe_gets_each_line_translated_as_it_arrives)."""
+    import contextlib
+    import types
+
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    monkeypatch.setattr("signal.signal", lambda *args: None)
+    monkeypatch.setattr("mtkit.cli.start_up_without_gc", contextlib.nullcontext)
+
+    def run(*args: str, stdin: str = "") -> Any:
+        result = CliRunner().invoke(app, ["translate", *args], input=stdin)
+        assert result.exit_code in (0, 2), (result.exception, result.stderr)  # 1: an exception escaped
+        return types.SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
+
+    return run
+
+
+def test_cli_formats_and_errors(tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    translate = translate_in_process(monkeypatch)
     text = "A man is sleeping.\n\nTwo dogs play in the snow.\n"
-    plain = mtkit("translate", str(tiny_run), "--beam", "2", stdin=text)
+    plain = translate(str(tiny_run), "--beam", "2", stdin=text)
     assert plain.returncode == 0, plain.stderr
     assert len(plain.stdout.split("\n")) == 4 and plain.stdout.split("\n")[1] == ""
-    nbest = mtkit("translate", str(tiny_run), "--beam", "3", "--nbest", "2", stdin=text)
+    nbest = translate(str(tiny_run), "--beam", "3", "--nbest", "2", stdin=text)
     rows = [line.split("\t") for line in nbest.stdout.splitlines()]
     assert [(r[0], r[1]) for r in rows] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")]
     assert float(rows[0][2]) >= float(rows[1][2])
-    scored = mtkit("translate", str(tiny_run), "--scores", stdin="A dog runs.\n")
+    scored = translate(str(tiny_run), "--scores", stdin="A dog runs.\n")
     assert float(scored.stdout.split("\t")[0]) < 0
-    empty = mtkit("translate", str(tiny_run), stdin="")
+    empty = translate(str(tiny_run), stdin="")
     assert empty.returncode == 0 and empty.stdout == ""
-    no_input = mtkit("translate", str(tiny_run), "--input", str(tmp_path / "absent.en"))
+    no_input = translate(str(tiny_run), "--input", str(tmp_path / "absent.en"))
     assert no_input.returncode == 2 and "absent.en: no such file" in no_input.stderr
-    missing = mtkit("translate", str(tmp_path / "nothing"), stdin="x\n")
+    missing = translate(str(tmp_path / "nothing"), stdin="x\n")
     assert missing.returncode == 2 and "nothing" in missing.stderr and "Traceback" not in missing.stderr
-    greedy = mtkit("translate", str(tiny_run), "--beam", "1", stdin=text)
+    greedy = translate(str(tiny_run), "--beam", "1", stdin=text)
     assert greedy.returncode == 0 and len(greedy.stdout.splitlines()) == 3
-    two = mtkit("translate", str(tiny_run), "--beam", "2", "--workers", "2", stdin=text)
+    two = translate(str(tiny_run), "--beam", "2", "--workers", "2", stdin=text)
     assert two.returncode == 0 and two.stdout == plain.stdout
-    negative = mtkit("translate", str(tiny_run), "--workers", "-1", stdin=text)
+    negative = translate(str(tiny_run), "--workers", "-1", stdin=text)
     assert negative.returncode == 2 and "workers must be at least 1" in negative.stderr
     assert len(negative.stderr.strip().splitlines()) == 1
 
