@@ -100,6 +100,19 @@ def cli(*args: str, env: dict | None = None, launcher: list[str] | None = None) 
     return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PATH": path, **(env or {})}, timeout=300)
 
 
+def cli_in_process(*args: str) -> subprocess.CompletedProcess:
+    """`mtkit ARGS` in this process (CliRunner), for what ends before any training (--dry-run, refusals): the same
+    exit code and output without a torch import; an escaped exception fails. Exit 2 with one line from a real
+    process: tests/test_cli.py, tests/test_recipe.py::test_cli_bad_recipe_is_one_line."""
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code in (0, 2), (result.exception, result.stderr)
+    return subprocess.CompletedProcess(["mtkit", *args], result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.mark.exactness
 @pytest.mark.slow
 def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> None:
@@ -186,8 +199,8 @@ def test_fine_tuning_refuses_another_architecture_or_vocabulary(tmp_path: Path, 
     from mtkit.tokenizer import train_tokenizer
     from tests.conftest import preprocess_slice, read_gz_lines
 
-    other = cli("train", str(small_data), "--save-dir", str(tmp_path / "arch"), "--arch", "small", "--max-steps", "2",
-                "--init-from", str(tiny_run / "average.pt"))
+    other = cli_in_process("train", str(small_data), "--save-dir", str(tmp_path / "arch"), "--arch", "small",
+                           "--max-steps", "2", "--init-from", str(tiny_run / "average.pt"))
     assert other.returncode == 2 and "Traceback" not in other.stderr, other.stderr[-2000:]
     assert other.stderr.strip().splitlines() == [f"error: {tiny_run / 'average.pt'}: cannot initialize from it: "
         "architecture differs (d_ff parent 128, new 1024, d_model parent 64, new 256, decoder_layers parent 2, new 3, "
@@ -196,8 +209,8 @@ def test_fine_tuning_refuses_another_architecture_or_vocabulary(tmp_path: Path, 
     lines = read_gz_lines(multi30k / "train.en.gz", 6000)[3000:] + read_gz_lines(multi30k / "train.de.gz", 6000)[3000:]
     spm = train_tokenizer(lines, tmp_path / "other-spm.model", vocab_size=1000)
     data = preprocess_slice(tmp_path / "other-data", multi30k, spm, 100, 20)
-    vocab = cli("train", str(data), "--save-dir", str(tmp_path / "vocab"), "--arch", "tiny", "--max-steps", "2",
-                "--init-from", str(tiny_run))
+    vocab = cli_in_process("train", str(data), "--save-dir", str(tmp_path / "vocab"), "--arch", "tiny", "--max-steps", "2",
+                           "--init-from", str(tiny_run))
     assert vocab.returncode == 2 and "Traceback" not in vocab.stderr, vocab.stderr[-2000:]
     [line] = vocab.stderr.strip().splitlines()
     assert "cannot initialize from it: sentencepiece model differs (spm_sha256 parent " in line
@@ -212,8 +225,8 @@ def test_fine_tuning_refuses_another_architecture_or_vocabulary(tmp_path: Path, 
 
 def test_log_interval_flag_is_the_recipe_key(tmp_path: Path, small_data: Path) -> None:
     """--log-interval N resolves as --set train.log_interval=N, and a run logs every N updates."""
-    dry = [cli("train", str(small_data), "--save-dir", str(tmp_path / "dry"), "--arch", "tiny", "--dry-run", "--json", *flag)
-           for flag in (["--log-interval", "3"], ["--set", "train.log_interval=3"], [])]
+    dry = [cli_in_process("train", str(small_data), "--save-dir", str(tmp_path / "dry"), "--arch", "tiny", "--dry-run",
+                          "--json", *flag) for flag in (["--log-interval", "3"], ["--set", "train.log_interval=3"], [])]
     assert all(d.returncode == 0 for d in dry), [d.stderr[-1000:] for d in dry]
     configs = [json.loads(d.stdout) for d in dry]
     assert configs[0] == configs[1] and configs[0]["train"]["log_interval"] == 3 != configs[2]["train"]["log_interval"]
@@ -221,7 +234,7 @@ def test_log_interval_flag_is_the_recipe_key(tmp_path: Path, small_data: Path) -
               "--log-interval", "3", "--set", "train.max_tokens=1024", "--set", "train.save_interval_minutes=0")
     assert run.returncode == 0, run.stderr[-2000:]
     assert [r["step"] for r in logged(tmp_path / "run") if "loss" in r] == [3, 6]
-    zero = cli("train", str(small_data), "--save-dir", str(tmp_path / "zero"), "--arch", "tiny", "--log-interval", "0")
+    zero = cli_in_process("train", str(small_data), "--save-dir", str(tmp_path / "zero"), "--arch", "tiny", "--log-interval", "0")
     assert zero.returncode == 2 and "log_interval must be at least 1" in zero.stderr and "Traceback" not in zero.stderr
 
 
