@@ -153,52 +153,34 @@ def multilingual_lines(multi30k: Path, n: int) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="session")
 def en_de_fr_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
-    """mtkit's sentencepiece options (mtkit.tokenizer.train_tokenizer) plus the pieces >>de<< and >>fr<< (ids 4 and
-    5), a vocabulary of 600 trained on the first 300 Multi30k val captions in en, de and fr."""
-    import io
-
-    import sentencepiece as spm
+    """A vocabulary of 600 with the pieces >>de<< and >>fr<< (ids 4 and 5), trained on the first 300 Multi30k val
+    captions in en, de and fr."""
+    from mtkit.tokenizer import train_tokenizer
 
     text = multilingual_lines(multi30k, 300)
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(text["en"] + text["de"] + text["fr"]), model_writer=model, model_type="bpe",
-        vocab_size=600, byte_fallback=True, pad_id=0, unk_id=1, bos_id=2, eos_id=3, normalization_rule_name="identity",
-        remove_extra_whitespaces=False, user_defined_symbols=[">>de<<", ">>fr<<"], minloglevel=2)
-    path = tmp_path_factory.mktemp("en-de-fr-spm") / "spm.model"
-    path.write_bytes(model.getvalue())
-    return path
+    return train_tokenizer(text["en"] + text["de"] + text["fr"], tmp_path_factory.mktemp("en-de-fr-spm") / "spm.model",
+                           vocab_size=600, user_defined_symbols=[">>de<<", ">>fr<<"])
 
 
 @pytest.fixture(scope="session")
 def en_de_fr_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, en_de_fr_spm: Path) -> Path:
-    """A tiny multilingual model that memorized 16 English Multi30k val captions into German and into French, laid
-    out as a multilingual mtkit model's data is: one vocabulary with the pieces >>de<< and >>fr<<, every source
-    starting with its target's id, a manifest naming both pairs. The sources of the two languages are the same
-    sentences, so only the code tells the model which language to answer in."""
-    import json
-
-    from mtkit.data import FORMAT, MANIFEST, VERSION, BinaryWriter
+    """A tiny multilingual model that memorized 16 English Multi30k val captions into German and into French:
+    preprocessed as two corpora (en->de, en->fr) with language tokens, so every source starts with its target's
+    >>de<< or >>fr<< id, and trained on both. The sources of the two corpora are the same sentences: only the code
+    tells the model which language to answer in."""
+    from mtkit.preprocess import PreprocessConfig, preprocess
     from mtkit.recipe import resolve_recipe
-    from mtkit.tokenizer import Tokenizer, file_sha256
     from mtkit.train import train
 
-    text, tokenizer = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), Tokenizer.load(en_de_fr_spm)
+    text, raw = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), tmp_path_factory.mktemp("en-de-fr-raw")
+    for lang in ("de", "fr"):
+        for side in ("en", lang):
+            (raw / f"{lang}.{side}").write_text("".join(line + "\n" for line in text[side]), encoding="utf-8")
+    corpora = [{"name": lang, "train": str(raw / lang), "target_lang": lang} for lang in ("de", "fr")]
     data = tmp_path_factory.mktemp("en-de-fr") / "data"
-    data.mkdir()
-    (data / "spm.model").write_bytes(en_de_fr_spm.read_bytes())
-    english = tokenizer.encode(text["en"])
-    sides = {"en": [[tokenizer.language_id(lang), *ids] for lang in ("de", "fr") for ids in english],
-             "mul": tokenizer.encode(text["de"] + text["fr"])}  # mul: ISO 639-2 for several languages
-    for lang, sequences in sides.items():
-        with BinaryWriter(data, "train", lang, tokenizer.vocab_size) as writer:
-            writer.write(sequences)
-    manifest = {"format": FORMAT, "version": VERSION, "source_lang": "en", "target_lang": "mul",
-                "pairs": ["en-de", "en-fr"], "vocab_size": tokenizer.vocab_size, "spm_sha256": file_sha256(en_de_fr_spm),
-                "splits": {"train": {"pairs": len(english) * 2}}}
-    (data / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    manifest = preprocess(PreprocessConfig(source_lang="en", spm_model=str(en_de_fr_spm), corpora=corpora), data)
     run = data.parent / "run"
-    train(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=tokenizer.vocab_size))
+    train(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=manifest["vocab_size"]))
     return run
 
 
