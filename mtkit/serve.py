@@ -55,6 +55,7 @@ def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
         "checkpoint": translator.info.get("checkpoint"),
         "source_lang": manifest.get("source_lang"),
         "target_lang": manifest.get("target_lang"),
+        "language_codes": translator.tokenizer.language_codes(),  # a multilingual model's targets ([] for others)
         "vocab_size": translator.tokenizer.vocab_size,
         "model": {"arch": facts["arch"], "parameters": facts["parameters"], **configs.get("model", {})},
         "translate": dataclasses.asdict(translator.cfg),

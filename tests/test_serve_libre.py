@@ -228,7 +228,8 @@ def test_a_multilingual_model_serves_every_target_it_knows(multilingual_server: 
     assert client.languages() == [{"code": "de", "name": "German", "targets": []},
                                   {"code": "en", "name": "English", "targets": ["de", "fr"]},
                                   {"code": "fr", "name": "French", "targets": []}]
-    assert multilingual_server.request("GET", "/info")[2]["models"][0]["pairs"] == ["en->de", "en->fr"]
+    info = multilingual_server.request("GET", "/info")[2]
+    assert info["models"][0]["pairs"] == ["en->de", "en->fr"] and info["language_codes"] == ["de", "fr"]
     requests_ = [(lang, line) for line in lines for lang in ("de", "fr")]
     with ThreadPoolExecutor(len(requests_)) as pool:
         answers = list(pool.map(lambda request: multilingual_server.translate(
