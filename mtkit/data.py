@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +22,8 @@ from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 from mtkit.readahead import ReadAhead
 
+# (source ids, target ids, their indices, batch position) -> the same sentences segmented again
+Resample = Callable[[list[np.ndarray], list[np.ndarray], np.ndarray, int], tuple[list[np.ndarray], list[np.ndarray]]]
 FORMAT = "mtkit-data"
 VERSION = 1
 MANIFEST = "manifest.json"
@@ -257,25 +259,47 @@ def collate(data: ParallelData | MixedData, indices: np.ndarray, pad_id: int = 0
     indices = np.asarray(indices, dtype=np.int64)
     src_lens = data.src_lens[indices].astype(np.int64)
     tgt_lens = data.tgt_lens[indices].astype(np.int64)
-    src_rows, src_cols, src_ids = data.gather("src", indices, src_lens)
-    tgt_rows, tgt_cols, tgt_ids = data.gather("tgt", indices, tgt_lens)
-    rows = np.arange(len(indices))
-    src = np.full((len(indices), _padded_width(src_lens, pad_multiple)), pad_id, dtype=np.int64)  # [B, S]
-    src[src_rows, src_cols] = src_ids
+    return _padded_batch(data.gather("src", indices, src_lens), src_lens, data.gather("tgt", indices, tgt_lens),
+                         tgt_lens, (pad_id, bos_id, eos_id), pad_multiple)
+
+
+def collate_sequences(src: list[np.ndarray], tgt: list[np.ndarray], pad_id: int = 0, bos_id: int = 2,
+                      eos_id: int = 3, pad_multiple: int = 1) -> Batch:
+    """collate's batch from id sequences given one by one (sentences segmented again for subword
+    regularization)."""
+    sides = []
+    for seqs in (src, tgt):
+        lens = np.fromiter(map(len, seqs), np.int64, len(seqs))
+        rows, cols = _positions(lens)
+        flat = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+        sides.append(((rows, cols, flat), lens))
+    return _padded_batch(*sides[0], *sides[1], (pad_id, bos_id, eos_id), pad_multiple)
+
+
+def _padded_batch(src_ids: tuple[np.ndarray, np.ndarray, np.ndarray], src_lens: np.ndarray,
+                  tgt_ids: tuple[np.ndarray, np.ndarray, np.ndarray], tgt_lens: np.ndarray,
+                  token_ids: tuple[int, int, int], pad_multiple: int) -> Batch:
+    """The padded tensors from each side's (row, column, id) of every token and its lengths."""
+    pad_id, bos_id, eos_id = token_ids
+    (src_rows, src_cols, src_flat), (tgt_rows, tgt_cols, tgt_flat) = src_ids, tgt_ids
+    n = len(src_lens)
+    rows = np.arange(n)
+    src = np.full((n, _padded_width(src_lens, pad_multiple)), pad_id, dtype=np.int64)  # [B, S]
+    src[src_rows, src_cols] = src_flat
     src[rows, src_lens] = eos_id
     width = _padded_width(tgt_lens, pad_multiple)
-    tgt_in = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
+    tgt_in = np.full((n, width), pad_id, dtype=np.int64)  # [B, T]
     tgt_in[:, 0] = bos_id
-    tgt_in[tgt_rows, tgt_cols + 1] = tgt_ids
-    tgt_out = np.full((len(indices), width), pad_id, dtype=np.int64)  # [B, T]
-    tgt_out[tgt_rows, tgt_cols] = tgt_ids
+    tgt_in[tgt_rows, tgt_cols + 1] = tgt_flat
+    tgt_out = np.full((n, width), pad_id, dtype=np.int64)  # [B, T]
+    tgt_out[tgt_rows, tgt_cols] = tgt_flat
     tgt_out[rows, tgt_lens] = eos_id
     return Batch(
         torch.from_numpy(src),
         torch.from_numpy(tgt_in),
         torch.from_numpy(tgt_out),
-        src_tokens=int(src_lens.sum()) + len(indices),
-        tgt_tokens=int(tgt_lens.sum()) + len(indices),
+        src_tokens=int(src_lens.sum()) + n,
+        tgt_tokens=int(tgt_lens.sum()) + n,
     )
 
 
@@ -302,21 +326,27 @@ def _positions(lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def prefetch_groups(
     data: ParallelData | MixedData, batches: list[np.ndarray], start: int, group_size: int, device: torch.device, depth: int = 2,
-    pad_multiple: int = 1, token_ids: tuple[int, int, int] = (0, 2, 3),
+    pad_multiple: int = 1, token_ids: tuple[int, int, int] = (0, 2, 3), resample: Resample | None = None,
 ) -> Iterator[list[Batch]]:
     """`batches[start:]` in groups of `group_size`, collated on the device, in order.
 
     A background thread collates the next `depth` groups while the caller computes (pinned when the device is
     CUDA, then copied with non_blocking=True), so the step never waits for numpy gathers or a blocking copy.
-    Closing the generator stops the thread. Collation uses no random state, so the groups are the same as
+    Closing the generator stops the thread. Collation draws only from seeds of its arguments (`resample`: the
+    sentences of batch `position` segmented again, mtkit.subword_sampling), so the groups are the same as
     collating on the caller's thread. `token_ids`: the model's pad, decoder start and eos ids.
     """
     pin = device.type == "cuda"
 
+    def one(indices: np.ndarray, position: int) -> Batch:
+        if resample is None:
+            return collate(data, indices, *token_ids, pad_multiple=pad_multiple)
+        src, tgt = resample([data.src(i) for i in indices], [data.tgt(i) for i in indices], indices, position)
+        return collate_sequences(src, tgt, *token_ids, pad_multiple=pad_multiple)
+
     def groups() -> Iterator[list[Batch]]:
         for position in range(start, len(batches), group_size):
-            group = [collate(data, idx, *token_ids, pad_multiple=pad_multiple)
-                     for idx in batches[position : position + group_size]]
+            group = [one(idx, position + offset) for offset, idx in enumerate(batches[position : position + group_size])]
             yield [batch.pin_memory() for batch in group] if pin else group
 
     ahead = ReadAhead(groups(), depth, "mtkit-collate")
@@ -325,4 +355,3 @@ def prefetch_groups(
             yield [batch.to(device, non_blocking=pin) for batch in group]  # type: ignore[attr-defined]
     finally:
         ahead.close()
-

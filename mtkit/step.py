@@ -230,3 +230,22 @@ def pad_multiple(cfg: Any, device: torch.device) -> int:
     4,096 tokens: 45 instead of 211, one per batch), so compiled graphs and attention kernels are not rebuilt per
     batch, and tensor-core friendly sizes. 1 on CPU, where a shape costs nothing and padding costs compute."""
     return 8 if device.type == "cuda" or cfg.compile else 1
+
+
+def build_optimizer(model: nn.Module, cfg: Any, device: torch.device) -> torch.optim.Optimizer:
+    """Adam as the paper (fused kernels on GPU, foreach on CPU)."""
+    fused = device.type == "cuda"
+    return torch.optim.Adam(
+        model.parameters(),
+        lr=cfg.lr,
+        betas=cfg.adam_betas,
+        eps=cfg.adam_eps,
+        weight_decay=cfg.weight_decay,
+        fused=fused or None,
+        foreach=None if fused else True,
+    )
+
+
+def make_scaler(precision: str) -> Any:
+    """fp16's dynamic loss scaler (None otherwise): it skips an update whose gradients overflowed."""
+    return torch.amp.GradScaler("cuda") if precision == "fp16" else None

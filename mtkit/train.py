@@ -11,6 +11,7 @@ STYLE.md puts them."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from mtkit.monitor import TensorBoardLog, require_tensorboard
 from mtkit.model import ModelConfig, configure_cuda_kernels
 from mtkit.precision import PRECISIONS
 from mtkit.mixing import SAMPLINGS
-from mtkit.step import Validation, pad_multiple, token_ids, train_step, validation_record, validation_sets
+from mtkit.step import (  # noqa: F401  (build_optimizer, make_scaler: also mtkit.train's names, used by tests)
+    Validation, build_optimizer, make_scaler, pad_multiple, token_ids, train_step, validation_record, validation_sets)
 from mtkit.train_state import (  # noqa: F401  (FAULT_KILL_RANK: mtkit.train's name for it, used by tests)
     FAULT_KILL_RANK,
     LogWindow,
@@ -96,6 +98,10 @@ class TrainConfig:
     sampling: str = "weights"
     sampling_temperature: float = 1.0
     corpus_weights: dict[str, float] = field(default_factory=dict)
+    # Subword regularization (mtkit.subword_sampling): BPE-dropout's probability, 0 off (Provilkov et al. 2020
+    # use 0.1), on both sides or the source only.
+    subword_alpha: float = 0.0
+    subword_sides: str = "both"
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -106,6 +112,8 @@ class TrainConfig:
             raise ValueError("update_freq and max_tokens must be positive")
         if self.log_interval < 1:
             raise ValueError(f"log_interval must be at least 1, got {self.log_interval}")
+        if not 0.0 <= self.subword_alpha <= 1.0:
+            raise ValueError(f"subword_alpha must be in [0, 1] (0: off), got {self.subword_alpha}")
         if self.sampling not in SAMPLINGS or self.sampling_temperature <= 0:
             raise ValueError(f"sampling must be one of {SAMPLINGS} and sampling_temperature positive, got "
                              f"{self.sampling!r}, {self.sampling_temperature}")
@@ -129,25 +137,6 @@ def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
     if warmup_steps <= 0:
         return peak_lr
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
-
-
-def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """Adam as the paper (fused kernels on GPU, foreach on CPU)."""
-    fused = device.type == "cuda"
-    return torch.optim.Adam(
-        model.parameters(),
-        lr=cfg.lr,
-        betas=cfg.adam_betas,
-        eps=cfg.adam_eps,
-        weight_decay=cfg.weight_decay,
-        fused=fused or None,
-        foreach=None if fused else True,
-    )
-
-
-def make_scaler(precision: str) -> Any:
-    """fp16's dynamic loss scaler (None otherwise): it skips an update whose gradients overflowed."""
-    return torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
 
 def resolve_train_precision(recipe: TrainRecipe, device: torch.device) -> TrainRecipe:
@@ -175,7 +164,7 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     from mtkit.data import read_manifest
     from mtkit.console import warn
     from mtkit.files import DirectoryLock
-    from mtkit.train_data import open_training_data
+    from mtkit.train_data import open_training_data, subword_resampler
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
@@ -187,6 +176,7 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     manifest = read_manifest(data_dir)
     # Every data check (corpora, weights, valid sets) before the run directory is touched.
     data = open_training_data(data_dir, manifest, recipe.as_dict()["preprocess"].get("corpora"), recipe.train, ctx.is_main)
+    data.resample = subword_resampler(data_dir, manifest, recipe.train, recipe.model.max_positions - 1, ctx.rank)
     lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
@@ -225,6 +215,7 @@ class Run:
     translate_cfg: Any  # search settings for validation BLEU
     validation: dict[str, Validation]  # language pair -> its valid set
     mixture: Any = None  # mtkit.mixing.Mixture of several corpora; None: one corpus, never resampled
+    resample: Any = None  # mtkit.subword_sampling.BatchResampler: subword regularization; None: off
     kill_at: int | None = None  # the update attempt at which a test's injected fault kills this rank
     saved_step: int = 0
     bad: int = 0  # skipped updates in a row
@@ -315,7 +306,7 @@ def start_run(data_dir: Path, run_dir: Path, recipe: TrainRecipe, manifest: dict
     metrics = MetricsLog(run_dir, ctx.is_main, state.wall, state.step, monitor)
     run = Run(cfg, ctx, run_dir, model, module, optimizer, scaler, state, metrics,
               extra, found[0] if found is not None else None, recipe.translate, validation_sets(data.valid, cfg, ctx, mcfg),
-              data.mixture, kill_at=fault_kill_attempt(ctx.rank, run_dir), saved_step=state.step)
+              data.mixture, data.resample, kill_at=fault_kill_attempt(ctx.rank, run_dir), saved_step=state.step)
     return run, data.data
 
 
@@ -334,7 +325,8 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
                                     state.epoch, ctx.rank, ctx.world_size, pad_multiple=multiple)
             # The next groups are collated on a background thread while this one computes.
             groups = prefetch_groups(train_data, batches, state.position, cfg.update_freq, ctx.device,
-                                     pad_multiple=multiple, token_ids=token_ids(run.model.cfg))
+                                     pad_multiple=multiple, token_ids=token_ids(run.model.cfg),
+                                     resample=run.resample and functools.partial(run.resample, epoch=state.epoch))
             try:
                 for group in groups:
                     if cfg.max_steps and state.step >= cfg.max_steps:

@@ -9,9 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mtkit.console import log
 from mtkit.data import MixedData, ParallelData, split_languages, training_corpora, valid_splits
+from mtkit.errors import check
 from mtkit.mixing import Mixture, plan_mixture, resolve_weights
+from mtkit.subword_sampling import BatchResampler, SubwordSampler, SubwordSampling
+from mtkit.tokenizer import Tokenizer, tokenizer_from_bytes
 
 
 @dataclass
@@ -19,6 +24,7 @@ class TrainingData:
     data: ParallelData | MixedData
     mixture: Mixture | None  # None: one corpus, read as is
     valid: dict[str, ParallelData]  # language pair "src-tgt" -> its valid set
+    resample: BatchResampler | None = None  # subword regularization (subword_resampler); None: off
 
 
 def open_training_data(data_dir: Path, manifest: dict, recipe_corpora: list[dict[str, Any]] | None, cfg: Any,
@@ -41,3 +47,19 @@ def open_training_data(data_dir: Path, manifest: dict, recipe_corpora: list[dict
     valid = {pair: ParallelData.open(data_dir, split, *split_languages(manifest, split))
              for pair, split in valid_splits(manifest).items()}
     return TrainingData(parts[0] if mixture is None else MixedData(parts), mixture, valid)
+
+
+def subword_resampler(data_dir: Path, manifest: dict, cfg: Any, max_len: int, rank: int) -> BatchResampler | None:
+    """Subword regularization of the training batches when train.subword_alpha > 0 (None otherwise): the run's
+    sentencepiece model, and per training sentence the ids preprocess put before it (language token, corpus tag),
+    in the order of the training data (the corpora as training_corpora lists them)."""
+    if cfg.subword_alpha == 0:
+        return None
+    sampling = SubwordSampling(cfg.subword_alpha, cfg.subword_sides)
+    spm_model = (data_dir / "spm.model").read_bytes()
+    check(isinstance(tokenizer_from_bytes(spm_model), Tokenizer),
+          f"train.subword_alpha: {data_dir / 'spm.model'} is an imported vocabulary, not a sentencepiece BPE model")
+    tokens = int(bool(manifest.get("language_tokens")))
+    leads = [np.full(entry["pairs"], tokens + int(bool(entry.get("tag"))), dtype=np.int64)
+             for entry in training_corpora(manifest).values()]
+    return BatchResampler(SubwordSampler(spm_model, sampling, max_len), np.concatenate(leads), cfg.seed, rank)

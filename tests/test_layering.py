@@ -48,7 +48,8 @@ ALLOWED: dict[str, set[str]] = {
     "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters", "corpus_plan"} | LAYER0,
     "corpus_plan": {"errors", "preprocess_config", "sources"},
     "mixing": {"batching", "errors"},
-    "train_data": {"console", "data", "mixing"},
+    "train_data": {"console", "data", "mixing", "errors", "subword_sampling", "tokenizer"},
+    "subword_sampling": {"errors"},
     "corpus_filters": {"console", "errors", "language_id"},
     "preprocess_config": {"errors", "files"},
     "sources": {"files", "errors"},
@@ -184,7 +185,7 @@ TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching"
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
               "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
               "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
-              "corpus_filters", "backtranslate", "corpus_plan", "mixing")
+              "corpus_filters", "backtranslate", "corpus_plan", "mixing", "subword_sampling")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
                  "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
                  "huggingface", "marian", "train_state", "train_data"}

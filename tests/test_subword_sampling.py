@@ -1,9 +1,12 @@
-"""Subword regularization (mtkit.subword_sampling): sampled segmentations spell the same text, differ from the
-stored one at a rate that grows with alpha, are a function of the batch seed alone (whichever thread draws them),
-and keep the ids preprocess put before the sentence."""
+"""Subword regularization (mtkit.subword_sampling): BPE-dropout gives sentencepiece's own segmentation back when
+nothing is dropped; sampled segmentations spell the same text, differ more with a larger alpha, are a function of
+the batch seed alone (whichever thread or process draws them), and keep the ids preprocess put before the
+sentence."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -35,6 +38,10 @@ def changed(a: list[np.ndarray], b: list[np.ndarray]) -> int:
     return sum(not np.array_equal(x, y) for x, y in zip(a, b))
 
 
+def test_without_dropout_the_merges_give_sentencepieces_segmentation(tokenizer: Tokenizer, ids: list) -> None:
+    assert changed(ids, sampler(tokenizer, 1e-12).resample(ids, [0] * len(ids), seed=1)) == 0
+
+
 def test_sampled_segmentations_spell_the_same_text_and_differ_more_with_alpha(tokenizer: Tokenizer, ids: list) -> None:
     keep = [0] * len(ids)
     low = sampler(tokenizer, 0.05).resample(ids, keep, seed=1)
@@ -63,6 +70,21 @@ def test_the_draws_are_a_function_of_the_batch_seed_on_any_thread(tokenizer: Tok
     assert changed(first, on_thread[0]) == 0
     assert changed(first, sampler(tokenizer, 0.1).resample(ids, keep, seed=batch_seed(1, 0, 6))) > 20
     assert len({batch_seed(1, 0, 5), batch_seed(1, 0, 6), batch_seed(2, 0, 5), batch_seed(1, 1, 5)}) == 4
+
+
+def test_a_seed_draws_the_same_in_another_process(tokenizer: Tokenizer, ids: list, multi30k_spm: Path) -> None:
+    """The property resume after kill -9 needs (sentencepiece's own sampling lacks it)."""
+    here = sampler(tokenizer, 0.1).resample(ids[:50], [0] * 50, seed=batch_seed(1, 2, 3))
+    script = ("import sys, numpy as np\nfrom mtkit.subword_sampling import SubwordSampler, SubwordSampling\n"
+              "from mtkit.tokenizer import Tokenizer\n"
+              f"tok = Tokenizer.load({str(multi30k_spm)!r})\n"
+              "ids = [np.asarray(s, dtype=np.uint16) for s in eval(sys.stdin.read())]\n"
+              "out = SubwordSampler(tok.to_bytes(), SubwordSampling(0.1), 1024).resample(ids, [0] * len(ids), "
+              f"{batch_seed(1, 2, 3)})\nprint([s.tolist() for s in out])\n")
+    done = subprocess.run([sys.executable, "-c", script], input=str([s.tolist() for s in ids[:50]]),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert eval(done.stdout) == [s.tolist() for s in here] and changed(ids[:50], here) > 5
 
 
 def test_leading_ids_are_kept_and_an_overlong_sample_keeps_the_stored_segmentation(tokenizer: Tokenizer, ids: list) -> None:

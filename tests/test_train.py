@@ -286,7 +286,8 @@ def test_fp16_overflow_skips_do_not_advance_step_or_schedule(tmp_path: Path, sma
 # Two corpora, two directions (tests/conftest.py::multilingual_data: en->de 240 pairs, en->fr 120 pairs at weight 2
 # with a tag, language tokens): an epoch draws 120 + 240 pairs, 16 updates of 1,024 tokens.
 MULTI_STEPS, MULTI_KILL_AT = 24, 19
-MULTI_SETS = ("train.max_tokens=1024", "train.save_interval_steps=5", "train.valid_interval_steps=8", "train.valid_bleu=True",
+MULTI_SETS = ("train.max_tokens=1024", "train.subword_alpha=0.1", "train.save_interval_steps=5",
+              "train.valid_interval_steps=8", "train.valid_bleu=True",
               "translate.beam=1", "translate.max_len_b=5", "train.keep_last=2", "train.average_last=1")
 
 
@@ -294,7 +295,7 @@ MULTI_SETS = ("train.max_tokens=1024", "train.save_interval_steps=5", "train.val
 def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, multilingual_data: Path) -> None:
     """kill -9 at update 19 (the second epoch's third), then the same command: it resumes from step 15 (in the first
     epoch), draws the second epoch again, and ends with the weights, Adam moments and per-pair validations of a run
-    never stopped (float32 CPU, dropout on)."""
+    never stopped (float32 CPU, dropout on, subword regularization on: BPE-dropout 0.1 on both sides)."""
     from mtkit.train import FAULT_KILL_RANK
     from tests.reliability.common import TRAIN_SETS, Trainer, differing_tensors, newest_step, train_command
 

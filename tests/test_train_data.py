@@ -17,7 +17,7 @@ from mtkit.errors import UserError
 from mtkit.mixing import epoch_batches
 from mtkit.recipe import resolve_recipe
 from mtkit.tokenizer import Tokenizer
-from mtkit.train_data import open_training_data
+from mtkit.train_data import open_training_data, subword_resampler
 
 
 def train_cfg(*overrides: str):
@@ -62,6 +62,38 @@ def test_the_tag_reaches_the_batches_the_model_sees(multilingual_data: Path) -> 
         seen["de"] += int((~from_fr).sum())
         seen["fr"] += int(from_fr.sum())
     assert seen == {"de": 120, "fr": 240}
+
+
+def test_subword_regularization_segments_batches_again_behind_the_kept_tokens(multilingual_data: Path) -> None:
+    """train.subword_alpha: the collated sentences spell the stored text in other pieces, behind the language token
+    and tag kept in place; a batch's draws depend on (seed, epoch, position) alone; off, nothing is resampled."""
+    manifest = read_manifest(multilingual_data)
+    tokenizer = Tokenizer.load(multilingual_data / "spm.model")
+    opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
+    assert subword_resampler(multilingual_data, manifest, train_cfg(), 255, 0) is None
+    resample = subword_resampler(multilingual_data, manifest, train_cfg("train.subword_alpha=0.3"), 255, 0)
+    assert resample is not None and resample.leads.tolist() == [1] * 240 + [2] * 120  # >>de<<; >>fr<< and <bt>
+    batches = epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)
+
+    def collated(epoch: int) -> list:
+        draw = lambda *args: resample(*args, epoch=epoch)  # noqa: E731
+        return [group[0] for group in prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu"), resample=draw)]
+
+    plain = [group[0] for group in prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu"))]
+    first, again, other = collated(1), collated(1), collated(2)
+    changed = 0
+    for stored, sampled, indices in zip(plain, first, batches):
+        tagged = torch.from_numpy(np.asarray(indices) >= manifest["corpora"]["de"]["pairs"])
+        assert torch.equal(stored.src[:, 0], sampled.src[:, 0]) and torch.equal(stored.src[tagged, 1], sampled.src[tagged, 1])
+        for side in ("src", "tgt_out"):
+            texts = [tokenizer.decode([[i for i in row if i > 3]])[0] for row in getattr(stored, side).tolist()]
+            assert [tokenizer.decode([[i for i in row if i > 3]])[0] for row in getattr(sampled, side).tolist()] == texts
+        changed += int(not torch.equal(stored.src, sampled.src)) + int(not torch.equal(stored.tgt_out, sampled.tgt_out))
+    assert changed > len(batches)  # both sides change
+    assert all(torch.equal(a.src, b.src) and torch.equal(a.tgt_in, b.tgt_in) for a, b in zip(first, again))
+    assert any(not torch.equal(a.src, b.src) for a, b in zip(first, other))
+    with pytest.raises(UserError, match=r"subword_alpha must be in \[0, 1\]"):
+        train_cfg("train.subword_alpha=-0.1")
 
 
 def test_a_bad_weight_is_one_line_and_writes_nothing(tmp_path: Path, multilingual_data: Path) -> None:
