@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,30 @@ def read_gz_lines(path: Path, limit: int | None = None) -> list[str]:
 def multi30k() -> Path:
     """Directory with train/val/test_2016_flickr .en.gz/.de.gz."""
     return MULTI30K
+
+
+def run_mtkit_in_process(*args: object, stdin: str = "") -> subprocess.CompletedProcess:
+    """`mtkit ARGS` run in this process (typer's CliRunner), answered as subprocess.run(..., text=True) answers: for
+    tests that need a command's output or exit code but nothing only a process has (a signal, a traceback on stderr,
+    the exit status the shell sees), without the 1-2 s of a torch import. An exception that escapes the command
+    fails the test. What translate and serve set for a process of their own (SIGPIPE, gc.freeze) is left out."""
+    import contextlib
+    import signal
+    from unittest import mock
+
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    sigpipe = signal.getsignal(signal.SIGPIPE)
+    try:
+        with mock.patch("mtkit.cli.start_up_without_gc", contextlib.nullcontext):
+            result = CliRunner().invoke(app, [str(arg) for arg in args], input=stdin)
+    finally:
+        signal.signal(signal.SIGPIPE, sigpipe)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["mtkit", *map(str, args)], result.exit_code, result.stdout, result.stderr)
 
 
 def write_slice(src_dir: Path, split: str, out_prefix: Path, n: int, langs=("en", "de")) -> Path:

@@ -16,7 +16,7 @@ import pytest
 from mtkit import resumable
 from mtkit.backtranslate import FAULT_PAUSE, BackTranslateConfig, back_translate
 from mtkit.errors import LockedError, UserError
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.reliability.common import cli_env, mtkit_command, run_cli
 
 
@@ -72,8 +72,8 @@ def test_beam_output_is_what_mtkit_translate_prints(de_en_run: Path, mono: Path,
     back-translation, in one chunk, as `mtkit translate` batches the 40 lines (its lines can depend on the batch)."""
     back_translate(config(de_en_run, mono, tmp_path / "bt", engine, chunk_lines=7 if engine == "torch" else 100, beam=3))
     search = ["--ct2-search", "native"] if engine == "ctranslate2" else []
-    printed = run_cli("translate", de_en_run, "--engine", engine, *search, "--beam", "3", "--device", "cpu", "--input",
-                      mono, "--quiet")
+    printed = run_mtkit_in_process("translate", de_en_run, "--engine", engine, *search, "--beam", "3", "--device", "cpu",
+                                   "--input", mono, "--quiet")
     assert printed.returncode == 0, printed.stderr
     assert (tmp_path / "bt.en").read_text(encoding="utf-8") == printed.stdout
 

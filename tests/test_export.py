@@ -22,7 +22,7 @@ from mtkit.interop import CTRANSLATE2_INSTALL_HINT as INSTALL_HINT
 from mtkit.model import ModelConfig
 from mtkit.search import max_lengths
 from mtkit.translate import Translator, load_model, pad_batch
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 N_LINES = 150  # Multi30k test sentences compared line by line (about 2 s for both engines)
 
@@ -194,7 +194,7 @@ def test_cli_without_the_extra_says_how_to_install_it(tiny_run: Path, tmp_path: 
 
 
 def test_cli_export_prints_json(tiny_run: Path, tmp_path: Path) -> None:
-    run = run_mtkit(["export", str(tiny_run), "--to", "ctranslate2", "--out", str(tmp_path / "out"), "--json"])
+    run = run_mtkit_in_process("export", tiny_run, "--to", "ctranslate2", "--out", tmp_path / "out", "--json")
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)
     assert summary["checkpoint"] == str(tiny_run / "average.pt") and summary["quantization"] == "float32"

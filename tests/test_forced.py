@@ -14,7 +14,7 @@ import torch
 
 from mtkit.forced import read_pairs, score_pairs
 from mtkit.translate import Translator
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 MTKIT = (sys.executable, "-m", "mtkit")
 
@@ -87,9 +87,8 @@ def test_both_engines_give_the_same_scores_from_the_command_line(
     (tmp_path / "tgt.de").write_text("\n".join(pairs[1] + ["Leer."]) + "\n")
     rows = {}
     for engine in ("torch", "ctranslate2"):
-        run = subprocess.run([*MTKIT, "score-pairs", str(tiny_run), "--source", str(tmp_path / "src.en"),
-                              "--target", str(tmp_path / "tgt.de"), "--engine", engine, "--json", "--device", "cpu"],
-                             capture_output=True, text=True, timeout=300)
+        run = run_mtkit_in_process("score-pairs", tiny_run, "--source", tmp_path / "src.en", "--target",
+                                   tmp_path / "tgt.de", "--engine", engine, "--json", "--device", "cpu")
         assert run.returncode == 0, run.stderr
         rows[engine] = [json.loads(line) for line in run.stdout.splitlines()]
         assert len(rows[engine]) == len(pairs[0]) + 1 and rows[engine][-1]["error"] == "empty source"

@@ -14,6 +14,7 @@ import torch
 import mtkit.precision as precision
 from mtkit.errors import UserError
 from mtkit.precision import bf16_slowdown, cpu_has_native_bf16, native_bf16, resolve_precision
+from tests.conftest import run_mtkit_in_process
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "multi30k-en-de" / "small.toml"
 FORCE_AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
@@ -111,10 +112,14 @@ def test_slowdown_is_measured() -> None:
 
 
 def dry_run_precision(env: dict[str, str]) -> str:
-    run = subprocess.run(
-        [sys.executable, "-m", "mtkit", "train", "unused-data", "--save-dir", "unused-run", "--config", str(RECIPE),
-         "--dry-run", "--json"], capture_output=True, text=True, env={**os.environ, **env},
-    )
+    """The precision `mtkit train --dry-run --json` names: in this process, or under `env` in a process of its own
+    (torch reads the kernel variables once, at its import)."""
+    args = ["train", "unused-data", "--save-dir", "unused-run", "--config", str(RECIPE), "--dry-run", "--json"]
+    if env:
+        run = subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True,
+                             env={**os.environ, **env})
+    else:
+        run = run_mtkit_in_process(*args)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)["train"]["precision"]
 
