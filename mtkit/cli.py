@@ -1,23 +1,24 @@
 """The `mtkit` command line: one short function per subcommand, the only writer to stdout.
 
 Heavy modules (torch, sentencepiece) are imported inside the commands so `mtkit --help` is instant.
-User mistakes (UserError) print one line and exit with the code of errors.py; bugs keep their traceback.
+User mistakes (UserError) print one line and exit with the code of errors.py (mtkit.command); bugs keep their
+traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 
 from mtkit.decoding import TranslateConfig
 from mtkit.engine_config import EngineConfig
-from mtkit.errors import EXIT_IO, EXIT_SIGINT, Interrupted, UserError, check
+from mtkit.command import emit, user_errors
+from mtkit.errors import check
 from mtkit.options import option, recipe_option, values_of
 from mtkit.preprocess_config import PreprocessConfig
 from mtkit.score import TOKENIZE
@@ -33,40 +34,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
-
-
-def user_errors(command: Callable) -> Callable:
-    """Turn UserError/Interrupted/OS write errors into one stderr line and the documented exit code."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from mtkit.console import console
-
-        try:
-            return command(*args, **kwargs)
-        except UserError as exc:
-            console.print(f"error: {exc}", style="bold red", markup=False)
-            raise typer.Exit(exc.exit_code) from None
-        except Interrupted as exc:
-            console.print(f"stopped: {exc}; checkpoint saved", markup=False)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            console.print("interrupted", markup=False)
-            raise typer.Exit(EXIT_SIGINT) from None
-        except OSError as exc:
-            if exc.errno is None:
-                raise
-            where = exc.filename or "output"
-            console.print(f"error: {where}: {exc.strerror}", style="bold red", markup=False)
-            raise typer.Exit(EXIT_IO) from None
-
-    return wrapper
-
-
-def emit(data: dict, as_json: bool, text: str) -> None:
-    """Results on stdout: JSON for scripts, a short text otherwise."""
-    sys.stdout.write((json.dumps(data, indent=None if as_json else 2) if as_json else text) + "\n")
-    sys.stdout.flush()
 
 
 @app.command()

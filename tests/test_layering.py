@@ -69,6 +69,7 @@ ALLOWED: dict[str, set[str]] = {
     "api_keys": {"errors", "files", "serve_request"},
     "serve_config": {"decoding", "engine_config", "errors"},
     "engine_config": set(),
+    "command": {"errors"} | LAYER0,
     "options": set(),
     "process": set(),
     "language_id": {"errors"},
@@ -183,7 +184,7 @@ def test_recipes_are_data_not_code(tmp_path: Path) -> None:
 # except inside the functions that export a stale cache or build the torch engine.
 TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
               "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
-              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli",
+              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli", "command",
               "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
               "corpus_filters", "backtranslate", "corpus_plan", "mixing", "subword_sampling")
 TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
