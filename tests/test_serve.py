@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 MTKIT = Path(sys.executable).with_name("mtkit")  # the console script users run
 # `mtkit` in a process where `import torch` fails: what a torch-free path must survive.
@@ -163,12 +163,13 @@ PREFIXES = ["Ein Mann", "", "Zwei"]  # forced beginnings of lines 0 and 2; line 
 
 
 def cli_output(run: Path, lines: list[str], *options: str, prefix_file: Path | None = None) -> list[str]:
-    """`mtkit translate RUN --device cpu -q OPTIONS` of `lines`, its output lines."""
+    """`mtkit translate RUN --device cpu -q OPTIONS` of `lines`, its output lines (the command run in this process:
+    the servers are the processes under test here)."""
     extra = ("--prefix-file", str(prefix_file)) if prefix_file else ()
-    run = subprocess.run([str(MTKIT), "translate", str(run), "--device", "cpu", "-q", *options, *extra],
-                         input="\n".join(lines) + "\n", capture_output=True, text=True, check=True,
-                         timeout=START_TIMEOUT_S)
-    return run.stdout.split("\n")[:-1]
+    done = run_mtkit_in_process("translate", run, "--device", "cpu", "-q", *options, *extra,
+                                stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("\n")[:-1]
 
 
 def check_prefixes(target: Server, run: Path, lines: list[str], tmp_path: Path, *engine: str) -> None:

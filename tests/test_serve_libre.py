@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html.parser
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,8 +16,8 @@ import requests
 from deep_translator import LibreTranslator
 from libretranslatepy import LibreTranslateAPI
 
-from tests.conftest import read_gz_lines
-from tests.test_serve import MTKIT, Server, wait_for
+from tests.conftest import read_gz_lines, run_mtkit_in_process
+from tests.test_serve import Server, wait_for
 
 KEY, LIMITED_KEY = "mastodon-instance-key", "tight-key"
 MASTODON_POST = (
@@ -54,8 +53,9 @@ def url(server: Server) -> str:
 
 
 def cli_translations(run: Path, lines: list[str]) -> list[str]:
-    done = subprocess.run([str(MTKIT), "translate", str(run), "--device", "cpu"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=300, check=True)
+    """`mtkit translate RUN` of `lines`, run in this process: the servers are the processes under test here."""
+    done = run_mtkit_in_process("translate", run, "--device", "cpu", stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
 
