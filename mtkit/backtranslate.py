@@ -48,6 +48,7 @@ class BackTranslateConfig:
     on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
     overwrite: bool = False
     ct2_search: str = "native"  # --engine ctranslate2's search: its own (bulk work's default, fastest) or exact
+    target_lang: str | None = None  # a multilingual reverse model's target (its >>xx<< code before each line)
 
     def __post_init__(self) -> None:
         sampled = self.sampling or self.top_k != 0 or self.top_p != 1.0 or self.temperature != 1.0
@@ -73,7 +74,7 @@ def chunk_seed(seed: int, index: int) -> int:
 def load_model(cfg: BackTranslateConfig, index: int) -> Translating:
     """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
     which of several threads takes a batch would change its draws."""
-    options = cfg.search()
+    options = {**cfg.search(), "target_lang": cfg.target_lang}
     if cfg.engine == "ctranslate2":
         options["ct2_search"] = cfg.ct2_search
         if options["sampling"]:
@@ -121,11 +122,13 @@ def read_chunks(path: Path, size: int, on_bad_utf8: str = "error") -> Iterator[l
 
 
 def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
-    """(PREFIX.Y, PREFIX.X): the translations, in the model's target language, and the copied text in its source."""
+    """(PREFIX.Y, PREFIX.X): the translations, in the model's target language (--target-lang's for a multilingual
+    model), and the copied text in its source."""
     langs = language_pair(translator)
     check(langs is not None, f"{translator.info.get('checkpoint')}: its data manifest names no languages, so the "
                              "outputs cannot be named")
     source, target = langs  # type: ignore[misc]
+    target = translator.cfg.target_lang or target  # a multilingual model's: the one asked for
     return Path(f"{prefix}.{target}"), Path(f"{prefix}.{source}")
 
 

@@ -248,6 +248,7 @@ def score_pairs(
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
     batch_tokens: Optional[int] = recipe_option(TranslateConfig, "batch_tokens"),
+    target_lang: Optional[str] = recipe_option(TranslateConfig, "target_lang"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per pair: score, tokens, mean."),
     piece_scores: bool = typer.Option(False, "--piece-scores", help="With --json: every piece's log-probability too."),
 ) -> None:
@@ -262,7 +263,8 @@ def score_pairs(
         from mtkit.engines import load_translator
         from mtkit.forced import score_files
 
-        overrides = {"batch_tokens": batch_tokens} if batch_tokens is not None else {}
+        overrides = {key: value for key, value in (("batch_tokens", batch_tokens), ("target_lang", target_lang))
+                     if value is not None}
         translator = load_translator(model, engine, device=device, dtype=dtype, **overrides)
     counts = score_files(translator, source, target, sys.stdout, as_json=as_json, with_pieces=piece_scores)
     log(f"{counts['pairs']} pairs: {counts['scored']} scored, {counts['unscored']} without a score")
@@ -319,6 +321,7 @@ def back_translate(
     out: Path = typer.Option(..., "--out", "-o", help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), language codes from the model."),
     engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
     ct2_search: str = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`)."),
+    target_lang: Optional[str] = typer.Option(None, "--target-lang", help="A multilingual reverse model's target language (its >>xx<< code)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
     sampling: bool = typer.Option(False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."),
     top_k: int = option(TranslateConfig, "top_k"),
@@ -342,7 +345,8 @@ def back_translate(
 
         cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, sampling=sampling, top_k=top_k,
                                   top_p=top_p, temperature=temperature, seed=seed, device=device, dtype=dtype,
-                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search)
+                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search,
+                                  target_lang=target_lang)
     check(input.is_file(), f"{input}: no such file")
     with progress() as bar:
         task = bar.add_task("back-translate", total=count_lines(input), info="")

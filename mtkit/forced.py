@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from mtkit.engine import Translating
+from mtkit.engine import Translating, source_codes
 from mtkit.errors import UserError
 from mtkit.files import read_lines
 
@@ -47,9 +47,12 @@ class PairScore:
 
 
 def score_pairs(translator: Translating, sources: list[str], targets: list[str]) -> list[PairScore]:
-    """One PairScore per pair, in order. Sides are stripped as preprocess strips training text; a pair with an
-    empty side, or a side over the model's length, is answered with its reason instead of a truncated score."""
-    src = translator.tokenizer.encode([line.strip() for line in sources])
+    """One PairScore per pair, in order. Sides are stripped as preprocess strips training text; a multilingual
+    model's source starts with the code of cfg.target_lang (or the line's own, as mtkit translate encodes it); a pair
+    with an empty side, or a side over the model's length, is answered with its reason instead of a truncated
+    score."""
+    codes, texts = source_codes(translator.tokenizer, sources, translator.cfg.target_lang)  # a multilingual model's
+    src = [[code, *ids] if code is not None and ids else ids for code, ids in zip(codes, translator.tokenizer.encode(texts))]
     tgt = translator.tokenizer.encode_target([line.strip() for line in targets])
     longest = translator.max_source_tokens  # the decoder's positions hold the same: start token + target
     answers: list[PairScore | None] = []

@@ -180,3 +180,19 @@ def test_killed_run_goes_on_to_the_bytes_of_a_run_never_stopped(tiny_run: Path, 
     for lang in ("de", "en"):
         assert Path(f"{tmp_path}/bt.{lang}").read_bytes() == Path(f"{tmp_path}/whole.{lang}").read_bytes()
     assert not (tmp_path / "bt.progress.json").exists()
+
+
+def test_a_multilingual_reverse_model_back_translates_into_the_language_asked(en_de_fr_run: Path, multi30k: Path,
+                                                                             tmp_path: Path) -> None:
+    """--target-lang picks the code, as mtkit translate does, and names the output; without it a model of two
+    codes refuses in one line."""
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    mono = tmp_path / "mono.en"
+    mono.write_text("\n".join(multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]) + "\n", encoding="utf-8")
+    back_translate(config(en_de_fr_run, mono, tmp_path / "bt", "torch", beam=2, target_lang="fr"))
+    printed = run_cli("translate", en_de_fr_run, "--beam", "2", "--target-lang", "fr", "--device", "cpu", "--input",
+                      mono, "--quiet")
+    assert printed.returncode == 0 and (tmp_path / "bt.fr").read_text(encoding="utf-8") == printed.stdout
+    with pytest.raises(UserError, match="--target-lang: this model translates into de, fr; choose one"):
+        back_translate(config(en_de_fr_run, mono, tmp_path / "bt2", "torch", beam=2))

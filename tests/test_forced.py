@@ -102,3 +102,27 @@ def test_the_command_names_a_missing_file(tiny_run: Path, tmp_path: Path) -> Non
     run = subprocess.run([*MTKIT, "score-pairs", str(tiny_run), "--source", str(tmp_path / "nope.en"),
                           "--target", str(tmp_path / "nope.de")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.strip() == f"error: {tmp_path / 'nope.en'}: no such file"
+
+
+def test_a_multilingual_model_scores_with_the_code_of_the_target_language(en_de_fr_run: Path, multi30k: Path,
+                                                                        tmp_path: Path) -> None:
+    """--target-lang puts the code in front of each source, as mtkit translate does: the memorized French
+    references score far higher asked for French than for German; a line's own >>fr<< is the same as the option;
+    without either, a model of two codes refuses in one line."""
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    text = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)
+    fr = Translator.load(en_de_fr_run, device="cpu", target_lang="fr")
+    as_fr = [p.score for p in score_pairs(fr, text["en"], text["fr"])]
+    as_de = [p.score for p in score_pairs(Translator.load(en_de_fr_run, device="cpu", target_lang="de"), text["en"], text["fr"])]
+    assert all(f > d + 5 for f, d in zip(as_fr, as_de)), (as_fr, as_de)
+    own = [p.score for p in score_pairs(fr, [f">>fr<< {line}" for line in text["en"]], text["fr"])]
+    assert own == as_fr
+    (tmp_path / "src.en").write_text("\n".join(text["en"]) + "\n", encoding="utf-8")
+    (tmp_path / "ref.fr").write_text("\n".join(text["fr"]) + "\n", encoding="utf-8")
+    done = run_mtkit_in_process("score-pairs", str(en_de_fr_run), "--source", str(tmp_path / "src.en"), "--target",
+                                str(tmp_path / "ref.fr"), "--device", "cpu", "--target-lang", "fr")
+    assert done.returncode == 0 and [float(x) for x in done.stdout.split()] == pytest.approx(as_fr, abs=1e-4)
+    refused = run_mtkit_in_process("score-pairs", str(en_de_fr_run), "--source", str(tmp_path / "src.en"),
+                                   "--target", str(tmp_path / "ref.fr"), "--device", "cpu")
+    assert refused.returncode == 2 and "--target-lang: this model translates into de, fr; choose one" in refused.stderr
