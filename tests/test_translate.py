@@ -18,7 +18,7 @@ import torch
 from mtkit.errors import UserError
 from mtkit.search import TranslateConfig, search
 from mtkit.translate import CHUNK_LINES, Translator, length_batches, pad_batch, split_tail, translate_stream
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 
 class NoCacheDecoder:
@@ -130,9 +130,9 @@ def test_overfit_model_translates_its_training_pairs(overfit_run: Path, multi30k
     src = tmp_path / "src.en"
     src.write_text("\n".join(sources) + "\n", encoding="utf-8")
     hyp = tmp_path / "hyp.de"
-    run = mtkit("translate", str(overfit_run), "--input", str(src), "--output", str(hyp), "--quiet")
+    run = run_mtkit_in_process("translate", overfit_run, "--input", src, "--output", hyp, "--quiet")
     assert run.returncode == 0, run.stderr
-    score = mtkit("score", "--ref", str(refs), str(hyp), "--json")
+    score = run_mtkit_in_process("score", "--ref", refs, hyp, "--json")
     import json
 
     assert json.loads(score.stdout)["bleu"] >= 90

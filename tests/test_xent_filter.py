@@ -13,7 +13,7 @@ import pytest
 from mtkit.errors import UserError
 from mtkit.resumable import ResumableOutputs
 from mtkit.xent_filter import dual_score, read_scores, score_corpus, select
-from tests.conftest import read_gz_lines
+from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.test_serve import MTKIT
 
 
@@ -86,10 +86,9 @@ def test_scoring_killed_between_chunks_goes_on_to_the_same_scores(overfit_run: P
 def test_filter_pairs_keeps_the_best_and_its_scores_are_forced_scorings(overfit_run: Path, de_en_run: Path,
                                                                         corpus: tuple[Path, Path], tmp_path: Path) -> None:
     source, target = corpus
-    done = subprocess.run([str(MTKIT), "filter-pairs", "--forward", str(overfit_run), "--backward", str(de_en_run),
-                           "--source", str(source), "--target", str(target), "--out", str(tmp_path / "kept"),
-                           "--keep", "0.75", "--json", "--device", "cpu"],
-                          capture_output=True, text=True, timeout=600, check=True)
+    done = run_mtkit_in_process("filter-pairs", "--forward", overfit_run, "--backward", de_en_run, "--source", source,
+                                "--target", target, "--out", tmp_path / "kept", "--keep", "0.75", "--json", "--device", "cpu")
+    assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["pairs"], summary["kept"], summary["unscored"]) == (64, 48, 0)
     rows = [line.split("\t") for line in (tmp_path / "kept.scores.tsv").read_text().splitlines()]
