@@ -17,7 +17,7 @@ def test_the_documented_defaults() -> None:
         "host": "127.0.0.1", "port": 8080, "engine": "torch", "device": "auto", "dtype": "fp32", "workers": None,
         "threads": 0, "max_batch_tokens": None, "max_delay_ms": 5.0, "max_lines": 1000, "max_bytes": 1 << 20,
         "max_beam": 16, "queue_size": 64, "strict": False, "access_log": False, "body_timeout": 10.0,
-        "grace_seconds": 5.0, "api_keys": None}
+        "grace_seconds": 5.0, "api_keys": None, "ct2_search": "exact"}
 
 
 @pytest.mark.parametrize("bad, message", [
