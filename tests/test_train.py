@@ -116,8 +116,9 @@ def cli_in_process(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.exactness
 @pytest.mark.slow
 def test_two_rank_ddp_equals_update_freq_2(tmp_path: Path, small_data: Path) -> None:
+    # train.threads=1: the same reduction order in every process, whatever OMP_NUM_THREADS says.
     sets = ["model.dropout=0.0", "train.warmup_steps=3", "train.max_tokens=1024", "train.save_interval_minutes=0",
-            "train.average_last=1", "train.threads=1"]  # the same reduction order in every process (make test exports 2)
+            "train.average_last=1", "train.threads=1"]
     common = ["--arch", "tiny", "--max-steps", "6", *(arg for item in sets for arg in ("--set", item))]
     # The single process accumulating 2 batches is this one; the two ranks are `mtkit train` under torchrun.
     train(small_data, tmp_path / "one", resolve_recipe(None, "tiny", [*sets, "train.max_steps=6", "train.update_freq=2"],
