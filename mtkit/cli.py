@@ -280,6 +280,8 @@ def filter_pairs(
     out: Path = typer.Option(..., "--out", help="PREFIX: writes PREFIX.scores.tsv and the kept pairs as PREFIX.SRC and PREFIX.TGT (language codes)."),
     keep: Optional[float] = typer.Option(None, "--keep", help="Keep this fraction of the pairs, the best scored (0 to 1)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep the pairs scoring at least this (scores are 0 to 1)."),
+    source_lang: Optional[str] = typer.Option(None, "--source-lang", help="The corpus's source language: the >>xx<< code a multilingual --backward model is asked for."),
+    target_lang: Optional[str] = typer.Option(None, "--target-lang", help="The corpus's target language: the >>xx<< code a multilingual --forward model is asked for."),
     engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (its score_batch, the default for bulk work) or torch."),
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
@@ -298,7 +300,8 @@ def filter_pairs(
         from mtkit.xent_filter import check_selection, filter_corpus
 
         check_selection(keep, threshold)
-        models = [load_translator(model, engine, device=device, dtype=dtype) for model in (forward, backward)]
+        models = [load_translator(model, engine, device=device, dtype=dtype, **({"target_lang": lang} if lang else {}))
+                  for model, lang in ((forward, target_lang), (backward, source_lang))]
     with progress() as bar:
         task = bar.add_task("scoring", total=count_lines(source), info="")
         summary = filter_corpus(*models, source, target, out, keep, threshold, overwrite,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from mtkit.engine import Translating, language_pair
+from mtkit.engine import Translating, language_pair, language_pairs
 from mtkit.errors import check
 from mtkit.files import atomic_write, file_identity, read_lines
 from mtkit.forced import CHUNK_PAIRS, PairScore, read_pairs, score_pairs
@@ -110,15 +110,34 @@ def write_kept(source: Path, target: Path, selection: Selection, prefix: Path, l
     return paths
 
 
+def asked_direction(translator: Translating, name: str, option: str) -> tuple[str | None, str] | None:
+    """(source, target) of the direction a model is asked for: its target is `option`'s (a multilingual model's
+    >>xx<< code), its only code's, or its data's; its source is None where several of its pairs lead into that
+    target. A model of several codes asked for none is a one-line error."""
+    codes = translator.tokenizer.language_codes()
+    check(len(codes) < 2 or translator.cfg.target_lang is not None,
+          f"{name} translates into {', '.join(codes)}: give {option}")
+    pair = language_pair(translator)
+    target = translator.cfg.target_lang or (codes[0] if codes else pair[1] if pair else None)
+    if target is None:
+        return None
+    sources = {s for s, t in language_pairs(translator.tokenizer, translator.info.get("manifest", {}))
+               if t == target.lower()}
+    return (sources.pop() if len(sources) == 1 else None), target.lower()
+
+
 def model_langs(forward: Translating, backward: Translating) -> tuple[str, str]:
-    """The corpus's (source, target) codes from the forward model; the backward model must translate them back."""
-    ahead, back = language_pair(forward), language_pair(backward)
+    """The corpus's (source, target) codes: the forward model's target and the backward model's (each --target-lang's
+    where given); each model must translate between the two where its data says what it translates."""
+    ahead, back = asked_direction(forward, "--forward", "--target-lang"), asked_direction(backward, "--backward", "--source-lang")
+    source = back[1] if back else (ahead[0] if ahead else None)
+    target = ahead[1] if ahead else (back[0] if back else None)
     if ahead and back:
-        check(back == ahead[::-1], f"--backward translates {back[0]}->{back[1]}; beside --forward "
-                                   f"{ahead[0]}->{ahead[1]} it must translate {ahead[1]}->{ahead[0]}")
-    if ahead:
-        return ahead
-    return (back[1], back[0]) if back else ("src", "tgt")
+        for name, (src, tgt), want in (("--forward", ahead, (source, target)), ("--backward", back, (target, source))):
+            check(src in (None, want[0]) and tgt == want[1],
+                  f"{name} translates {src or '?'}->{tgt}; the corpus is {source}->{target} (from --forward's target "
+                  "and --backward's, or --target-lang and --source-lang)")
+    return (source or "src", target or "tgt")
 
 
 def filter_corpus(forward: Translating, backward: Translating, source: Path, target: Path, prefix: Path,

@@ -112,3 +112,26 @@ def test_filter_pairs_keeps_the_best_and_its_scores_are_forced_scorings(overfit_
     # Both models learned these pairs: every pair whose target belongs to another sentence is dropped.
     assert max(scores[50:]) < min(scores[:50]) and sorted(expected) == [i for i in range(50) if i in expected]
     assert not (tmp_path / "kept.progress.json").exists()
+
+
+def test_filter_pairs_asks_a_multilingual_forward_model_for_the_target_language(
+        en_de_fr_run: Path, de_en_run: Path, corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    source, target = corpus
+    common = ("--backward", de_en_run, "--source", source, "--target", target, "--keep", "0.5", "--json",
+              "--device", "cpu", "--engine", "torch")
+    done = run_mtkit_in_process("filter-pairs", "--forward", en_de_fr_run, "--target-lang", "de", "--out",
+                                tmp_path / "kept", *common)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kept"] == 32 and (tmp_path / "kept.de").is_file()
+    scored = run_mtkit_in_process("score-pairs", en_de_fr_run, "--target-lang", "de", "--source", source, "--target",
+                                  target, "--json", "--engine", "torch", "--device", "cpu")
+    ahead = [-json.loads(line)["mean"] for line in scored.stdout.splitlines()]
+    rows = [line.split("\t") for line in (tmp_path / "kept.scores.tsv").read_text().splitlines()]
+    assert [float(row[1]) for row in rows] == pytest.approx(ahead, abs=2e-6)
+
+    missing = run_mtkit_in_process("filter-pairs", "--forward", en_de_fr_run, "--out", tmp_path / "none", *common)
+    assert missing.returncode == 2 and "--forward translates into de, fr: give --target-lang" in missing.stderr
+    wrong = run_mtkit_in_process("filter-pairs", "--forward", en_de_fr_run, "--target-lang", "fr", "--out",
+                                 tmp_path / "fr", *common)
+    assert wrong.returncode == 2 and "--backward translates de->en; the corpus is en->fr" in wrong.stderr
+    assert not (tmp_path / "none.scores.tsv").exists() and not (tmp_path / "fr.scores.tsv").exists()
