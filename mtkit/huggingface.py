@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.checkpoint import CHECKPOINT_DIR, WEIGHTS_KIND, save_checkpoint, step_path
+from mtkit.engine import language_pairs
 from mtkit.errors import check
 from mtkit.export import read_for_export
 from mtkit.files import atomic_directory
@@ -39,7 +40,8 @@ def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path
     search = TranslateConfig(**configs.get("translate", {}))
     hf.generation_config = generation_config(transformers, model.cfg, search)
     score = json.loads(Path(score_json).read_text(encoding="utf-8")) if score_json else None
-    card = model_card(source, configs, manifest, score, _valid_bleu(source), tokenizer.language_codes())
+    card = model_card(source, configs, manifest, score, _valid_bleu(source), tokenizer.language_codes(),
+                      language_pairs(tokenizer, manifest))
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may load (mkdtemp made it private)
         hf.save_pretrained(str(tmp))
@@ -109,10 +111,14 @@ def _valid_bleu(source: Path) -> dict | None:
 
 
 def model_card(source: Path, configs: dict, manifest: dict, score: dict | None, valid: dict | None,
-               codes: list[str] | None = None) -> str:
+               codes: list[str] | None = None, pairs: list[tuple[str, str]] | None = None) -> str:
     """README.md of the export: languages, recipe, data, BLEU as mtkit measured it, and how to load the model;
-    `codes`: the target-language codes of a multilingual model, which each source then begins with."""
-    src, tgt = manifest.get("source_lang", "?"), ", ".join(codes or []) or manifest.get("target_lang", "?")
+    `codes`: the target-language codes of a multilingual model, which each source then begins with; `pairs`: every
+    (source, target) it translates (mtkit.engine.language_pairs)."""
+    pairs = pairs or []
+    sources = sorted({source for source, _ in pairs}) or [manifest.get("source_lang", "?")]
+    src, tgt = ", ".join(sources), ", ".join(codes or []) or manifest.get("target_lang", "?")
+    languages = ", ".join(dict.fromkeys([*sources, *(codes or [manifest.get("target_lang", "?")])]))
     example = f">>{codes[0]}<< A man is sleeping." if codes else "A man is sleeping."
     begin = (f"\nEach source begins with the code of the language to translate into, as opus-mt's multilingual models "
              f"do: {', '.join(f'`>>{code}<<`' for code in codes)}.\n") if codes else ""
@@ -124,8 +130,9 @@ def model_card(source: Path, configs: dict, manifest: dict, score: dict | None, 
     else:
         bleu = "not measured"
     model = configs.get("model", {})
+    directions = f" (directions: {', '.join(f'{a}-{b}' for a, b in pairs)})" if len(pairs) > 1 else ""
     return f"""---
-language: [{src}, {tgt}]
+language: [{languages}]
 library_name: transformers
 pipeline_tag: translation
 tags: [translation, marian, mtkit]
@@ -135,7 +142,7 @@ tags: [translation, marian, mtkit]
 A Transformer ({model.get('d_model')} wide, {model.get('encoder_layers')}+{model.get('decoder_layers')} layers, \
 {model.get('vocab_size')} pieces) exported by `mtkit export --to huggingface` from `{source}`.
 
-- Languages: {src} -> {tgt}
+- Languages: {src} -> {tgt}{directions}
 - Data: {splits or 'not recorded'}
 - Result: {bleu}
 - Recipe: `mtkit.json` holds the model, training and search settings.

@@ -174,7 +174,18 @@ def test_multilingual_export_answers_as_mtkit_given_the_code_in_the_text(en_de_f
         for ours, theirs in searched_both(en_de_fr_run, out, lines, beam, lang):
             assert ours == theirs
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "en -> de, fr" in card and '">>de<< A man is sleeping."' in card
+    assert "en -> de, fr (directions: en-de, en-fr)" in card and '">>de<< A man is sleeping."' in card
+    assert "language: [en, de, fr]" in card
+
+
+def test_the_card_of_a_many_to_many_model_names_every_source_and_direction() -> None:
+    from mtkit.huggingface import model_card
+
+    corpora = {f"{a}-{b}": {"source_lang": a, "target_lang": b} for a, b in (("en", "de"), ("de", "en"), ("de", "fr"))}
+    card = model_card(Path("run"), {}, {"source_lang": "en", "target_lang": "de", "corpora": corpora}, None, None,
+                      ["de", "en", "fr"], [("de", "en"), ("de", "fr"), ("en", "de")])
+    assert "language: [de, en, fr]" in card
+    assert "- Languages: de, en -> de, en, fr (directions: de-en, de-fr, en-de)" in card
 
 
 # --- import: an opus-mt-shaped Marian model -> mtkit, fine-tuned, exported again ----------------------------------

@@ -75,7 +75,7 @@ ALLOWED: dict[str, set[str]] = {
     "language_id": {"errors"},
     "serve_request": set(),
     "serve_worker": {"engine"} | LAYER0,
-    "huggingface": {"export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
+    "huggingface": {"engine", "export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
     "marian": {"errors", "model"},
     "cli": {"*"},
     "__main__": {"cli"},
