@@ -1,8 +1,9 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
 Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid,
-multilingual; `all` runs the CPU ones but ct2search, langid (a comparison of language detectors that `make install`
-does not install) and multilingual (45 minutes of training at its default budget).
+multilingual, backtranslation, noisy; `all` runs the CPU ones but ct2search, langid (a comparison of language
+detectors that `make install` does not install), multilingual (45 minutes of training at its default budget),
+backtranslation (six models of --minutes each) and noisy (four models of --minutes each).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 
-from scenarios import ct2search, finetune, gpu, langid, multilingual, preprocess, serve, train, translate
+from scenarios import (backtranslation, ct2search, finetune, gpu, langid, multilingual, noisy, preprocess, serve,
+                       train, translate)
 
 SCENARIOS = {"preprocess": preprocess.run, "train": train.run, "translate": translate.run, "ct2search": ct2search.run,
-             "serve": serve.run, "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run, "multilingual": multilingual.run}
+             "serve": serve.run, "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run,
+             "multilingual": multilingual.run, "backtranslation": backtranslation.run, "noisy": noisy.run}
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
 
@@ -24,8 +27,12 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="a few minutes per scenario: fewer updates and lines")
     parser.add_argument("--peers", action="store_true", help="train: the peers' Measure A in the same rounds")
     parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
-    parser.add_argument("--minutes", type=float, default=15.0, help="multilingual: the training budget of each side")
-    parser.add_argument("--part", choices=("bilingual", "multilingual"), help="multilingual: train one side only")
+    parser.add_argument("--minutes", type=float, default=15.0,
+                        help="multilingual: the training budget of each side; backtranslation, noisy: of each model")
+    parser.add_argument("--lines", type=int, help="backtranslation: back-translate only B's first N lines; "
+                        "noisy: use only the first N training lines (checks)")
+    parser.add_argument("--part", choices=("bilingual", "multilingual", "many"),
+                        help="multilingual: train one side only, or the 12-direction model")
     # the child process of finetune (an engine) and of langid (a detector)
     parser.add_argument("--worker", choices=("mtkit", "transformers", *langid.WORKERS), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -6,6 +6,9 @@ per direction, and the updates each model made.
 
 Trained models are kept in bench-out/multilingual/ and reused, so the parts can run at different times
 (--part bilingual, --part multilingual); a report is written when every model of the comparison exists.
+
+--part many: one model of all 12 directions between en, de, fr and cs (recipes/multi30k-multilingual/many.toml)
+trained for --minutes, scored in every direction the same way, beside the en -> xx model where it exists.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from scenarios.workload import MULTI30K, mtkit
 
 BILINGUAL = ROOT / "recipes" / "multi30k-en-de" / "small.toml"
 MULTILINGUAL = ROOT / "recipes" / "multi30k-multilingual" / "en-xx.toml"
+MANY = ROOT / "recipes" / "multi30k-multilingual" / "many.toml"
 TARGETS = ("de", "fr", "cs")
+LANGS = ("en", *TARGETS)
 OUT = WORK / "multilingual"
 
 
-def trained(name: str, preprocess: list[str], recipe: Path, minutes: float) -> Path:
-    """OUT/name/run: preprocessed, trained for `minutes`, averaged; reused when its average exists."""
-    base = OUT / name
+def trained(name: str, preprocess: list[str], recipe: Path, minutes: float, out: Path = OUT) -> Path:
+    """out/name/run: preprocessed, trained for `minutes`, averaged; reused when its average exists."""
+    base = out / name
     run = base / "run"
     if (run / "average.pt").is_file():
         return run
@@ -45,17 +50,18 @@ def updates(run: Path) -> int:
     return max(steps, default=0)
 
 
-def bleu(run: Path, target: str, multilingual: bool) -> float:
+def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT) -> float:
     import sacrebleu
 
-    source = OUT / "test.en"
+    source = out / f"test.{source_lang}"
     if not source.is_file():
-        with gzip.open(MULTI30K / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as f:
+        with gzip.open(MULTI30K / f"test_2016_flickr.{source_lang}.gz", "rt", encoding="utf-8") as f:
             source.write_text(f.read(), encoding="utf-8")
-    hyp = run.parent / f"test.hyp.{target}"
+    name = target if source_lang == "en" else f"{source_lang}-{target}"
+    hyp = run.parent / f"test.hyp.{name}"
     lang = ["--target-lang", target] if multilingual else []
     checked(measure(mtkit("translate", str(run), "--beam", "4", *lang, "-q", "-i", str(source), "-o", str(hyp)),
-                    run.parent / f"translate-{target}"), "translate")
+                    run.parent / f"translate-{name}"), "translate")
     with gzip.open(MULTI30K / f"test_2016_flickr.{target}.gz", "rt", encoding="utf-8") as f:
         refs = f.read().splitlines()
     return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
@@ -67,9 +73,29 @@ def bilingual_run(target: str, minutes: float) -> Path:
     return trained(f"en-{target}", ["--config", str(BILINGUAL), *files], BILINGUAL, minutes)
 
 
+def many_to_many(minutes: float) -> None:
+    """The 12-direction model's sacreBLEU in every direction; en -> xx beside the en-xx model's when it exists."""
+    many = trained("many", ["--config", str(MANY)], MANY, minutes)
+    en_xx = OUT / "en-xx" / "run"
+    rows = []
+    for source in LANGS:
+        for target in LANGS:
+            if source == target:
+                continue
+            row = {"direction": f"{source}-{target}", f"many-to-many ({minutes:g} min) BLEU": bleu(many, target, True, source)}
+            if source == "en" and (en_xx / "average.pt").is_file():
+                row["en -> de, fr, cs model BLEU"] = bleu(en_xx, target, True)
+            rows.append(row)
+    write_results("multilingual-many", {"minutes": minutes, "updates": updates(many),
+                                        "en-xx updates": updates(en_xx) if en_xx.is_dir() else None}, rows)
+
+
 def run(args: argparse.Namespace) -> None:
     minutes = args.minutes
     part = args.part or "all"
+    if part == "many":
+        many_to_many(minutes)
+        return
     runs = {}
     if part in ("all", "bilingual"):
         runs.update({t: bilingual_run(t, minutes / len(TARGETS)) for t in TARGETS})
