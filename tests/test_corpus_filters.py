@@ -129,3 +129,22 @@ def test_filters_off_keep_every_pair(tmp_path: Path, multi30k_spm: Path) -> None
                            filter_scripts=False, filter_langid=False)
     split = preprocess(cfg, tmp_path / "out")["splits"]["train"]
     assert split["pairs"] == len(src) and not any(split["dropped"].values())
+
+
+def test_each_corpus_counts_its_own_filter_drops(tmp_path: Path, multi30k_spm: Path) -> None:
+    """Two corpora of the same bad pairs: one with the three filters on, one with language identification and the
+    script filter turned off in its own table. Each corpus's manifest entry counts what its own filters dropped."""
+    src, tgt, injected = corpus_with_bad_pairs()
+    train = write_pair(tmp_path / "train", src, tgt)
+    valid = write_pair(tmp_path / "valid", src[:40], tgt[:40])
+    corpora = [{"name": "strict", "train": str(train), "filter_langid": True},
+               {"name": "loose", "train": str(train), "filter_scripts": False}]
+    manifest = preprocess(PreprocessConfig("en", "de", valid=valid, spm_model=str(multi30k_spm), corpora=corpora),
+                          tmp_path / "out")
+    strict, loose = manifest["corpora"]["strict"], manifest["corpora"]["loose"]
+    assert {reason: strict["dropped"][reason] for reason in FILTER_REASONS} == injected
+    assert strict["pairs"] == 300 and decoded_split(tmp_path / "out", "train.strict") == (EN[:300], DE[:300])
+    # Only same_text is on for "loose": the script and language pairs stay.
+    assert loose["dropped"]["same_text"] == injected["same_text"]
+    assert loose["dropped"]["unexpected_script"] == loose["dropped"]["wrong_language"] == 0
+    assert loose["pairs"] == len(src) - injected["same_text"]

@@ -422,6 +422,8 @@ RECIPE_ERRORS = {
                            "valid: no valid set for the language pair en-fr; give one prefix for every pair or a table "
                            "that names each"),
     "weight": ("weight = 0", "corpus fr: weight must be positive, got 0.0"),
+    "negative weight": ("weight = -2", "corpus fr: weight must be positive, got -2.0"),
+    "tag with a space": ('tag = "back translated"', "corpus fr: tag 'back translated' must be one word without spaces"),
     "tag": ('tag = "<bt>"', "corpus fr: tag '<bt>' is not a single piece of {spm}"),
     "duplicate": ('name = "de"', "corpus de: two corpora have this name; names must be unique"),
 }

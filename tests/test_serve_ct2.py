@@ -106,3 +106,27 @@ def test_libretranslate_requests_equal_the_cli_with_ctranslate2(ct2_server: Serv
         {"Content-Type": "application/json"})
     expected = [f"<p>{html.escape(text, quote=False)}</p>" for text in ct2_cli_translations[:2]]
     assert status == 200 and answer["translatedText"] == expected
+
+
+def test_a_multilingual_model_answers_in_each_requested_target(en_de_fr_run: Path, multi30k: Path,
+                                                               tmp_path: Path) -> None:
+    """The torch-free server on the English -> German, French model: a request's "target" picks the language, and
+    each answer is `mtkit translate --engine ctranslate2 --target-lang` of its line, also when requests into both
+    languages share a batch; the French answers are the memorized French references."""
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    text = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)
+    lines = text["en"][:6]
+    expected = {lang: cli_output(en_de_fr_run, lines, *CT2, "--target-lang", lang) for lang in ("de", "fr")}
+    assert sum(hyp == ref for hyp, ref in zip(expected["fr"], text["fr"])) >= 5  # French, not German
+    server = Server(en_de_fr_run, tmp_path / "stderr.log", *CT2, "--max-delay-ms", "100", command=MTKIT_WITHOUT_TORCH)
+    try:
+        requests_ = [(lang, line) for line in lines for lang in ("de", "fr")]
+        with ThreadPoolExecutor(len(requests_)) as pool:
+            answers = list(pool.map(lambda r: server.translate({"text": [r[1]], "target": r[0]}), requests_))
+        assert [a[2]["translations"][0] for a in answers] == [expected[lang][lines.index(line)]
+                                                               for lang, line in requests_]
+        status, _, refused = server.translate({"text": ["A dog runs."], "target": "cs"})
+        assert status == 400 and "cs is not supported" in refused["error"]
+    finally:
+        server.stop()

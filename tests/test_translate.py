@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import subprocess
@@ -311,6 +312,9 @@ def test_multilingual_model_answers_in_the_language_asked(en_de_fr_run: Path, mu
         assert sum(a == b for a, b in zip(answers, text[lang])) >= len(answers) * 3 // 4
         untold = Translator.load(en_de_fr_run)  # the opus-mt habit: the code in the text
         assert untold.translate([f">>{lang}<< {line}" for line in text["en"]]) == answers
+    # The run directory lists what it translates: its data's manifest, copied in at the start of training.
+    manifest = json.loads((en_de_fr_run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["pairs"] == ["en-de", "en-fr"] and manifest["language_tokens"]
 
 
 def test_target_lang_errors_are_one_line_exit_2(en_de_fr_run: Path, overfit_run: Path) -> None:
