@@ -1,9 +1,10 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
 Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid,
-multilingual, backtranslation, noisy; `all` runs the CPU ones but ct2search, langid (a comparison of language
-detectors that `make install` does not install), multilingual (45 minutes of training at its default budget),
-backtranslation (six models of --minutes each) and noisy (four models of --minutes each).
+multilingual, backtranslation, noisy, subword, distill; `all` runs the CPU ones but ct2search, langid (a comparison
+of language detectors that `make install` does not install) and the ones that train models for many minutes:
+multilingual (45 minutes at its default budget), backtranslation (six models of --minutes each), noisy (four),
+subword (two, to the largest of --budgets) and distill (a teacher and two students).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 
-from scenarios import (backtranslation, ct2search, finetune, gpu, langid, multilingual, noisy, preprocess, serve,
-                       train, translate)
+from scenarios import (backtranslation, ct2search, distill, finetune, gpu, langid, multilingual, noisy, preprocess, serve,
+                       subword, train, translate)
 
 SCENARIOS = {"preprocess": preprocess.run, "train": train.run, "translate": translate.run, "ct2search": ct2search.run,
              "serve": serve.run, "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run,
-             "multilingual": multilingual.run, "backtranslation": backtranslation.run, "noisy": noisy.run}
+             "multilingual": multilingual.run, "backtranslation": backtranslation.run, "noisy": noisy.run, "subword": subword.run,
+             "distill": distill.run}
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
 
@@ -28,9 +30,14 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="train: the peers' Measure A in the same rounds")
     parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
     parser.add_argument("--minutes", type=float, default=15.0,
-                        help="multilingual: the training budget of each side; backtranslation, noisy: of each model")
+                        help="multilingual: the training budget of each side; backtranslation, noisy: of each model; "
+                        "distill: of each student")
     parser.add_argument("--lines", type=int, help="backtranslation: back-translate only B's first N lines; "
                         "noisy: use only the first N training lines (checks)")
+    parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
+    parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
+    parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
+    parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")
     parser.add_argument("--part", choices=("bilingual", "multilingual", "many"),
                         help="multilingual: train one side only, or the 12-direction model")
     # the child process of finetune (an engine) and of langid (a detector)

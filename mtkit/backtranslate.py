@@ -1,8 +1,9 @@
-"""Back-translation (Sennrich et al. 2016, `mtkit back-translate`): monolingual text in a model's source language X,
-translated by that reverse model into a synthetic corpus: PREFIX.Y (the translations) beside PREFIX.X (the lines as
-they were), a Y->X training corpus. Sampling by default (Edunov et al. 2018); resumable and exact after a kill:
-chunks are recorded whole (mtkit.resumable) and a chunk's random draws depend only on the seed and its index.
-Torch-free: the engine factory loads either engine.
+"""A model run over a text file into a synthetic parallel corpus: PREFIX.Y (the translations) beside PREFIX.X (the
+lines as they were). Back-translation (Sennrich et al. 2016, `mtkit back-translate`): monolingual text translated by
+a reverse model, sampled by default (Edunov et al. 2018), a Y->X training corpus. Sequence-level distillation (Kim
+and Rush 2016, `mtkit distill`): training sources translated by a teacher, one model or an ensemble, with beam
+search, an X->Y corpus for a student. Resumable and exact after a kill: chunks are recorded whole (mtkit.resumable)
+and a chunk's random draws depend only on the seed and its index. Torch-free: the engine factory loads either engine.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ FAULT_PAUSE = "MTKIT_FAULT_BACKTRANSLATE_PAUSE_MS"
 
 @dataclass
 class BackTranslateConfig:
-    """What `mtkit back-translate` was asked (its options' defaults are the CLI's); `beam` None samples, a number
-    searches with that beam."""
+    """What `mtkit back-translate` or `mtkit distill` was asked (their options' defaults are the CLI's); `beam` None
+    samples (the recipe's beam when `beam_by_default`), a number searches with that beam."""
 
-    run: Path  # the reverse model: translates the monolingual text's language
+    run: Path  # the model: translates the input's language (a reverse model, or a distillation's teacher)
     input: Path
     out: Path  # PREFIX
     engine: str
@@ -49,6 +50,8 @@ class BackTranslateConfig:
     overwrite: bool = False
     ct2_search: str = "native"  # --engine ctranslate2's search: its own (bulk work's default, fastest) or exact
     target_lang: str | None = None  # a multilingual reverse model's target (its >>xx<< code before each line)
+    beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
+    ensemble: tuple[Path, ...] = ()  # more models whose log-probabilities are averaged with run's (torch engine)
 
     def __post_init__(self) -> None:
         sampled = self.sampling or self.top_k != 0 or self.top_p != 1.0 or self.temperature != 1.0
@@ -57,10 +60,15 @@ class BackTranslateConfig:
         check(self.beam is None or self.beam >= 1, f"--beam {self.beam}: at least 1")
         check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
 
+    @property
+    def sampled(self) -> bool:
+        return self.beam is None and not self.beam_by_default
+
     def search(self) -> dict:
-        """TranslateConfig overrides: one output per line, by beam or by unrestricted (or top-k/top-p) sampling."""
-        if self.beam is not None:
-            return {"sampling": False, "beam": self.beam, "nbest": 1}
+        """TranslateConfig overrides: one output per line, by beam (--beam's or the recipe's) or by unrestricted (or
+        top-k/top-p) sampling."""
+        if not self.sampled:
+            return {"sampling": False, "nbest": 1, **({"beam": self.beam} if self.beam is not None else {})}
         return {"sampling": True, "beam": 1, "nbest": 1, "top_k": self.top_k, "top_p": self.top_p,
                 "temperature": self.temperature}
 
@@ -74,7 +82,7 @@ def chunk_seed(seed: int, index: int) -> int:
 def load_model(cfg: BackTranslateConfig, index: int) -> Translating:
     """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
     which of several threads takes a batch would change its draws."""
-    options = {**cfg.search(), "target_lang": cfg.target_lang}
+    options = {**cfg.search(), "target_lang": cfg.target_lang, **({"ensemble": list(cfg.ensemble)} if cfg.ensemble else {})}
     if cfg.engine == "ctranslate2":
         options["ct2_search"] = cfg.ct2_search
         if options["sampling"]:
@@ -92,7 +100,7 @@ def opens_per_chunk(cfg: BackTranslateConfig) -> bool:
     """CTranslate2 (4.8) seeds a worker thread's generator at that thread's first draw only, and set_random_seed
     does not restart it: a model opened afresh (new threads) per chunk draws from the chunk's seed whatever ran
     before, so a resumed run draws what an uninterrupted one drew."""
-    return cfg.engine == "ctranslate2" and cfg.beam is None
+    return cfg.engine == "ctranslate2" and cfg.sampled
 
 
 def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str]:
@@ -104,6 +112,7 @@ def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str
     return {"model": file_identity(checkpoint) if checkpoint.is_file() else str(checkpoint),
             "input": file_identity(cfg.input), "on_bad_utf8": cfg.on_bad_utf8, "chunk_lines": str(cfg.chunk_lines),
             "engine": cfg.engine, "ct2_search": cfg.ct2_search if cfg.engine == "ctranslate2" else "",
+            "ensemble": ";".join(file_identity(path) if path.is_file() else str(path.resolve()) for path in cfg.ensemble),
             "device": str(translator.device), "dtype": str(translator.describe()["dtype"]),
             **{name: str(value) for name, value in search.items()}}
 
@@ -158,7 +167,7 @@ def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | N
                 if opens_per_chunk(cfg) and unused_for != index:
                     translator = None  # type: ignore[assignment]  # freed before the next one loads
                     translator = load_model(cfg, index)
-                elif cfg.beam is None:
+                elif cfg.sampled:
                     translator = reseeded(translator, cfg, index)
                 unused_for = None
                 hypotheses = translator.translate_hypotheses(lines, first_lineno=read - len(lines) + 1)
@@ -169,7 +178,7 @@ def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | N
             if on_chunk is not None:
                 on_chunk(len(lines))
         outputs.finish()
-    log(f"{state}: removed, the back-translation is complete")
+    log(f"{state}: removed, the corpus is complete")
     return {"read": read, "written": read - resumed, "empty": empty, "resumed_from": resumed,
             "outputs": [str(path) for path in paths], "engine": cfg.engine,
-            "search": f"beam {cfg.beam}" if cfg.beam is not None else "sampling"}
+            "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}"}

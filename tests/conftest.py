@@ -48,7 +48,8 @@ def run_mtkit_in_process(*args: object, stdin: str = "") -> subprocess.Completed
 
     sigpipe = signal.getsignal(signal.SIGPIPE)
     try:
-        with mock.patch("mtkit.cli.start_up_without_gc", contextlib.nullcontext):
+        with mock.patch("mtkit.cli.start_up_without_gc", contextlib.nullcontext), \
+                mock.patch("mtkit.cli_data.start_up_without_gc", contextlib.nullcontext):
             result = CliRunner().invoke(app, [str(arg) for arg in args], input=stdin)
     finally:
         signal.signal(signal.SIGPIPE, sigpipe)
