@@ -5,8 +5,8 @@ The teacher is recipes/multi30k-en-de/small.toml trained --teacher-minutes (or a
 4); recipes/multi30k-en-de/student.toml is trained --minutes on the distilled corpus and, the same, on the
 references. Each model is averaged over its last 3 checkpoints and scored as the other training scenarios score:
 sacreBLEU on test_2016_flickr, torch engine, beam 4. Speed: `mtkit translate --engine ctranslate2` of
-test_2016_flickr by each model in float32 and int8, whole process, --rounds alternating rounds, sentences/s from the
-wall time, medians, ratios to the teacher in float32.
+test_2016_flickr by each model in fp32 and int8, whole process, --rounds alternating rounds, sentences/s from the
+wall time, medians, ratios to the teacher in fp32 (CTranslate2 native search, beam 4).
 
 Everything lives in bench-out/distill/; trained models and a finished distillation are reused, so a killed run
 goes on.
@@ -25,7 +25,7 @@ from scenarios.workload import MULTI30K, mtkit
 
 OUT = WORK / "distill"
 STUDENT = ROOT / "recipes" / "multi30k-en-de" / "student.toml"
-DTYPES = ("float32", "int8")
+DTYPES = ("fp32", "int8")
 HELD_OUT = ["--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
 
 
@@ -48,8 +48,8 @@ def speed(models: dict[str, Path], rounds: int) -> dict[str, list[dict[str, floa
     programs = {}
     for name, run in models.items():
         for dtype in DTYPES:
-            cmd = mtkit("translate", str(run), "--engine", "ctranslate2", "--dtype", dtype, "--beam", "4", "-q",
-                        "-i", str(source), "-o", str(run.parent / f"speed.{dtype}.de"))
+            cmd = mtkit("translate", str(run), "--engine", "ctranslate2", "--dtype", dtype, "--ct2-search", "native",
+                        "--beam", "4", "-q", "-i", str(source), "-o", str(run.parent / f"speed.{dtype}.de"))
             log = OUT / "logs" / re.sub(r"\W+", "-", f"{name}-{dtype}")
             checked(measure(cmd, log), f"translate {name} {dtype}")  # the export into the run's cache, untimed
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> None:
     results = speed(models, args.rounds)
     rel = ratios(results)
     rows = [{"model": name, "dtype": dtype, "updates": updates(run_dir), "sacreBLEU": scores[name],
-             **medians(results[f"{name}, {dtype}"]), "sent/s vs teacher float32": rel[f"{name}, {dtype}"].get("sent_per_s")}
+             **medians(results[f"{name}, {dtype}"]), "sent/s vs teacher fp32": rel[f"{name}, {dtype}"].get("sent_per_s")}
             for name, run_dir in models.items() for dtype in DTYPES]
     write_results("distill", {"teacher": str(teacher), "teacher_minutes": None if args.teacher else args.teacher_minutes,
                               "student_minutes": args.minutes, "distillation": summary, "rounds": args.rounds}, rows)
