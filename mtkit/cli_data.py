@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from mtkit.backtranslate import BackTranslateConfig
 
 MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
+# Options back-translate and distill share (declared once: typer reads an option's declaration, never changes it).
+BULK_CT2_SEARCH = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`).")
+CHUNK_LINES = typer.Option(10_000, "--chunk-lines", help="Lines translated and recorded together: a killed run goes on from the last whole chunk.")
+OVERWRITE_CORPUS = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs.")
 
 
 @user_errors
@@ -108,7 +112,7 @@ def back_translate(
     input: Path = typer.Option(..., "--input", "-i", help="Monolingual text in the model's source language, one sentence per line (plain or .gz)."),
     out: Path = typer.Option(..., "--out", "-o", help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), language codes from the model."),
     engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
-    ct2_search: str = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`)."),
+    ct2_search: str = BULK_CT2_SEARCH,
     target_lang: Optional[str] = typer.Option(None, "--target-lang", help="A multilingual reverse model's target language (its >>xx<< code)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
     sampling: bool = typer.Option(False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."),
@@ -116,11 +120,11 @@ def back_translate(
     top_p: float = option(TranslateConfig, "top_p"),
     temperature: float = option(TranslateConfig, "temperature"),
     seed: int = option(TranslateConfig, "seed"),
-    chunk_lines: int = typer.Option(10_000, "--chunk-lines", help="Lines translated and recorded together: a killed run goes on from the last whole chunk."),
+    chunk_lines: int = CHUNK_LINES,
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs."),
+    overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
@@ -143,13 +147,13 @@ def distill(
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More teachers, ensembled with TEACHER (log-probabilities averaged at each step; --engine torch)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="The teacher's beam (default: its recipe's translate.beam)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="ctranslate2 (the default for one teacher) or torch (the default and the only engine for an ensemble)."),
-    ct2_search: str = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`)."),
+    ct2_search: str = BULK_CT2_SEARCH,
     target_lang: Optional[str] = typer.Option(None, "--target-lang", help="A multilingual teacher's target language (its >>xx<< code)."),
-    chunk_lines: int = typer.Option(10_000, "--chunk-lines", help="Lines translated and recorded together: a killed run goes on from the last whole chunk."),
+    chunk_lines: int = CHUNK_LINES,
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs."),
+    overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Sequence-level knowledge distillation (Kim and Rush 2016): a teacher, or an ensemble, translates the training
