@@ -112,7 +112,9 @@ def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str
     return {"model": file_identity(checkpoint) if checkpoint.is_file() else str(checkpoint),
             "input": file_identity(cfg.input), "on_bad_utf8": cfg.on_bad_utf8, "chunk_lines": str(cfg.chunk_lines),
             "engine": cfg.engine, "ct2_search": cfg.ct2_search if cfg.engine == "ctranslate2" else "",
-            "ensemble": ";".join(file_identity(path) if path.is_file() else str(path.resolve()) for path in cfg.ensemble),
+            # only with an ensemble: a progress file written before ensembles existed still resumes
+            **({"ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble)}
+               if cfg.ensemble else {}),
             "device": str(translator.device), "dtype": str(translator.describe()["dtype"]),
             **{name: str(value) for name, value in search.items()}}
 
