@@ -131,6 +131,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool
     so tests can swap in an explicit reference.
     """
     if q.device.type == "cpu":
+        if _tileable(q, k) and not torch.is_grad_enabled():
+            return _tiled_attention(q, k, v, mask, causal)
         return _cpu_attention(q, k, v, mask, causal, dropout_p)
     return F.scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal=causal)
 
@@ -150,6 +152,45 @@ def _cpu_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal:
     if dropout_p > 0:
         probs = F.dropout(probs, dropout_p, True)
     return torch.matmul(probs, v)  # [B, H, L, D/H]
+
+
+# Inference on CPU in float32 computes a padded source's self-attention in tiles of this many positions: MKL's
+# sgemm rounds a product's last rows by the matrix's size (its AVX2 kernels on an Intel CPU: rows 30-31 of a 32 x 32
+# product differ in the last bit from the same rows of a 64 x 64 one), so a sentence's encoding would depend on the
+# width of the batch it is padded to. Tiled, every product has one shape whatever the batch. Decoding steps are
+# left as they are (a step's queries are one sentence's beams, the same alone and in a batch): tiling them too
+# made greedy scores batch-dependent on an AVX-512 CPU.
+ATTENTION_TILE = 16
+
+
+def _tileable(q: Tensor, k: Tensor) -> bool:
+    """Queries and keys whole numbers of tiles (sources are padded to a multiple of ATTENTION_TILE), float32,
+    the dtype whose batch independence is claimed."""
+    return q.dtype == torch.float32 and q.size(-2) % ATTENTION_TILE == 0 and k.size(-2) % ATTENTION_TILE == 0
+
+
+def _tiled_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
+    """_cpu_attention's values computed in ATTENTION_TILE-sized products, for inference: [B, H, L, D/H].
+
+    The scores come from [tile, D/H] x [D/H, tile] products; the output sums the [tile, tile] x [tile, D/H]
+    products key tile by key tile, in order, so a padded key tile (probability 0) adds an exact 0."""
+    batch, heads, queries, depth = q.shape
+    keys, rows = k.size(-2), ATTENTION_TILE
+    q_tiles, k_tiles = queries // rows, keys // ATTENTION_TILE
+    qt = (q * depth**-0.5).reshape(batch, heads, q_tiles, 1, rows, depth)
+    kt = k.reshape(batch, heads, 1, k_tiles, ATTENTION_TILE, depth).transpose(-1, -2)
+    scores = torch.matmul(qt, kt).permute(0, 1, 2, 4, 3, 5).reshape(batch, heads, queries, keys)
+    if causal:
+        scores.masked_fill_(torch.ones(queries, keys, dtype=torch.bool, device=q.device).triu_(1), float("-inf"))
+    if mask is not None:
+        scores.masked_fill_(~mask, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    pt = probs.reshape(batch, heads, q_tiles, rows, k_tiles, ATTENTION_TILE).permute(0, 1, 2, 4, 3, 5)
+    parts = torch.matmul(pt, v.reshape(batch, heads, 1, k_tiles, ATTENTION_TILE, depth))  # per key tile
+    out = parts[:, :, :, 0]
+    for tile in range(1, k_tiles):
+        out = out + parts[:, :, :, tile]
+    return out.reshape(batch, heads, queries, depth)
 
 
 def attend_mask(pad: Tensor) -> Tensor:

@@ -75,7 +75,8 @@ def test_a_sentence_translates_alike_alone_in_any_batch_and_on_worker_threads(ti
     (other padded widths), in beam search all in one batch beside the longest of 200 val sentences (1-4 token
     sentences padded far: MIN_SOURCE_WIDTH), and in 150-token batches decoded on 3 threads at once (each on its share of torch's
     threads, which are restored after). On an AVX2-only CPU 6 of 120 differed by 1 ulp at beam 4 before sources
-    were padded to a multiple of SOURCE_WIDTH_MULTIPLE positions."""
+    were padded to a multiple of SOURCE_WIDTH_MULTIPLE positions; on an Intel CPU held to AVX2, 2 in the one wide
+    batch differed until a source's self-attention was computed in tiles (mtkit.model.ATTENTION_TILE)."""
     short = ["A dog.", "Two men.", "Kids play.", "A red car", "Rain"]
     lines = short + read_gz_lines(multi30k / "val.en.gz", 120) + [max(read_gz_lines(multi30k / "val.en.gz", 200), key=len)]
     options = dict(beam=beam, max_len_b=20)
