@@ -60,6 +60,20 @@ def test_wmt_recipes_match_the_paper(name: str) -> None:
     assert cfg["preprocess"]["hf_dataset"] == "wmt/wmt14"
 
 
+def test_teacher_recipe_is_wu_2021_transformer_tiny() -> None:
+    """recipes/multi30k-en-de/teacher.toml has Wu et al. 2021's sizes and schedule, stops at its update count (so a
+    stopped run goes on), and averages the last 5 of its checkpoints saved every 500 updates."""
+    cfg = dry_run(RECIPES / "multi30k-en-de/teacher.toml")
+    model, train = cfg["model"], cfg["train"]
+    assert (model["d_model"], model["n_heads"], model["d_ff"], model["encoder_layers"], model["decoder_layers"]) == (
+        128, 4, 256, 4, 4)
+    assert model["dropout"] == 0.3 and model["norm"] == "post" and model["share_embeddings"] == "all"
+    assert (train["lr"], train["warmup_steps"], train["max_tokens"], train["max_steps"]) == (5e-3, 2000, 4096, 8000)
+    assert train["max_time_minutes"] == 0 and train["save_interval_minutes"] == 0
+    assert (train["save_interval_steps"], train["average_last"]) == (500, 5)
+    assert cfg["preprocess"]["train"] == "data/multi30k/train"
+
+
 def test_dry_run_names_and_overrides() -> None:
     cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "12")
     for section, key in [("model", "d_model"), ("model", "n_heads"), ("model", "d_ff"), ("model", "encoder_layers"),
