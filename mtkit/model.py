@@ -175,18 +175,18 @@ def _tiled_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causa
     The scores come from [tile, D/H] x [D/H, tile] products; the output sums the [tile, tile] x [tile, D/H]
     products key tile by key tile, in order, so a padded key tile (probability 0) adds an exact 0."""
     batch, heads, queries, depth = q.shape
-    keys, rows = k.size(-2), ATTENTION_TILE
-    q_tiles, k_tiles = queries // rows, keys // ATTENTION_TILE
-    qt = (q * depth**-0.5).reshape(batch, heads, q_tiles, 1, rows, depth)
-    kt = k.reshape(batch, heads, 1, k_tiles, ATTENTION_TILE, depth).transpose(-1, -2)
+    keys, tile = k.size(-2), ATTENTION_TILE
+    q_tiles, k_tiles = queries // tile, keys // tile
+    qt = (q * depth**-0.5).reshape(batch, heads, q_tiles, 1, tile, depth)
+    kt = k.reshape(batch, heads, 1, k_tiles, tile, depth).transpose(-1, -2)
     scores = torch.matmul(qt, kt).permute(0, 1, 2, 4, 3, 5).reshape(batch, heads, queries, keys)
     if causal:
         scores.masked_fill_(torch.ones(queries, keys, dtype=torch.bool, device=q.device).triu_(1), float("-inf"))
     if mask is not None:
         scores.masked_fill_(~mask, float("-inf"))
     probs = torch.softmax(scores, dim=-1)
-    pt = probs.reshape(batch, heads, q_tiles, rows, k_tiles, ATTENTION_TILE).permute(0, 1, 2, 4, 3, 5)
-    parts = torch.matmul(pt, v.reshape(batch, heads, 1, k_tiles, ATTENTION_TILE, depth))  # per key tile
+    pt = probs.reshape(batch, heads, q_tiles, tile, k_tiles, tile).permute(0, 1, 2, 4, 3, 5)
+    parts = torch.matmul(pt, v.reshape(batch, heads, 1, k_tiles, tile, depth))  # per key tile
     out = parts[:, :, :, 0]
     for tile in range(1, k_tiles):
         out = out + parts[:, :, :, tile]
