@@ -154,12 +154,13 @@ def _cpu_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal:
     return torch.matmul(probs, v)  # [B, H, L, D/H]
 
 
-# Inference on CPU in float32 computes a padded source's self-attention in tiles of this many positions: MKL's
+# Inference on CPU in float32 computes attention whose queries and keys are whole tiles of this many positions (a
+# padded source's self-attention; also a target scored whole when its length is a multiple of 16): MKL's
 # sgemm rounds a product's last rows by the matrix's size (its AVX2 kernels on an Intel CPU: rows 30-31 of a 32 x 32
 # product differ in the last bit from the same rows of a 64 x 64 one), so a sentence's encoding would depend on the
-# width of the batch it is padded to. Tiled, every product has one shape whatever the batch. Decoding steps are
-# left as they are (a step's queries are one sentence's beams, the same alone and in a batch): tiling them too
-# made greedy scores batch-dependent on an AVX-512 CPU.
+# width of the batch it is padded to. Tiled, every product has one shape whatever the batch. Decoding steps of
+# fewer than 16 beams are left as they are (a step's queries are one sentence's beams, the same alone and in a
+# batch): tiling them too made greedy scores batch-dependent on an AVX-512 CPU.
 ATTENTION_TILE = 16
 
 
@@ -188,8 +189,8 @@ def _tiled_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causa
     pt = probs.reshape(batch, heads, q_tiles, tile, k_tiles, tile).permute(0, 1, 2, 4, 3, 5)
     parts = torch.matmul(pt, v.reshape(batch, heads, 1, k_tiles, tile, depth))  # per key tile
     out = parts[:, :, :, 0]
-    for tile in range(1, k_tiles):
-        out = out + parts[:, :, :, tile]
+    for index in range(1, k_tiles):
+        out = out + parts[:, :, :, index]
     return out.reshape(batch, heads, queries, depth)
 
 
