@@ -31,10 +31,11 @@ def main() -> None:
     parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
     parser.add_argument("--minutes", type=float, default=15.0,
                         help="multilingual: the training budget of each side; backtranslation, noisy: of each model; "
-                        "distill: of each student")
+                        "distill: of each student (0: to its recipe's max_steps)")
     parser.add_argument("--lines", type=int, help="backtranslation: back-translate only B's first N lines; "
                         "noisy: use only the first N training lines (checks)")
     parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
+    parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
     parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")

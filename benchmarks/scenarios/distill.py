@@ -1,12 +1,13 @@
 """Sequence-level distillation (Kim and Rush 2016) on Multi30k en-de.
 
 The teacher is recipes/multi30k-en-de/small.toml trained --teacher-minutes (or an existing run, --teacher RUN);
-`mtkit distill` translates the 29,000 training sources with it (CTranslate2, its native search, the recipe's beam
-4); recipes/multi30k-en-de/student.toml is trained --minutes on the distilled corpus and, the same, on the
-references. Each model is averaged over its last 3 checkpoints and scored as the other training scenarios score:
-sacreBLEU on test_2016_flickr, torch engine, beam 4. Speed: `mtkit translate --engine ctranslate2` of
-test_2016_flickr by each model in fp32 and int8, whole process, --rounds alternating rounds, sentences/s from the
-wall time, medians, ratios to the teacher in fp32 (CTranslate2 native search, beam 4).
+`mtkit distill` translates the 29,000 training sources with it (CTranslate2, its native search, the teacher's beam
+and length penalty); the --student recipe (recipes/multi30k-en-de/student.toml unless named) is trained on the
+distilled corpus and, the same, on the references, for --minutes each (0: to the recipe's max_steps). Each model is
+averaged as its recipe says and scored as the other training scenarios score: sacreBLEU on test_2016_flickr, torch
+engine, beam 4. Speed: `mtkit translate --engine ctranslate2 --ct2-search native` of test_2016_flickr by each model
+in fp32 and int8, with beam 4 and greedy, whole process, --rounds alternating rounds, sentences/s from the wall time,
+medians, ratios to the teacher in fp32 with beam 4; each of those outputs is scored too (sacreBLEU).
 
 Everything lives in bench-out/distill/; trained models and a finished distillation are reused, so a killed run
 goes on.
@@ -15,6 +16,7 @@ goes on.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 from pathlib import Path
@@ -26,6 +28,7 @@ from scenarios.workload import MULTI30K, mtkit
 OUT = WORK / "distill"
 STUDENT = ROOT / "recipes" / "multi30k-en-de" / "student.toml"
 DTYPES = ("fp32", "int8")
+BEAMS = (4, 1)
 HELD_OUT = ["--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
 
 
@@ -41,40 +44,55 @@ def distilled(teacher: Path) -> tuple[Path, dict]:
     return prefix, json.loads(summary.read_text())
 
 
-def speed(models: dict[str, Path], rounds: int) -> dict[str, list[dict[str, float]]]:
-    """Whole-process `mtkit translate --engine ctranslate2` of test_2016_flickr per model and dtype, alternating."""
+def speed(models: dict[str, Path], rounds: int) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
+    """Whole-process `mtkit translate --engine ctranslate2` of test_2016_flickr per model, dtype and beam,
+    alternating; and the sacreBLEU of each of those outputs."""
+    import sacrebleu
+
     source = OUT / "test.en"  # written by bleu()
     lines = len(source.read_text(encoding="utf-8").splitlines())
-    programs = {}
+    with gzip.open(MULTI30K / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as f:
+        refs = f.read().splitlines()
+    programs, scores = {}, {}
     for name, run in models.items():
         for dtype in DTYPES:
-            cmd = mtkit("translate", str(run), "--engine", "ctranslate2", "--dtype", dtype, "--ct2-search", "native",
-                        "--beam", "4", "-q", "-i", str(source), "-o", str(run.parent / f"speed.{dtype}.de"))
-            log = OUT / "logs" / re.sub(r"\W+", "-", f"{name}-{dtype}")
-            checked(measure(cmd, log), f"translate {name} {dtype}")  # the export into the run's cache, untimed
+            for beam in BEAMS:
+                what = f"{name}, {dtype}, beam {beam}"
+                hyp = run.parent / f"speed.{dtype}.beam{beam}.de"
+                cmd = mtkit("translate", str(run), "--engine", "ctranslate2", "--dtype", dtype, "--ct2-search",
+                            "native", "--beam", str(beam), "-q", "-i", str(source), "-o", str(hyp))
+                log = OUT / "logs" / re.sub(r"\W+", "-", what)
+                checked(measure(cmd, log), f"translate {what}")  # the export into the run's cache, untimed
+                output = hyp.read_text(encoding="utf-8").splitlines()
+                scores[what] = round(sacrebleu.corpus_bleu(output, [refs]).score, 2)
 
-            def once(round_: int, cmd: list[str] = cmd, log: Path = log, what: str = f"{name} {dtype}") -> dict:
-                m = checked(measure(cmd, log), what)
-                return {**figures(m), "sent_per_s": round(lines / m.wall_s, 1)}
-            programs[f"{name}, {dtype}"] = once
-    return alternate(programs, rounds)
+                def once(round_: int, cmd: list[str] = cmd, log: Path = log, what: str = what) -> dict:
+                    m = checked(measure(cmd, log), what)
+                    return {**figures(m), "sent_per_s": round(lines / m.wall_s, 1)}
+                programs[what] = once
+    return alternate(programs, rounds), scores
 
 
 def run(args: argparse.Namespace) -> None:
     files = ["--train", str(MULTI30K / "train"), *HELD_OUT]
+    student = Path(args.student).resolve() if args.student else STUDENT
     teacher = (Path(args.teacher).resolve() if args.teacher else
                trained("teacher", ["--config", str(BILINGUAL), *files], BILINGUAL, args.teacher_minutes, OUT))
     prefix, summary = distilled(teacher)
     models = {"teacher": teacher,
-              "student, distilled": trained("student-distilled", ["--config", str(STUDENT), "--train", str(prefix),
-                                                                  *HELD_OUT], STUDENT, args.minutes, OUT),
-              "student, references": trained("student-references", ["--config", str(STUDENT), *files], STUDENT,
+              "student, distilled": trained("student-distilled", ["--config", str(student), "--train", str(prefix),
+                                                                  *HELD_OUT], student, args.minutes, OUT),
+              "student, references": trained("student-references", ["--config", str(student), *files], student,
                                              args.minutes, OUT)}
     scores = {name: bleu(run_dir, "de", False, "en", OUT) for name, run_dir in models.items()}
-    results = speed(models, args.rounds)
+    results, ct2_scores = speed(models, args.rounds)
     rel = ratios(results)
-    rows = [{"model": name, "dtype": dtype, "updates": updates(run_dir), "sacreBLEU": scores[name],
-             **medians(results[f"{name}, {dtype}"]), "sent/s vs teacher fp32": rel[f"{name}, {dtype}"].get("sent_per_s")}
-            for name, run_dir in models.items() for dtype in DTYPES]
-    write_results("distill", {"teacher": str(teacher), "teacher_minutes": None if args.teacher else args.teacher_minutes,
-                              "student_minutes": args.minutes, "distillation": summary, "rounds": args.rounds}, rows)
+    rows = [{"model": name, "dtype": dtype, "beam": beam, "updates": updates(run_dir), "sacreBLEU (torch, beam 4)":
+             scores[name], "sacreBLEU (this output)": ct2_scores[what], **medians(results[what]),
+             "sent/s vs teacher fp32 beam 4": rel[what].get("sent_per_s")}
+            for name, run_dir in models.items() for dtype in DTYPES for beam in BEAMS
+            for what in [f"{name}, {dtype}, beam {beam}"]]
+    teacher_minutes = None if args.teacher else args.teacher_minutes
+    write_results("distill", {"teacher": str(teacher), "teacher_minutes": teacher_minutes,
+                              "student": str(student), "student_minutes": args.minutes, "distillation": summary,
+                              "rounds": args.rounds}, rows)

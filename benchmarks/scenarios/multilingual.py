@@ -31,7 +31,8 @@ OUT = WORK / "multilingual"
 
 
 def trained(name: str, preprocess: list[str], recipe: Path, minutes: float, out: Path = OUT) -> Path:
-    """out/name/run: preprocessed, trained for `minutes`, averaged; reused when its average exists."""
+    """out/name/run: preprocessed, trained for `minutes` (0: as the recipe says), averaged; reused when its average
+    exists."""
     base = out / name
     run = base / "run"
     if (run / "average.pt").is_file():
@@ -41,7 +42,7 @@ def trained(name: str, preprocess: list[str], recipe: Path, minutes: float, out:
     checked(measure(mtkit("preprocess", *preprocess, "--out", str(base / "data")), base / "preprocess"), "preprocess")
     checked(measure(mtkit("train", str(base / "data"), "--save-dir", str(run), "--config", str(recipe), "--max-time",
                           str(minutes)), base / "train"), "train")
-    checked(measure(mtkit("average", str(run), "--last", "3"), base / "average"), "average")
+    checked(measure(mtkit("average", str(run)), base / "average"), "average")  # the recipe's train.average_last
     return run
 
 
