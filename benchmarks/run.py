@@ -36,6 +36,8 @@ def main() -> None:
                         "noisy: use only the first N training lines (checks)")
     parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")
+    parser.add_argument("--length-penalty", type=float,
+                        help="distill: the teacher's length penalty, to distill and translate (default: its recipe's)")
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
     parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")

@@ -39,6 +39,7 @@ class BackTranslateConfig:
     engine: str
     chunk_lines: int  # lines translated and recorded together: a kill loses at most one chunk's work
     beam: int | None = None
+    length_penalty: float | None = None  # beam search's; None: the recipe's translate.length_penalty
     sampling: bool = False  # given explicitly; sampling is also what no --beam means
     top_k: int = 0
     top_p: float = 1.0
@@ -58,6 +59,8 @@ class BackTranslateConfig:
         check(self.beam is None or not sampled, "--beam N is beam search; --sampling, --top-k, --top-p and "
                                                 "--temperature sample: give one or the other")
         check(self.beam is None or self.beam >= 1, f"--beam {self.beam}: at least 1")
+        check(self.length_penalty is None or not self.sampled, "--length-penalty ranks beam search's hypotheses; "
+                                                                "give it with --beam, not when sampling")
         check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
 
     @property
@@ -68,7 +71,8 @@ class BackTranslateConfig:
         """TranslateConfig overrides: one output per line, by beam (--beam's or the recipe's) or by unrestricted (or
         top-k/top-p) sampling."""
         if not self.sampled:
-            return {"sampling": False, "nbest": 1, **({"beam": self.beam} if self.beam is not None else {})}
+            return {"sampling": False, "nbest": 1, **({"beam": self.beam} if self.beam is not None else {}),
+                    **({"length_penalty": self.length_penalty} if self.length_penalty is not None else {})}
         return {"sampling": True, "beam": 1, "nbest": 1, "top_k": self.top_k, "top_p": self.top_p,
                 "temperature": self.temperature}
 
@@ -183,4 +187,5 @@ def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | N
     log(f"{state}: removed, the corpus is complete")
     return {"read": read, "written": read - resumed, "empty": empty, "resumed_from": resumed,
             "outputs": [str(path) for path in paths], "engine": cfg.engine,
-            "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}"}
+            "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}",
+            **({} if cfg.sampled else {"length_penalty": translator.cfg.length_penalty})}

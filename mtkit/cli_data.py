@@ -27,6 +27,7 @@ MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
 # Options back-translate and distill share (declared once: typer reads an option's declaration, never changes it).
 BULK_CT2_SEARCH = typer.Option("native", "--ct2-search", help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact (mtkit's: the lines of `mtkit translate`).")
 CHUNK_LINES = typer.Option(10_000, "--chunk-lines", help="Lines translated and recorded together: a killed run goes on from the last whole chunk.")
+BEAM_LENGTH_PENALTY = typer.Option(None, "--length-penalty", help="Beam search's length penalty (default: the recipe's translate.length_penalty).")
 OVERWRITE_CORPUS = typer.Option(False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs.")
 
 
@@ -115,6 +116,7 @@ def back_translate(
     ct2_search: str = BULK_CT2_SEARCH,
     target_lang: Optional[str] = typer.Option(None, "--target-lang", help="A multilingual reverse model's target language (its >>xx<< code)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
+    length_penalty: Optional[float] = BEAM_LENGTH_PENALTY,
     sampling: bool = typer.Option(False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."),
     top_k: int = option(TranslateConfig, "top_k"),
     top_p: float = option(TranslateConfig, "top_p"),
@@ -132,7 +134,8 @@ def back_translate(
     with start_up_without_gc():
         from mtkit.backtranslate import BackTranslateConfig
 
-        cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, sampling=sampling, top_k=top_k,
+        cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, length_penalty=length_penalty,
+                                  sampling=sampling, top_k=top_k,
                                   top_p=top_p, temperature=temperature, seed=seed, device=device, dtype=dtype,
                                   on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search,
                                   target_lang=target_lang)
@@ -146,6 +149,7 @@ def distill(
     out: Path = typer.Option(..., "--out", "-o", help="PREFIX: writes PREFIX.TGT (the teacher's translations) and PREFIX.SRC (the input's lines), language codes from the teacher."),
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More teachers, ensembled with TEACHER (log-probabilities averaged at each step; --engine torch)."),
     beam: Optional[int] = typer.Option(None, "--beam", help="The teacher's beam (default: its recipe's translate.beam)."),
+    length_penalty: Optional[float] = BEAM_LENGTH_PENALTY,
     engine: Optional[str] = typer.Option(None, "--engine", help="ctranslate2 (the default for one teacher) or torch (the default and the only engine for an ensemble)."),
     ct2_search: str = BULK_CT2_SEARCH,
     target_lang: Optional[str] = typer.Option(None, "--target-lang", help="A multilingual teacher's target language (its >>xx<< code)."),
@@ -162,7 +166,8 @@ def distill(
         from mtkit.backtranslate import BackTranslateConfig
 
         cfg = BackTranslateConfig(teacher, input, out, engine or ("torch" if ensemble else "ctranslate2"), chunk_lines,
-                                  beam=beam, beam_by_default=True, ensemble=tuple(ensemble), device=device, dtype=dtype,
+                                  beam=beam, length_penalty=length_penalty, beam_by_default=True,
+                                  ensemble=tuple(ensemble), device=device, dtype=dtype,
                                   on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search,
                                   target_lang=target_lang)
     translate_corpus(cfg, "distill", as_json)

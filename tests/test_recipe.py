@@ -74,6 +74,18 @@ def test_teacher_recipe_is_wu_2021_transformer_tiny() -> None:
     assert cfg["preprocess"]["train"] == "data/multi30k/train"
 
 
+def test_tiny_student_recipe_is_the_teacher_with_one_decoder_layer() -> None:
+    """recipes/multi30k-en-de/student-tiny.toml differs from the teacher it distils only in the decoder's depth and
+    in its training data (the teacher's translations), so that a comparison of the two is about those alone."""
+    teacher = dry_run(RECIPES / "multi30k-en-de/teacher.toml")
+    student = dry_run(RECIPES / "multi30k-en-de/student-tiny.toml")
+    assert (teacher["model"]["decoder_layers"], student["model"]["decoder_layers"]) == (4, 1)
+    assert {**student["model"], "decoder_layers": 4} == teacher["model"]
+    assert student["train"] == teacher["train"] and student["translate"] == teacher["translate"]
+    assert student["preprocess"]["train"] == "runs/distilled"
+    assert {**student["preprocess"], "train": teacher["preprocess"]["train"]} == teacher["preprocess"]
+
+
 def test_dry_run_names_and_overrides() -> None:
     cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "12")
     for section, key in [("model", "d_model"), ("model", "n_heads"), ("model", "d_ff"), ("model", "encoder_layers"),

@@ -2,12 +2,13 @@
 
 The teacher is recipes/multi30k-en-de/small.toml trained --teacher-minutes (or an existing run, --teacher RUN);
 `mtkit distill` translates the 29,000 training sources with it (CTranslate2, its native search, the teacher's beam
-and length penalty); the --student recipe (recipes/multi30k-en-de/student.toml unless named) is trained on the
-distilled corpus and, the same, on the references, for --minutes each (0: to the recipe's max_steps). Each model is
-averaged as its recipe says and scored as the other training scenarios score: sacreBLEU on test_2016_flickr, torch
-engine, beam 4. Speed: `mtkit translate --engine ctranslate2 --ct2-search native` of test_2016_flickr by each model
-in fp32 and int8, with beam 4 and greedy, whole process, --rounds alternating rounds, sentences/s from the wall time,
-medians, ratios to the teacher in fp32 with beam 4; each of those outputs is scored too (sacreBLEU).
+and length penalty, or --length-penalty's, which the teacher then also translates with); the --student recipe
+(recipes/multi30k-en-de/student.toml unless named) is trained on the distilled corpus and, the same, on the
+references, for --minutes each (0: to the recipe's max_steps). Each model is averaged as its recipe says and scored
+as the other training scenarios score: sacreBLEU on test_2016_flickr, torch engine, beam 4. Speed: `mtkit translate
+--engine ctranslate2 --ct2-search native` of test_2016_flickr by each model in fp32 and int8, with beam 4 and
+greedy, whole process, --rounds alternating rounds, sentences/s from the wall time, medians, ratios to the teacher in
+fp32 with beam 4; each of those outputs is scored too (sacreBLEU).
 
 Everything lives in bench-out/distill/; trained models and a finished distillation are reused, so a killed run
 goes on.
@@ -32,21 +33,23 @@ BEAMS = (4, 1)
 HELD_OUT = ["--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
 
 
-def distilled(teacher: Path) -> tuple[Path, dict]:
+def distilled(teacher: Path, options: list[str]) -> tuple[Path, dict]:
     """OUT/distilled/train.{en,de}: the teacher's translations of the training sources, and the command's summary
     with its wall time (reused once finished; an unfinished one goes on where it stopped)."""
     prefix = OUT / "distilled" / "train"
     summary = Path(f"{prefix}.summary.json")
     if not summary.is_file():
-        cmd = mtkit("distill", str(teacher), "-i", str(MULTI30K / "train.en.gz"), "-o", str(prefix), "--json")
+        cmd = mtkit("distill", str(teacher), *options, "-i", str(MULTI30K / "train.en.gz"), "-o", str(prefix),
+                    "--json")
         m = checked(measure(cmd, prefix.parent / "distill"), "distill")
         summary.write_text(json.dumps({**json.loads(m.stdout.splitlines()[-1]), "wall_s": m.wall_s}) + "\n")
     return prefix, json.loads(summary.read_text())
 
 
-def speed(models: dict[str, Path], rounds: int) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
-    """Whole-process `mtkit translate --engine ctranslate2` of test_2016_flickr per model, dtype and beam,
-    alternating; and the sacreBLEU of each of those outputs."""
+def speed(models: dict[str, Path], options: dict[str, list[str]], rounds: int
+          ) -> tuple[dict[str, list[dict[str, float]]], dict[str, float]]:
+    """Whole-process `mtkit translate --engine ctranslate2` of test_2016_flickr per model (with its `options`),
+    dtype and beam, alternating; and the sacreBLEU of each of those outputs."""
     import sacrebleu
 
     source = OUT / "test.en"  # written by bleu()
@@ -60,7 +63,7 @@ def speed(models: dict[str, Path], rounds: int) -> tuple[dict[str, list[dict[str
                 what = f"{name}, {dtype}, beam {beam}"
                 hyp = run.parent / f"speed.{dtype}.beam{beam}.de"
                 cmd = mtkit("translate", str(run), "--engine", "ctranslate2", "--dtype", dtype, "--ct2-search",
-                            "native", "--beam", str(beam), "-q", "-i", str(source), "-o", str(hyp))
+                            "native", "--beam", str(beam), *options[name], "-q", "-i", str(source), "-o", str(hyp))
                 log = OUT / "logs" / re.sub(r"\W+", "-", what)
                 checked(measure(cmd, log), f"translate {what}")  # the export into the run's cache, untimed
                 output = hyp.read_text(encoding="utf-8").splitlines()
@@ -78,14 +81,17 @@ def run(args: argparse.Namespace) -> None:
     student = Path(args.student).resolve() if args.student else STUDENT
     teacher = (Path(args.teacher).resolve() if args.teacher else
                trained("teacher", ["--config", str(BILINGUAL), *files], BILINGUAL, args.teacher_minutes, OUT))
-    prefix, summary = distilled(teacher)
+    # A teacher trained before its recipe's length penalty was chosen searches with the chosen one when told.
+    teacher_options = ["--length-penalty", str(args.length_penalty)] if args.length_penalty is not None else []
+    prefix, summary = distilled(teacher, teacher_options)
     models = {"teacher": teacher,
               "student, distilled": trained("student-distilled", ["--config", str(student), "--train", str(prefix),
                                                                   *HELD_OUT], student, args.minutes, OUT),
               "student, references": trained("student-references", ["--config", str(student), *files], student,
                                              args.minutes, OUT)}
-    scores = {name: bleu(run_dir, "de", False, "en", OUT) for name, run_dir in models.items()}
-    results, ct2_scores = speed(models, args.rounds)
+    options = {name: teacher_options if name == "teacher" else [] for name in models}
+    scores = {name: bleu(run_dir, "de", False, "en", OUT, options[name]) for name, run_dir in models.items()}
+    results, ct2_scores = speed(models, options, args.rounds)
     rel = ratios(results)
     rows = [{"model": name, "dtype": dtype, "beam": beam, "updates": updates(run_dir), "sacreBLEU (torch, beam 4)":
              scores[name], "sacreBLEU (this output)": ct2_scores[what], **medians(results[what]),
@@ -94,5 +100,5 @@ def run(args: argparse.Namespace) -> None:
             for what in [f"{name}, {dtype}, beam {beam}"]]
     teacher_minutes = None if args.teacher else args.teacher_minutes
     write_results("distill", {"teacher": str(teacher), "teacher_minutes": teacher_minutes,
-                              "student": str(student), "student_minutes": args.minutes, "distillation": summary,
-                              "rounds": args.rounds}, rows)
+                              "teacher_options": teacher_options, "student": str(student),
+                              "student_minutes": args.minutes, "distillation": summary, "rounds": args.rounds}, rows)

@@ -18,6 +18,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 from harness import ROOT, WORK, checked, measure, write_results
 from scenarios.workload import MULTI30K, mtkit
@@ -51,7 +52,8 @@ def updates(run: Path) -> int:
     return max(steps, default=0)
 
 
-def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT) -> float:
+def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT,
+         options: Sequence[str] = ()) -> float:
     import sacrebleu
 
     source = out / f"test.{source_lang}"
@@ -61,7 +63,8 @@ def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", ou
     name = target if source_lang == "en" else f"{source_lang}-{target}"
     hyp = run.parent / f"test.hyp.{name}"
     lang = ["--target-lang", target] if multilingual else []
-    checked(measure(mtkit("translate", str(run), "--beam", "4", *lang, "-q", "-i", str(source), "-o", str(hyp)),
+    checked(measure(mtkit("translate", str(run), "--beam", "4", *lang, *options, "-q", "-i", str(source), "-o",
+                          str(hyp)),
                     run.parent / f"translate-{name}"), "translate")
     with gzip.open(MULTI30K / f"test_2016_flickr.{target}.gz", "rt", encoding="utf-8") as f:
         refs = f.read().splitlines()
