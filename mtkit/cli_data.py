@@ -135,10 +135,9 @@ def back_translate(
         from mtkit.backtranslate import BackTranslateConfig
 
         cfg = BackTranslateConfig(model, input, out, engine, chunk_lines, beam=beam, length_penalty=length_penalty,
-                                  sampling=sampling, top_k=top_k,
-                                  top_p=top_p, temperature=temperature, seed=seed, device=device, dtype=dtype,
-                                  on_bad_utf8=on_bad_utf8, overwrite=overwrite, ct2_search=ct2_search,
-                                  target_lang=target_lang)
+                                  sampling=sampling, top_k=top_k, top_p=top_p, temperature=temperature, seed=seed,
+                                  device=device, dtype=dtype, on_bad_utf8=on_bad_utf8, overwrite=overwrite,
+                                  ct2_search=ct2_search, target_lang=target_lang)
     translate_corpus(cfg, "back-translate", as_json)
 
 

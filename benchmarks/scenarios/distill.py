@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> None:
     rel = {repeat: ratios(results, program("teacher", "fp32", 4, repeat)) for repeat in REPEATS}
     rows = [{"model": name, "lines": test_lines * repeat, "dtype": dtype, "beam": beam, "updates": updates(run_dir),
              "sacreBLEU (torch, beam 4)": scores[name],
-             "sacreBLEU (this output)": ct2_scores.get(program(name, dtype, beam, 1)), **medians(results[what]),
+             "sacreBLEU (CTranslate2, test_2016_flickr once)": ct2_scores[program(name, dtype, beam, 1)],
+             **medians(results[what]),
              "sent/s vs teacher fp32 beam 4": rel[repeat][what].get("sent_per_s")}
             for repeat in REPEATS for name, run_dir in models.items() for dtype in DTYPES for beam in BEAMS
             for what in [program(name, dtype, beam, repeat)]]
