@@ -1,0 +1,47 @@
+"""A run directory written by an earlier mtkit still loads and translates byte for byte as it did then.
+
+tests/data/run-0681275 is a tiny model (the `tiny` preset, 500 updates on 6,000 Multi30k pairs, vocabulary 600)
+trained by mtkit at commit 0681275, before the package was regrouped into subpackages; expected/ holds what that
+commit printed for the first 40 test_2016_flickr sources. Those outputs were the same on the AVX-512 and the
+forced-AVX2 kernels and at 1 and 2 threads (AMD EPYC, 2026-11-26), so the comparison holds on both kernel paths.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mtkit_in_process
+
+OLD_RUN = Path(__file__).resolve().parent / "data" / "run-0681275"
+EXPECTED = OLD_RUN / "expected"
+
+
+@pytest.fixture
+def old_run(tmp_path: Path) -> Path:
+    """A copy of the old run: the CTranslate2 engine writes its cached export into the run directory."""
+    run = tmp_path / "run"
+    shutil.copytree(OLD_RUN, run, ignore=shutil.ignore_patterns("expected"))
+    return run
+
+
+@pytest.mark.exactness
+@pytest.mark.parametrize("name, options", [
+    ("beam4", []),
+    ("greedy", ["--beam", "1"]),
+    ("nbest", ["--nbest", "2", "--scores"]),
+])
+def test_an_old_run_translates_as_it_did(old_run: Path, name: str, options: list[str]) -> None:
+    result = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en", *options)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (EXPECTED / f"{name}.de").read_text(encoding="utf-8")
+
+
+@pytest.mark.exactness
+def test_an_old_run_exports_to_ctranslate2_and_translates_as_it_did(old_run: Path) -> None:
+    pytest.importorskip("ctranslate2")
+    result = run_mtkit_in_process("translate", old_run, "--engine", "ctranslate2", "-i", EXPECTED / "input.en")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (EXPECTED / "ct2.de").read_text(encoding="utf-8")
