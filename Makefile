@@ -9,7 +9,7 @@ DEMO_MINUTES ?= 15
 # first and later runs do not reinstall (again only when pyproject.toml is newer than the last install).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install test test-fast demo bench bench-peers gpu-check gpu-check-tests gpu-check-bench clean
+.PHONY: install lint test test-fast demo bench bench-peers gpu-check gpu-check-tests gpu-check-bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ install: $(PY)
 
 $(INSTALLED): pyproject.toml
 	$(MAKE) --no-print-directory install
+
+# ruff, as pyproject.toml configures it (120 columns): the formatter's check and the linter, no file changed.
+lint: $(INSTALLED)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
 # Machines of our kind differ in CPU: on a CPU with AVX-512 the tests that prove an exactness claim (marked
 # `exactness`) run a second time with torch, MKL and oneDNN held to their AVX2 kernels, the paths of a CPU without

@@ -17,10 +17,11 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from flops import matmul_gflops
 from torch import Tensor, nn
 
-from flops import matmul_gflops
-from mtkit.model import ModelConfig, Transformer, sinusoidal_positions
+from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.transformer import ModelConfig, Transformer
 
 
 class TorchTransformer(nn.Module):

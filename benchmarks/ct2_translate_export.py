@@ -40,13 +40,20 @@ import sentencepiece as spm
 
 
 def matched_translate(
-    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+    translator: ctranslate2.Translator,
+    pieces: list[list[str]],
+    search: dict,
+    batch_tokens: int,
+    max_tokens: int,
     all_hypotheses: bool = False,
 ) -> list[list[str]]:
     """mtkit's settings: beam, no length penalty, each sentence's own maximum length (groups of equal M);
     `all_hypotheses`: mtkit's stopping rule too (`beam` hypotheses, raw scores)."""
-    stopping = ({"num_hypotheses": search["beam"], "return_scores": True, "length_penalty": 1e-30} if all_hypotheses
-                else {"length_penalty": 0})
+    stopping = (
+        {"num_hypotheses": search["beam"], "return_scores": True, "length_penalty": 1e-30}
+        if all_hypotheses
+        else {"length_penalty": 0}
+    )
     groups: dict[int, list[int]] = defaultdict(list)
     for index, source in enumerate(pieces):
         limit = math.floor(search["max_len_a"] * len(source) + search["max_len_b"])
@@ -55,10 +62,20 @@ def matched_translate(
     # Every group is submitted before any result is read, so that with inter_threads > 1 batches of several groups
     # run at once, as one translate_batch call's batches do.
     submitted = [
-        (indices, translator.translate_batch(
-            [pieces[i] for i in indices], beam_size=search["beam"], min_decoding_length=0,
-            max_decoding_length=limit + 1, max_input_length=0, max_batch_size=batch_tokens, batch_type="tokens",
-            asynchronous=True, **stopping))
+        (
+            indices,
+            translator.translate_batch(
+                [pieces[i] for i in indices],
+                beam_size=search["beam"],
+                min_decoding_length=0,
+                max_decoding_length=limit + 1,
+                max_input_length=0,
+                max_batch_size=batch_tokens,
+                batch_type="tokens",
+                asynchronous=True,
+                **stopping,
+            ),
+        )
         for limit, indices in sorted(groups.items())
     ]
     for indices, results in submitted:
@@ -68,9 +85,14 @@ def matched_translate(
 
 
 def native_translate(
-    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+    translator: ctranslate2.Translator,
+    pieces: list[list[str]],
+    search: dict,
+    batch_tokens: int,
+    max_tokens: int,
 ) -> list[list[str]]:
-    """CTranslate2's own search, batched as mtkit's --ct2-search native batches (mtkit.stream.length_batches)."""
+    """CTranslate2's own search, batched as mtkit's --ct2-search native batches
+    (mtkit.engines.streaming.length_batches)."""
     batches: list[list[int]] = []
     for index in sorted(range(len(pieces)), key=lambda i: (len(pieces[i]), i)):
         if batches and (len(batches[-1]) + 1) * (len(pieces[index]) + 1) <= batch_tokens:
@@ -78,11 +100,20 @@ def native_translate(
         else:
             batches.append([index])
     submitted = [
-        (batch, translator.translate_batch(
-            [pieces[i] for i in batch], beam_size=search["beam"], length_penalty=search["length_penalty"],
-            min_decoding_length=0, max_input_length=0, asynchronous=True,
-            max_decoding_length=max(1, min(math.floor(search["max_len_a"] * len(pieces[batch[-1]]) + search["max_len_b"]),
-                                           max_tokens))))
+        (
+            batch,
+            translator.translate_batch(
+                [pieces[i] for i in batch],
+                beam_size=search["beam"],
+                length_penalty=search["length_penalty"],
+                min_decoding_length=0,
+                max_input_length=0,
+                asynchronous=True,
+                max_decoding_length=max(
+                    1, min(math.floor(search["max_len_a"] * len(pieces[batch[-1]]) + search["max_len_b"]), max_tokens)
+                ),
+            ),
+        )
         for batch in batches
     ]
     outputs: list[list[str]] = [[] for _ in pieces]
@@ -93,9 +124,15 @@ def native_translate(
 
 
 def default_translate(
-    translator: ctranslate2.Translator, pieces: list[list[str]], search: dict, batch_tokens: int, max_tokens: int,
+    translator: ctranslate2.Translator,
+    pieces: list[list[str]],
+    search: dict,
+    batch_tokens: int,
+    max_tokens: int,
 ) -> list[list[str]]:
-    results = translator.translate_batch(pieces, beam_size=search["beam"], max_batch_size=batch_tokens, batch_type="tokens")
+    results = translator.translate_batch(
+        pieces, beam_size=search["beam"], max_batch_size=batch_tokens, batch_type="tokens"
+    )
     return [result.hypotheses[0] for result in results]
 
 
@@ -114,9 +151,13 @@ def main() -> None:
     metadata = json.loads((args.model / "mtkit.json").read_text(encoding="utf-8"))
     if args.length_penalty is not None:
         metadata["search"]["length_penalty"] = args.length_penalty
-    translator = ctranslate2.Translator(str(args.model), device="cpu", compute_type=args.compute_type,
-                                        inter_threads=args.inter_threads,
-                                        intra_threads=max(1, args.threads // args.inter_threads))
+    translator = ctranslate2.Translator(
+        str(args.model),
+        device="cpu",
+        compute_type=args.compute_type,
+        inter_threads=args.inter_threads,
+        intra_threads=max(1, args.threads // args.inter_threads),
+    )
     sp = spm.SentencePieceProcessor(model_file=str(args.model / "spm.model"))
     start = time.monotonic()
     lines = args.input.read_text(encoding="utf-8").split("\n")
@@ -125,19 +166,32 @@ def main() -> None:
     keep = [i for i, p in enumerate(pieces) if p]  # an empty line translates to an empty line, as in mtkit
     inputs = [pieces[i] for i in keep]
     if args.settings == "defaults":
-        hyps = default_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+        hyps = default_translate(
+            translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"]
+        )
     elif args.settings == "native":
-        hyps = native_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"])
+        hyps = native_translate(
+            translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"]
+        )
     else:
-        hyps = matched_translate(translator, inputs, metadata["search"], args.batch_tokens, metadata["max_source_tokens"],
-                                 all_hypotheses=args.settings == "search")
+        hyps = matched_translate(
+            translator,
+            inputs,
+            metadata["search"],
+            args.batch_tokens,
+            metadata["max_source_tokens"],
+            all_hypotheses=args.settings == "search",
+        )
     outputs = [""] * len(lines)
     for index, text in zip(keep, sp.decode(hyps) if hyps else []):
         outputs[index] = text.replace("\r", " ").replace("\n", " ")
     args.output.write_text("".join(line + "\n" for line in outputs), encoding="utf-8")
     seconds = time.monotonic() - start
-    print(f"translated {len(lines)} lines in {seconds:.2f}s ({len(lines) / max(seconds, 1e-9):.1f} sent/s) "
-          f"ctranslate2 {ctranslate2.__version__} {args.compute_type} {args.settings}", file=sys.stderr)
+    print(
+        f"translated {len(lines)} lines in {seconds:.2f}s ({len(lines) / max(seconds, 1e-9):.1f} sent/s) "
+        f"ctranslate2 {ctranslate2.__version__} {args.compute_type} {args.settings}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

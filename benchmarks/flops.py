@@ -11,6 +11,7 @@ from pathlib import Path
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "multi30k-en-de" / "small.toml"
 
+
 def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "cpu") -> float:
     """Sustained torch.matmul GFLOP/s of n x n matrices (2 n^3 FLOPs each): n 2048 on CPU threads, 8192 on GPU."""
     import torch
@@ -31,6 +32,7 @@ def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "
         count += 1
     return 2 * n**3 * count / (time.perf_counter() - start) / 1e9
 
+
 @dataclass
 class FlopModel:
     """Per-token training FLOPs of the model, split by the side whose tokens drive them."""
@@ -48,7 +50,7 @@ def attention_keys(data_dir: Path) -> tuple[float, float, float]:
     """
     import numpy as np
 
-    from mtkit.data import ParallelData, read_manifest
+    from mtkit.corpus.binarized import ParallelData, read_manifest
 
     manifest = read_manifest(data_dir)
     data = ParallelData.open(data_dir, "train", manifest["source_lang"], manifest["target_lang"])
@@ -67,7 +69,7 @@ def flop_model(data_dir: Path, arch: str | None) -> FlopModel:
       src: L_enc * keys_enc;  tgt: L_dec * (keys_causal + keys_cross).
     Padding, softmax, norms and embedding lookups are not counted (model FLOPs, as in MFU).
     """
-    from mtkit.data import read_manifest
+    from mtkit.corpus.binarized import read_manifest
     from mtkit.recipe import resolve_recipe
 
     cfg = resolve_recipe(RECIPE, arch, [], vocab_size=read_manifest(data_dir)["vocab_size"]).model
@@ -98,8 +100,13 @@ def measure_window(records: list[dict], first: int, last: int) -> dict:
     seconds = by_step[last]["wall"] - by_step[first - 1]["wall"]
     src, tgt = sum(r["src_tokens"] for r in window), sum(r["tgt_tokens"] for r in window)
     return {
-        "window": [first, last], "n": len(window), "seconds": round(seconds, 2), "src_tokens": src, "tgt_tokens": tgt,
-        "src_tgt_tok_per_s": round((src + tgt) / seconds, 1), "tgt_tok_per_s": round(tgt / seconds, 1),
-        "s_per_update": round(seconds / len(window), 3), "tgt_tok_per_update": round(tgt / len(window)),
+        "window": [first, last],
+        "n": len(window),
+        "seconds": round(seconds, 2),
+        "src_tokens": src,
+        "tgt_tokens": tgt,
+        "src_tgt_tok_per_s": round((src + tgt) / seconds, 1),
+        "tgt_tok_per_s": round(tgt / seconds, 1),
+        "s_per_update": round(seconds / len(window), 3),
+        "tgt_tok_per_update": round(tgt / len(window)),
     }
-

@@ -52,8 +52,13 @@ class Running:
 
 def thread_env(threads: int = 2, **extra: str) -> dict[str, str]:
     """The environment of every measured child: the same thread counts for torch, MKL and OpenMP."""
-    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-            "PYTHONUNBUFFERED": "1", **extra}
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
 
 
 def start(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, stdin: Path | None = None) -> Running:
@@ -86,13 +91,19 @@ def finish(running: Running, timeout_s: float = 3600, stop: bool = False) -> Mea
         time.sleep(0.02)
     wall = time.monotonic() - running.start
     running.process.returncode = os.waitstatus_to_exitcode(status)
-    return Measurement(round(wall, 3), round(usage.ru_utime + usage.ru_stime, 3), round(usage.ru_maxrss / 1024, 1),
-                       running.process.returncode, running.stdout_path.read_text(errors="replace"),
-                       running.stderr_path.read_text(errors="replace"))
+    return Measurement(
+        round(wall, 3),
+        round(usage.ru_utime + usage.ru_stime, 3),
+        round(usage.ru_maxrss / 1024, 1),
+        running.process.returncode,
+        running.stdout_path.read_text(errors="replace"),
+        running.stderr_path.read_text(errors="replace"),
+    )
 
 
-def measure(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, stdin: Path | None = None,
-            timeout_s: float = 3600) -> Measurement:
+def measure(
+    cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, stdin: Path | None = None, timeout_s: float = 3600
+) -> Measurement:
     """Run `cmd` to its end as a child process and measure it."""
     return finish(start(cmd, log, env, stdin), timeout_s)
 
@@ -126,8 +137,10 @@ def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
 def ratios(results: dict[str, list[dict[str, float]]], baseline: str | None = None) -> dict[str, dict[str, float]]:
     """Each program's median figures divided by the baseline's (the first program unless named)."""
     base = medians(results[baseline or next(iter(results))])
-    return {name: {k: round(v / base[k], 3) for k, v in medians(rounds).items() if base.get(k)}
-            for name, rounds in results.items()}
+    return {
+        name: {k: round(v / base[k], 3) for k, v in medians(rounds).items() if base.get(k)}
+        for name, rounds in results.items()
+    }
 
 
 def identical_lines(a: Sequence[str], b: Sequence[str]) -> int:
@@ -144,9 +157,11 @@ def cpu_facts(cpuinfo: str) -> dict[str, Any]:
     present = set(flags.group(1).split()) if flags else set()
     family = re.search(r"^cpu family\s*:\s*(\d+)$", cpuinfo, re.MULTILINE)
     number = re.search(r"^model\s*:\s*(\d+)$", cpuinfo, re.MULTILINE)
-    return {"cpu": model.group(1).strip() if model else platform.processor(),
-            "family_model": f"{family.group(1)}/{number.group(1)}" if family and number else None,
-            "flags": {f: f in present for f in CPU_FLAGS}}
+    return {
+        "cpu": model.group(1).strip() if model else platform.processor(),
+        "family_model": f"{family.group(1)}/{number.group(1)}" if family and number else None,
+        "flags": {f: f in present for f in CPU_FLAGS},
+    }
 
 
 def version(package: str) -> str | None:
@@ -158,6 +173,7 @@ def version(package: str) -> str | None:
 
 def git_commit() -> tuple[str, list[str]]:
     """The short commit, "+dirty" when tracked files under mtkit/ or benchmarks/ differ from it, and those files."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout
 
@@ -171,18 +187,33 @@ def machine_stamp() -> dict[str, Any]:
     """What the figures were measured on and with."""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
     commit, changed = git_commit()
-    return {**cpu_facts(cpuinfo), "cores": os.cpu_count(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-            "python": platform.python_version(), "torch": version("torch"), "ctranslate2": version("ctranslate2"),
-            "transformers": version("transformers"), "mtkit": version("mtkit"), "commit": commit, "changed_files": changed,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        **cpu_facts(cpuinfo),
+        "cores": os.cpu_count(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "ctranslate2": version("ctranslate2"),
+        "transformers": version("transformers"),
+        "mtkit": version("mtkit"),
+        "commit": commit,
+        "changed_files": changed,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict[str, Any]]) -> str:
     """A short table: one row per program, its columns in the order of the first row, then where it ran."""
     flags = ", ".join(f for f, on in stamp["flags"].items() if on) or "none of " + ", ".join(CPU_FLAGS)
-    lines = [f"# {scenario}: {stamp['date']}, {stamp['commit']}", "",
-             f"{stamp['cpu']}, {stamp['cores']} cores ({flags}); torch {stamp['torch']}, "
-             f"ctranslate2 {stamp['ctranslate2']}, Python {stamp['python']}", "", f"`{command}`", ""]
+    lines = [
+        f"# {scenario}: {stamp['date']}, {stamp['commit']}",
+        "",
+        f"{stamp['cpu']}, {stamp['cores']} cores ({flags}); torch {stamp['torch']}, "
+        f"ctranslate2 {stamp['ctranslate2']}, Python {stamp['python']}",
+        "",
+        f"`{command}`",
+        "",
+    ]
     if stamp.get("changed_files"):
         lines[4:4] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
     if rows:
@@ -195,11 +226,16 @@ def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict
 def write_results(scenario: str, report: dict[str, Any], rows: list[dict[str, Any]], out: Path = RESULTS) -> Path:
     """Write <scenario>-<date>-<commit>.json (stamp, command, report) and .md (the rows); return the .json path."""
     stamp = machine_stamp()
-    command = " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]) if sys.argv[0].endswith("run.py") else " ".join(sys.argv)
+    command = (
+        " ".join(["python", "benchmarks/run.py", *sys.argv[1:]])
+        if sys.argv[0].endswith("run.py")
+        else " ".join(sys.argv)
+    )
     name = f"{scenario}-{stamp['date'][:10]}-{stamp['commit']}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps({"machine": stamp, "command": command, "rows": rows, **report},
-                                                 indent=2, default=str) + "\n")
+    (out / f"{name}.json").write_text(
+        json.dumps({"machine": stamp, "command": command, "rows": rows, **report}, indent=2, default=str) + "\n"
+    )
     (out / f"{name}.md").write_text(markdown(scenario, stamp, command, rows))
     print(markdown(scenario, stamp, command, rows))
     return out / f"{name}.json"
@@ -213,9 +249,11 @@ def figures(m: Measurement) -> dict[str, float]:
 def child_program(scenario: str, name: str, small: bool) -> Callable[[int], dict[str, float]]:
     """A round of `run.py SCENARIO --worker NAME` in its own process: its measured figures and the figures it
     prints on a `RESULT {json}` line."""
+
     def once(round_: int) -> dict[str, float]:
         cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), scenario, "--worker", name]
         m = checked(measure(cmd + (["--small"] if small else []), WORK / "logs" / f"{scenario}-{name}"), name)
         line = next(x for x in m.stdout.splitlines() if x.startswith("RESULT "))
-        return {**figures(m), **json.loads(line[len("RESULT "):])}
+        return {**figures(m), **json.loads(line[len("RESULT ") :])}
+
     return once

@@ -75,8 +75,12 @@ def write_corpus(
         for handle in handles.values():
             handle.close()
     return {
-        "paths": {lang: str(path) for lang, path in paths.items()}, "pairs": pairs, "seed": seed,
-        "source": str(source), "splits": splits, "source_pairs": n_source,
+        "paths": {lang: str(path) for lang, path in paths.items()},
+        "pairs": pairs,
+        "seed": seed,
+        "source": str(source),
+        "splits": splits,
+        "source_pairs": n_source,
         "mean_words": {lang: round(count / max(pairs, 1), 2) for lang, count in words.items()},
         "bytes": {lang: path.stat().st_size for lang, path in paths.items()},
     }
@@ -101,8 +105,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     start = time.perf_counter()
-    summary = write_corpus(args.source, args.splits.split(","), args.langs.split(","), args.pairs, args.seed,
-                           args.out, args.prefix, args.gzip)
+    summary = write_corpus(
+        args.source,
+        args.splits.split(","),
+        args.langs.split(","),
+        args.pairs,
+        args.seed,
+        args.out,
+        args.prefix,
+        args.gzip,
+    )
     summary["seconds"] = round(time.perf_counter() - start, 2)
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")

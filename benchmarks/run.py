@@ -12,13 +12,37 @@ from __future__ import annotations
 
 import argparse
 
-from scenarios import (backtranslation, ct2search, distill, finetune, gpu, langid, multilingual, noisy, preprocess, serve,
-                       subword, train, translate)
+from scenarios import (
+    backtranslation,
+    ct2search,
+    distill,
+    finetune,
+    gpu,
+    langid,
+    multilingual,
+    noisy,
+    preprocess,
+    serve,
+    subword,
+    train,
+    translate,
+)
 
-SCENARIOS = {"preprocess": preprocess.run, "train": train.run, "translate": translate.run, "ct2search": ct2search.run,
-             "serve": serve.run, "finetune": finetune.run, "gpu": gpu.run, "langid": langid.run,
-             "multilingual": multilingual.run, "backtranslation": backtranslation.run, "noisy": noisy.run, "subword": subword.run,
-             "distill": distill.run}
+SCENARIOS = {
+    "preprocess": preprocess.run,
+    "train": train.run,
+    "translate": translate.run,
+    "ct2search": ct2search.run,
+    "serve": serve.run,
+    "finetune": finetune.run,
+    "gpu": gpu.run,
+    "langid": langid.run,
+    "multilingual": multilingual.run,
+    "backtranslation": backtranslation.run,
+    "noisy": noisy.run,
+    "subword": subword.run,
+    "distill": distill.run,
+}
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
 
@@ -29,20 +53,34 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="a few minutes per scenario: fewer updates and lines")
     parser.add_argument("--peers", action="store_true", help="train: the peers' Measure A in the same rounds")
     parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
-    parser.add_argument("--minutes", type=float, default=15.0,
-                        help="multilingual: the training budget of each side; backtranslation, noisy: of each model; "
-                        "distill: of each student (0: to its recipe's max_steps)")
-    parser.add_argument("--lines", type=int, help="backtranslation: back-translate only B's first N lines; "
-                        "noisy: use only the first N training lines (checks)")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=15.0,
+        help="multilingual: the training budget of each side; backtranslation, noisy: of each model; "
+        "distill: of each student (0: to its recipe's max_steps)",
+    )
+    parser.add_argument(
+        "--lines",
+        type=int,
+        help="backtranslation: back-translate only B's first N lines; "
+        "noisy: use only the first N training lines (checks)",
+    )
     parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")
-    parser.add_argument("--length-penalty", type=float,
-                        help="distill: the teacher's length penalty, to distill and translate (default: its recipe's)")
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        help="distill: the teacher's length penalty, to distill and translate (default: its recipe's)",
+    )
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
     parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")
-    parser.add_argument("--part", choices=("bilingual", "multilingual", "many"),
-                        help="multilingual: train one side only, or the 12-direction model")
+    parser.add_argument(
+        "--part",
+        choices=("bilingual", "multilingual", "many"),
+        help="multilingual: train one side only, or the 12-direction model",
+    )
     # the child process of finetune (an engine) and of langid (a detector)
     parser.add_argument("--worker", choices=("mtkit", "transformers", *langid.WORKERS), help=argparse.SUPPRESS)
     args = parser.parse_args()

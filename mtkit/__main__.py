@@ -1,6 +1,6 @@
 """`python -m mtkit` runs the command-line app."""
 
-from mtkit.cli import main
+from mtkit.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -178,8 +178,13 @@ class DirectoryLock:
     one from another host is reported with the command to remove it. `name` and `subject` lock one set of files
     in a shared directory instead (DIR/NAME; "SUBJECT is locked by ...")."""
 
-    def __init__(self, directory: str | Path, warn: Callable[[str], None] | None = None, name: str = ".lock",
-                 subject: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        warn: Callable[[str], None] | None = None,
+        name: str = ".lock",
+        subject: str | None = None,
+    ) -> None:
         self.path = Path(directory) / name
         self.held = Path(directory) / f"{name}.held"
         self.subject = subject or f"{directory}: save directory"
@@ -205,8 +210,10 @@ class DirectoryLock:
             if exc.errno not in _NO_FLOCK:
                 raise
             if self._warn is not None:
-                self._warn(f"{self.path.parent}: the file system has no flock ({exc.strerror}); locking with "
-                           f"{self.held.name} instead (removed at exit; a crash elsewhere may leave it)")
+                self._warn(
+                    f"{self.path.parent}: the file system has no flock ({exc.strerror}); locking with "
+                    f"{self.held.name} instead (removed at exit; a crash elsewhere may leave it)"
+                )
             self._acquire_held()
             return
         os.ftruncate(fd, 0)
@@ -223,8 +230,10 @@ class DirectoryLock:
             except FileExistsError:
                 holder = self.held.read_text(encoding="utf-8", errors="replace").strip() or "another process"
                 if not _dead_here(holder):
-                    raise LockedError(f"{self.subject} is locked by {holder} (lock file "
-                                      f"{self.held}; remove it if that process is gone)") from None
+                    raise LockedError(
+                        f"{self.subject} is locked by {holder} (lock file "
+                        f"{self.held}; remove it if that process is gone)"
+                    ) from None
                 self.held.unlink(missing_ok=True)
                 continue
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -241,7 +250,7 @@ class DirectoryLock:
             self.held.unlink(missing_ok=True)
             self._own_held = False
 
-    def __enter__(self) -> "DirectoryLock":
+    def __enter__(self) -> DirectoryLock:
         self.acquire()
         return self
 

@@ -1,7 +1,8 @@
 """Read ahead: the items of an iterable produced on a daemon thread into a bounded queue.
 
 Used where the consumer must not wait for the producer: training collates the next micro-batches while a step
-computes (data.prefetch_groups), translate reads lines while a chunk is translated (translate.read_chunks).
+computes (mtkit.corpus.binarized.prefetch_groups), translate reads lines while a chunk is translated
+(mtkit.engines.streaming.read_paused_chunks).
 Stdlib only.
 """
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.console import log
+from mtkit.corpus.config import PreprocessConfig
 from mtkit.errors import UserError, check
-from mtkit.model import ModelConfig
-from mtkit.preprocess_config import PreprocessConfig
-from mtkit.search import TranslateConfig
-from mtkit.train import TrainConfig
+from mtkit.model.transformer import ModelConfig
+from mtkit.search.config import TranslateConfig
+from mtkit.training.loop import TrainConfig
 
 SECTIONS = ("preprocess", "model", "train", "translate")
 # [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than
@@ -55,7 +55,10 @@ def read_recipe_file(path: str | Path) -> dict[str, dict[str, Any]]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: invalid TOML ({exc})") from None
     for name, value in sections.items():
-        check(name in SECTIONS and isinstance(value, dict), f"{path}: unknown section [{name}]; valid: {', '.join(SECTIONS)}")
+        check(
+            name in SECTIONS and isinstance(value, dict),
+            f"{path}: unknown section [{name}]; valid: {', '.join(SECTIONS)}",
+        )
     return sections
 
 
@@ -139,7 +142,11 @@ def resolve_recipe(
     model_values = dict(sections["model"])
     preset = arch or model_values.pop("arch", None) or "small"
     model_values.pop("arch", None)
-    vocab = vocab_size or model_values.pop("vocab_size", None) or sections["preprocess"].get("vocab_size", PreprocessConfig.vocab_size)
+    vocab = (
+        vocab_size
+        or model_values.pop("vocab_size", None)
+        or sections["preprocess"].get("vocab_size", PreprocessConfig.vocab_size)
+    )
     try:
         base_model = ModelConfig.preset(preset, vocab_size=int(vocab))
     except ValueError as exc:
@@ -171,16 +178,9 @@ def resolve_preprocess(path: str | Path | None, given: dict[str, Any]) -> Prepro
     if unused:
         log(f"data given on the command line: the recipe's {', '.join(unused)} not used")
     values = {**{k: v for k, v in recipe.items() if k not in unused}, **given}
-    check(values.get("corpora") or ("source_lang" in values and "target_lang" in values),
-          "no languages: give --source-lang and --target-lang, or source_lang and target_lang in the recipe's [preprocess]")
-    return build_config(PreprocessConfig, values, "preprocess")
-
-
-def recipe_from_dict(data: dict[str, Any]) -> Recipe:
-    """Rebuild a Recipe saved with `Recipe.as_dict()` (run directories, checkpoints)."""
-    return Recipe(
-        model=build_config(ModelConfig, data["model"], "model"),
-        train=build_config(TrainConfig, data["train"], "train"),
-        translate=build_config(TranslateConfig, data["translate"], "translate"),
-        preprocess=dict(data.get("preprocess", {})),
+    check(
+        values.get("corpora") or ("source_lang" in values and "target_lang" in values),
+        "no languages: give --source-lang and --target-lang, "
+        "or source_lang and target_lang in the recipe's [preprocess]",
     )
+    return build_config(PreprocessConfig, values, "preprocess")

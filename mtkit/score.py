@@ -83,8 +83,13 @@ def lc_tok_bleu(hyps: list[str], refs: list[list[str]], lang: str) -> float:
     return BLEU(tokenize="none", force=True).corpus_score(prepare(hyps), [prepare(r) for r in refs]).score
 
 
-def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, legacy: bool = False,
-          lc_tok_lang: str | None = None) -> ScoreResult:
+def score(
+    hyps: list[str],
+    refs: list[list[str]],
+    tokenize: str = TOKENIZE,
+    legacy: bool = False,
+    lc_tok_lang: str | None = None,
+) -> ScoreResult:
     """Corpus BLEU, chrF and TER of `hyps` against one or more reference streams."""
     from sacrebleu.metrics import BLEU, CHRF, TER
 
@@ -113,14 +118,21 @@ def score(hyps: list[str], refs: list[list[str]], tokenize: str = TOKENIZE, lega
 def reference_language(path: Path) -> str:
     """The language a reference file's suffix names (test_2016_flickr.de.gz -> de), for --lc-tok."""
     suffixes = [suffix.lstrip(".") for suffix in path.suffixes if suffix != ".gz"]
-    check(bool(suffixes) and suffixes[-1].isalpha() and len(suffixes[-1]) <= 3,
-          f"{path}: its name gives no language code for --lc-tok; name it as --lc-tok-lang LANG")
+    check(
+        bool(suffixes) and suffixes[-1].isalpha() and len(suffixes[-1]) <= 3,
+        f"{path}: its name gives no language code for --lc-tok; name it as --lc-tok-lang LANG",
+    )
     return suffixes[-1]
 
 
 def score_files(
-    hyp_lines: list[str], hyp_name: str, ref_paths: list[Path], tokenize: str = TOKENIZE, legacy: bool = False,
-    lc_tok: bool = False, lc_tok_lang: str | None = None,
+    hyp_lines: list[str],
+    hyp_name: str,
+    ref_paths: list[Path],
+    tokenize: str = TOKENIZE,
+    legacy: bool = False,
+    lc_tok: bool = False,
+    lc_tok_lang: str | None = None,
 ) -> ScoreResult:
     """Read reference files (plain or .gz, strict UTF-8), check alignment, and score."""
     refs = [list(read_lines(path)) for path in ref_paths]

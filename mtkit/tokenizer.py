@@ -23,7 +23,7 @@ from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-# Pieces written (mtkit.export) for the specials a model trained elsewhere lacks; sentencepiece's own names.
+# Pieces written (mtkit.engines.ct2_export) for the specials a model trained elsewhere lacks; sentencepiece's own names.
 SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")
 TABLE_MAGIC = b"mtkit-table-tokenizer 1\n"  # the first line of a TableTokenizer's bytes
 MAX_CACHED_WORDS = 500_000  # about 100 MB of word -> ids entries before the cache starts over
@@ -75,7 +75,7 @@ class Tokenizer:
         return len(self._to_spm) if self._to_spm is not None else self._processor.get_piece_size()
 
     def pieces(self) -> list[str]:
-        """Every piece in mtkit's id order: the vocabulary another engine needs (mtkit.export).
+        """Every piece in mtkit's id order: the vocabulary another engine needs (mtkit.engines.ct2_export).
 
         A special the model lacks gets sentencepiece's name for it, or a name no piece has: engines that look
         pieces up by name need each once.
@@ -84,8 +84,10 @@ class Tokenizer:
         if self._to_spm is None:
             return own
         taken = set(own)
-        return [own[i] if i >= 0 else _unused_name(SPECIAL_PIECES[mtkit_id], taken)
-                for mtkit_id, i in enumerate(self._to_spm)]
+        return [
+            own[i] if i >= 0 else _unused_name(SPECIAL_PIECES[mtkit_id], taken)
+            for mtkit_id, i in enumerate(self._to_spm)
+        ]
 
     @property
     def pad_id(self) -> int:
@@ -202,8 +204,14 @@ class TableTokenizer:
     checkpoint and a data directory carry it where they carry a sentencepiece model (`spm_model`, spm.model).
     """
 
-    def __init__(self, source: bytes, target: bytes, source_vocab: list[str], target_vocab: list[str] | None = None,
-                 name: str = "<bytes>") -> None:
+    def __init__(
+        self,
+        source: bytes,
+        target: bytes,
+        source_vocab: list[str],
+        target_vocab: list[str] | None = None,
+        name: str = "<bytes>",
+    ) -> None:
         self._models = (source, target)
         self._source, self._target = _load_processor(source, name), _load_processor(target, name)
         self.source_vocab, self.target_vocab = list(source_vocab), list(target_vocab or source_vocab)
@@ -220,7 +228,7 @@ class TableTokenizer:
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "<bytes>") -> TableTokenizer:
         try:
-            fields = json.loads(data[len(TABLE_MAGIC):].decode("utf-8"))
+            fields = json.loads(data[len(TABLE_MAGIC) :].decode("utf-8"))
             source, target = (base64.b64decode(fields[key]) for key in ("source_spm", "target_spm"))
             return cls(source, target, fields["source_vocab"], fields["target_vocab"], name)
         except (ValueError, KeyError, TypeError):
@@ -230,8 +238,12 @@ class TableTokenizer:
         """The bundle: a magic line, then JSON (sorted keys, so equal tokenizers give equal bytes and hashes)."""
         source, target = (base64.b64encode(model).decode("ascii") for model in self._models)
         target_vocab = None if self.target_vocab == self.source_vocab else self.target_vocab
-        fields = {"source_spm": source, "target_spm": target, "source_vocab": self.source_vocab,
-                  "target_vocab": target_vocab}
+        fields = {
+            "source_spm": source,
+            "target_spm": target,
+            "source_vocab": self.source_vocab,
+            "target_vocab": target_vocab,
+        }
         return TABLE_MAGIC + json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")
 
     @property
@@ -292,8 +304,11 @@ class TableTokenizer:
 
 def language_ids(pieces: list[str]) -> dict[str, int]:
     """Code -> id of every piece `>>code<<` (opus-mt's target-language codes; MarianTokenizer's test), by code."""
-    found = {piece[2:-2]: i for i, piece in enumerate(pieces)
-             if len(piece) > 4 and piece.startswith(">>") and piece.endswith("<<")}
+    found = {
+        piece[2:-2]: i
+        for i, piece in enumerate(pieces)
+        if len(piece) > 4 and piece.startswith(">>") and piece.endswith("<<")
+    }
     return dict(sorted(found.items()))
 
 

@@ -44,12 +44,14 @@ def run_mtkit_in_process(*args: object, stdin: str = "") -> subprocess.Completed
 
     from typer.testing import CliRunner
 
-    from mtkit.cli import app
+    from mtkit.cli.main import app
 
     sigpipe = signal.getsignal(signal.SIGPIPE)
     try:
-        with mock.patch("mtkit.cli.start_up_without_gc", contextlib.nullcontext), \
-                mock.patch("mtkit.cli_data.start_up_without_gc", contextlib.nullcontext):
+        with (
+            mock.patch("mtkit.cli.main.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.data_commands.start_up_without_gc", contextlib.nullcontext),
+        ):
             result = CliRunner().invoke(app, [str(arg) for arg in args], input=stdin)
     finally:
         signal.signal(signal.SIGPIPE, sigpipe)
@@ -78,11 +80,16 @@ def multi30k_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Pa
 @pytest.fixture(scope="session")
 def multi30k_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
     """All of Multi30k en-de (train, valid, test_2016_flickr) preprocessed with `multi30k_spm`."""
-    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
 
     cfg = PreprocessConfig(
-        "en", "de", train=str(multi30k / "train"), valid=str(multi30k / "val"),
-        test=[str(multi30k / "test_2016_flickr")], spm_model=str(multi30k_spm),
+        "en",
+        "de",
+        train=str(multi30k / "train"),
+        valid=str(multi30k / "val"),
+        test=[str(multi30k / "test_2016_flickr")],
+        spm_model=str(multi30k_spm),
     )
     out = tmp_path_factory.mktemp("data") / "multi30k-en-de"
     preprocess(cfg, out)
@@ -95,7 +102,7 @@ def train_fixture(data: Path, run: Path, recipe) -> Path:
     and training was most of what they cost: tests using the five trained here, 82 s -> 68 s on a 2-core Zen 4."""
     import torch
 
-    from mtkit.train import train
+    from mtkit.training.loop import train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(max(threads, len(os.sched_getaffinity(0))))
@@ -106,9 +113,12 @@ def train_fixture(data: Path, run: Path, recipe) -> Path:
     return run
 
 
-def preprocess_slice(out: Path, src_dir: Path, spm: Path, train_pairs: int, valid_pairs: int, valid_from_train: bool = False) -> Path:
+def preprocess_slice(
+    out: Path, src_dir: Path, spm: Path, train_pairs: int, valid_pairs: int, valid_from_train: bool = False
+) -> Path:
     """Preprocess the first `train_pairs` Multi30k train pairs (and valid pairs) with a given spm model."""
-    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
 
     raw = out.parent / f"{out.name}-raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -131,7 +141,9 @@ def small_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30
 @pytest.fixture(scope="session")
 def overfit_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
     """64 train pairs, validated on the same 64 pairs (for overfitting tests)."""
-    return preprocess_slice(tmp_path_factory.mktemp("overfit") / "data", multi30k, multi30k_spm, 64, 64, valid_from_train=True)
+    return preprocess_slice(
+        tmp_path_factory.mktemp("overfit") / "data", multi30k, multi30k_spm, 64, 64, valid_from_train=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -139,21 +151,44 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path
     """A tiny model trained for 150 steps on 2,000 Multi30k pairs (a few seconds); RUN_DIR with average.pt."""
     from mtkit.recipe import resolve_recipe
 
-    recipe = resolve_recipe(None, "tiny", [
-        "train.max_steps=150", "train.warmup_steps=30", "train.lr=3e-3", "train.max_tokens=2048",
-        "train.save_interval_steps=50", "train.save_interval_minutes=0", "train.average_last=2", "train.log_interval=50",
-    ], vocab_size=1000)
+    recipe = resolve_recipe(
+        None,
+        "tiny",
+        [
+            "train.max_steps=150",
+            "train.warmup_steps=30",
+            "train.lr=3e-3",
+            "train.max_tokens=2048",
+            "train.save_interval_steps=50",
+            "train.save_interval_minutes=0",
+            "train.average_last=2",
+            "train.log_interval=50",
+        ],
+        vocab_size=1000,
+    )
     run = tmp_path_factory.mktemp("tiny-run") / "run"
     train_fixture(small_data, run, recipe)
     return run
 
 
-OVERFIT = ["model.dropout=0.0", "train.label_smoothing=0.0", "train.max_steps=160", "train.lr=3e-3", "train.warmup_steps=30",
-           "train.save_interval_minutes=0", "train.average_last=1", "train.log_interval=10"]
+OVERFIT = [
+    "model.dropout=0.0",
+    "train.label_smoothing=0.0",
+    "train.max_steps=160",
+    "train.lr=3e-3",
+    "train.warmup_steps=30",
+    "train.save_interval_minutes=0",
+    "train.average_last=1",
+    "train.log_interval=10",
+]
 # overfit_run's and de_en_run's: OVERFIT in 100 updates at twice its peak rate. On the 64 pairs this ends at a lower
 # loss than OVERFIT's 160 updates (validation loss 0.015 against 0.021, 2-core Zen 4) in 5/8 of the time.
-OVERFIT_64 = [*(item for item in OVERFIT if not item.startswith(("train.max_steps=", "train.lr=", "train.warmup_steps="))),
-              "train.max_steps=100", "train.lr=6e-3", "train.warmup_steps=20"]
+OVERFIT_64 = [
+    *(item for item in OVERFIT if not item.startswith(("train.max_steps=", "train.lr=", "train.warmup_steps="))),
+    "train.max_steps=100",
+    "train.lr=6e-3",
+    "train.warmup_steps=20",
+]
 
 
 @pytest.fixture(scope="session")
@@ -170,13 +205,16 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
 def de_en_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path, multi30k_spm: Path) -> Path:
     """overfit_run's reverse: a tiny German -> English model that memorized the same 64 pairs (a second language
     pair for serving several models; with overfit_run, two models that agree on those pairs)."""
-    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
     from mtkit.recipe import resolve_recipe
 
     raw = overfit_data.parent / f"{overfit_data.name}-raw"  # its text files, written by preprocess_slice
     data = tmp_path_factory.mktemp("de-en") / "data"
-    preprocess(PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"),
-                                spm_model=str(multi30k_spm)), data)
+    preprocess(
+        PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"), spm_model=str(multi30k_spm)),
+        data,
+    )
     run = tmp_path_factory.mktemp("de-en-run") / "run"
     train_fixture(data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
     return run
@@ -187,8 +225,11 @@ MULTILINGUAL_SENTENCES = 16  # English Multi30k val captions en_de_fr_run memori
 
 def multilingual_lines(multi30k: Path, n: int) -> dict[str, list[str]]:
     """The first n Multi30k val captions in en, de and fr: line i of each describes the same image."""
-    return {"en": read_gz_lines(multi30k / "val.en.gz", n), "de": read_gz_lines(multi30k / "val.de.gz", n),
-            "fr": read_gz_lines(ROOT / "tests" / "data" / "multi30k" / "val-300.fr.gz", n)}
+    return {
+        "en": read_gz_lines(multi30k / "val.en.gz", n),
+        "de": read_gz_lines(multi30k / "val.de.gz", n),
+        "fr": read_gz_lines(ROOT / "tests" / "data" / "multi30k" / "val-300.fr.gz", n),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -198,8 +239,12 @@ def en_de_fr_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Pa
     from mtkit.tokenizer import train_tokenizer
 
     text = multilingual_lines(multi30k, 300)
-    return train_tokenizer(text["en"] + text["de"] + text["fr"], tmp_path_factory.mktemp("en-de-fr-spm") / "spm.model",
-                           vocab_size=600, user_defined_symbols=[">>de<<", ">>fr<<"])
+    return train_tokenizer(
+        text["en"] + text["de"] + text["fr"],
+        tmp_path_factory.mktemp("en-de-fr-spm") / "spm.model",
+        vocab_size=600,
+        user_defined_symbols=[">>de<<", ">>fr<<"],
+    )
 
 
 @pytest.fixture(scope="session")
@@ -208,7 +253,8 @@ def en_de_fr_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, en_de
     preprocessed as two corpora (en->de, en->fr) with language tokens, so every source starts with its target's
     >>de<< or >>fr<< id, and trained on both. The sources of the two corpora are the same sentences: only the code
     tells the model which language to answer in."""
-    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
     from mtkit.recipe import resolve_recipe
 
     text, raw = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), tmp_path_factory.mktemp("en-de-fr-raw")
@@ -242,14 +288,25 @@ def foreign_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Pat
 @pytest.fixture(scope="session")
 def foreign_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, foreign_spm: Path) -> Path:
     """A tiny model trained for 40 steps on 2,000 Multi30k pairs preprocessed with `foreign_spm`."""
-    from mtkit.data import read_manifest
+    from mtkit.corpus.binarized import read_manifest
     from mtkit.recipe import resolve_recipe
 
     data = preprocess_slice(tmp_path_factory.mktemp("foreign") / "data", multi30k, foreign_spm, 2000, 200)
-    recipe = resolve_recipe(None, "tiny", [
-        "train.max_steps=40", "train.warmup_steps=10", "train.lr=3e-3", "train.max_tokens=2048",
-        "train.save_interval_steps=20", "train.save_interval_minutes=0", "train.average_last=2", "train.log_interval=20",
-    ], vocab_size=read_manifest(data)["vocab_size"])
+    recipe = resolve_recipe(
+        None,
+        "tiny",
+        [
+            "train.max_steps=40",
+            "train.warmup_steps=10",
+            "train.lr=3e-3",
+            "train.max_tokens=2048",
+            "train.save_interval_steps=20",
+            "train.save_interval_minutes=0",
+            "train.average_last=2",
+            "train.log_interval=20",
+        ],
+        vocab_size=read_manifest(data)["vocab_size"],
+    )
     run = data.parent / "run"
     train_fixture(data, run, recipe)
     return run
@@ -296,7 +353,8 @@ def multilingual_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) 
     """Two corpora in two directions, preprocessed with language tokens (two target languages): en->de (240 Multi30k
     train pairs, corpus "de") and en->fr (the next 120, corpus "fr", weight 2, tagged <bt>), 40 valid pairs per
     direction, a vocabulary of 600 trained on them."""
-    from mtkit.preprocess import PreprocessConfig, preprocess
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
 
     raw = tmp_path_factory.mktemp("multilingual-raw")
     english = read_gz_lines(multi30k / "train.en.gz", 360)
@@ -305,10 +363,15 @@ def multilingual_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) 
         write_lines(raw / lang, lang, read_gz_lines(multi30k / f"train.{lang}.gz", end)[start:])
     for lang in ("en", "de", "fr"):
         write_lines(raw / "valid", lang, read_gz_lines(multi30k / f"val.{lang}.gz", 40))
-    cfg = PreprocessConfig(source_lang="en", valid=str(raw / "valid"), vocab_size=600, corpora=[
-        {"name": "de", "train": str(raw / "de"), "target_lang": "de"},
-        {"name": "fr", "train": str(raw / "fr"), "target_lang": "fr", "weight": 2.0, "tag": "<bt>"},
-    ])
+    cfg = PreprocessConfig(
+        source_lang="en",
+        valid=str(raw / "valid"),
+        vocab_size=600,
+        corpora=[
+            {"name": "de", "train": str(raw / "de"), "target_lang": "de"},
+            {"name": "fr", "train": str(raw / "fr"), "target_lang": "fr", "weight": 2.0, "tag": "<bt>"},
+        ],
+    )
     out = tmp_path_factory.mktemp("multilingual") / "data"
     preprocess(cfg, out)
     return out

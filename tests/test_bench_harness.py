@@ -44,10 +44,12 @@ def test_alternate_runs_rounds_in_turn_and_ratios_use_medians() -> None:
         def run(round_: int) -> dict[str, float]:
             order.append(name)
             return {"wall_s": values[round_]}
+
         return run
 
-    results = harness.alternate({"base": program("base", [2.0, 9.0, 4.0]),
-                                 "other": program("other", [1.0, 1.0, 3.0])}, rounds=3)
+    results = harness.alternate(
+        {"base": program("base", [2.0, 9.0, 4.0]), "other": program("other", [1.0, 1.0, 3.0])}, rounds=3
+    )
     assert order == ["base", "other"] * 3
     assert harness.medians(results["base"]) == {"wall_s": 4.0}
     assert harness.ratios(results) == {"base": {"wall_s": 1.0}, "other": {"wall_s": 0.25}}

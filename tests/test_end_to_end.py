@@ -10,15 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
 from tests.conftest import write_slice
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def mtkit(*args: str) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "OMP_NUM_THREADS": "2"}, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "mtkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "2"},
+        timeout=300,
+    )
     assert run.returncode == 0, f"mtkit {' '.join(args)}\n{run.stderr[-3000:]}"
     assert "Traceback" not in run.stderr
     return run
@@ -33,17 +40,57 @@ def test_multi30k_recipe_end_to_end(tmp_path: Path, multi30k: Path) -> None:
     write_slice(multi30k, "test_2016_flickr", raw / "test", 100)
     data, run = tmp_path / "data", tmp_path / "run"
 
-    manifest = json.loads(mtkit("preprocess", "--source-lang", "en", "--target-lang", "de", "--train", str(raw / "train"),
-                                "--valid", str(raw / "val"), "--test", str(raw / "test"), "--vocab-size", "1000",
-                                "--out", str(data), "--workers", "2", "--json").stdout)
+    manifest = json.loads(
+        mtkit(
+            "preprocess",
+            "--source-lang",
+            "en",
+            "--target-lang",
+            "de",
+            "--train",
+            str(raw / "train"),
+            "--valid",
+            str(raw / "val"),
+            "--test",
+            str(raw / "test"),
+            "--vocab-size",
+            "1000",
+            "--out",
+            str(data),
+            "--workers",
+            "2",
+            "--json",
+        ).stdout
+    )
     assert manifest["splits"]["train"]["pairs"] + sum(manifest["splits"]["train"]["dropped"].values()) == 3000
     assert manifest["splits"]["valid"]["pairs"] == 100 and manifest["splits"]["test"]["pairs"] == 100
     assert (data / "manifest.json").is_file() and (data / "spm.model").is_file()
 
-    summary = json.loads(mtkit("train", str(data), "--save-dir", str(run), "--config", "recipes/multi30k-en-de/small.toml",
-                               "--arch", "tiny", "--max-steps", "60", "--set", "train.precision=fp32",
-                               "--set", "train.save_interval_steps=20", "--set", "train.warmup_steps=20",
-                               "--set", "train.lr=3e-3", "--set", "train.average_last=3", "--json").stdout)
+    summary = json.loads(
+        mtkit(
+            "train",
+            str(data),
+            "--save-dir",
+            str(run),
+            "--config",
+            "recipes/multi30k-en-de/small.toml",
+            "--arch",
+            "tiny",
+            "--max-steps",
+            "60",
+            "--set",
+            "train.precision=fp32",
+            "--set",
+            "train.save_interval_steps=20",
+            "--set",
+            "train.warmup_steps=20",
+            "--set",
+            "train.lr=3e-3",
+            "--set",
+            "train.average_last=3",
+            "--json",
+        ).stdout
+    )
     assert summary["step"] == 60 and summary["stop"] == "max_steps"
     for name in ("config.json", "manifest.json", "spm.model", "metrics.jsonl", "average.pt"):
         assert (run / name).is_file(), name

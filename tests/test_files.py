@@ -54,14 +54,25 @@ def test_atomic_directory_leaves_nothing_on_failure(tmp_path: Path) -> None:
 def test_lock_exclusive_and_released_on_death(tmp_path: Path) -> None:
     with DirectoryLock(tmp_path):
         child = subprocess.run(
-            [sys.executable, "-c", f"from mtkit.files import DirectoryLock; DirectoryLock({str(tmp_path)!r}).acquire()"],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                f"from mtkit.files import DirectoryLock; DirectoryLock({str(tmp_path)!r}).acquire()",
+            ],
+            capture_output=True,
+            text=True,
         )
         assert child.returncode != 0 and "locked by pid" in child.stderr
     # a holder killed without cleanup: the kernel drops the flock, the next one takes it over
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import time; from mtkit.files import DirectoryLock; DirectoryLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"import time; from mtkit.files import DirectoryLock; DirectoryLock({str(tmp_path)!r}).acquire(); "
+            "print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(LockedError):

@@ -44,12 +44,15 @@ def four() -> LanguageDetector:
 
 
 def accuracy(detector: LanguageDetector, lines: dict[str, list[str]]) -> dict[str, float]:
-    return {lang: 100 * sum(found[0].language == lang for found in detector.detect(text)) / len(text)
-            for lang, text in lines.items()}
+    return {
+        lang: 100 * sum(found[0].language == lang for found in detector.detect(text)) / len(text)
+        for lang, text in lines.items()
+    }
 
 
-def test_accuracy_over_all_languages_and_restricted(everything: LanguageDetector, four: LanguageDetector,
-                                                     lines: dict[str, list[str]]) -> None:
+def test_accuracy_over_all_languages_and_restricted(
+    everything: LanguageDetector, four: LanguageDetector, lines: dict[str, list[str]]
+) -> None:
     assert everything.languages == SUPPORTED and four.languages == LANGS
     for lang, percent in accuracy(everything, lines).items():
         assert percent >= FLOOR_ALL, f"{lang}: {percent:.1f}% over all languages"
@@ -98,8 +101,9 @@ def test_names_cover_the_detector_languages_exactly() -> None:
 
 
 @pytest.mark.parametrize("restricted", [True, False], ids=["two languages", "all"])
-def test_batched_probabilities_equal_detect(restricted: bool, everything: LanguageDetector,
-                                            lines: dict[str, list[str]]) -> None:
+def test_batched_probabilities_equal_detect(
+    restricted: bool, everything: LanguageDetector, lines: dict[str, list[str]]
+) -> None:
     """probabilities() walks a whole batch through py3langid's model at once; each text scores as detect() scores it
     alone, also across batches, for texts without features (uniform) and for upper-case text (lowered first)."""
     detector = LanguageDetector(["de", "en"]) if restricted else everything
@@ -113,7 +117,7 @@ def test_batched_probabilities_equal_detect(restricted: bool, everything: Langua
             assert rounded == pytest.approx(detection.confidence, abs=0.011)
     empty, blank = found[len(texts) - 5], found[len(texts) - 4]
     assert np.array_equal(empty, blank) and (not restricted or np.allclose(empty, 0.5))  # no features: uniform
-    small_batches = np.concatenate([detector.probabilities(texts[i:i + 7]) for i in range(0, len(texts), 7)])
+    small_batches = np.concatenate([detector.probabilities(texts[i : i + 7]) for i in range(0, len(texts), 7)])
     assert np.allclose(small_batches, found, atol=1e-6)
     assert detector.probabilities([]).shape == (0, len(detector.languages))
     with pytest.raises(TypeError):

@@ -1,96 +1,89 @@
-"""The one-way import rule of STYLE.md, checked by parsing every module's imports with ast: each module imports
-only the layers below it, the real import graph (imports inside functions and under TYPE_CHECKING included) has
-no circle, and the CTranslate2 path imports no torch."""
+"""The import rules of docs/architecture.md, checked by parsing every module's imports with ast (imports inside
+functions and under TYPE_CHECKING included): each role subpackage imports only the packages below it, neither the
+modules nor the packages form a circle, few modules stay directly in mtkit/, and the CTranslate2 path imports no
+torch."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "mtkit"
-LAYER0 = {"errors", "console", "files", "readahead"}
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "mtkit"
+BASICS = {"errors", "console", "files", "readahead"}
+SHARED = BASICS | {"tokenizer", "score", "language_id"}
+# What each part of mtkit may import, from the bottom up: a subpackage (model/, search/, ...) or a module left
+# directly in mtkit/. A part may always import its own modules.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "console": set(),
-    "files": {"errors"},
     "readahead": set(),
-    "tokenizer": {"files", "errors"},
-    "data": {"files", "errors", "readahead", "batching"},
-    "score": {"files", "errors"},
-    "checkpoint": {"files", "errors", "runfiles"},
-    "batching": set(),
-    "model": {"layers", "kvcache"},
-    "layers": set(),
-    "kvcache": set(),
-    "search": {"decoding", "search_step", "search_sampling"},
-    "search_step": set(),
-    "search_sampling": {"decoding", "search_step"},
-    "decoding": set(),
-    "runfiles": {"errors"},
-    "stream": {"decoding", "engine", "tokenizer"} | LAYER0,
-    "engine": {"decoding", "tokenizer"} | LAYER0,
-    "engines": {"ct2cache", "ct2engine", "engine", "engine_config", "export", "translate"} | LAYER0,
-    "ct2cache": {"runfiles", "interop"} | LAYER0,
-    "interop": {"errors"},
-    "forced": {"engine"} | LAYER0,
-    "resumable": {"errors", "files"},
-    "xent_filter": {"engine", "forced", "resumable"} | LAYER0,
-    "backtranslate": {"engine", "engines", "resumable", "stream"} | LAYER0,
-    "ct2engine": {"ct2cache", "decoding", "engine", "interop", "stream", "tokenizer"} | LAYER0,
-    "loss": set(),
-    "packed": set(),
-    "precision": set(),
-    "distributed": set(),
-    "monitor": {"errors"},
-    "rundir": {"checkpoint", "tokenizer"} | LAYER0,
-    "preprocess": {"tokenizer", "data", "batching", "sources", "preprocess_config", "corpus_filters", "corpus_plan"} | LAYER0,
-    "corpus_plan": {"errors", "preprocess_config", "sources"},
-    "mixing": {"batching", "errors"},
-    "train_data": {"console", "data", "mixing", "errors", "subword_sampling", "tokenizer"},
-    "subword_sampling": {"errors"},
-    "corpus_filters": {"console", "errors", "language_id"},
-    "preprocess_config": {"errors", "files"},
-    "sources": {"files", "errors"},
-    "step": {"search", "tokenizer", "data", "batching", "score", "loss", "distributed"},
-    "train": {"model", "step", "train_state", "data", "batching", "checkpoint", "rundir", "loss", "distributed", "monitor", "precision",
-              "mixing", "train_data"} | LAYER0,
-    "train_state": set(),
-    "translate": {"precision", "runfiles", "model", "packed", "search", "decoding", "stream", "engine", "tokenizer", "data", "batching", "checkpoint", "score"} | LAYER0,
-    "recipe": {"model", "preprocess_config", "train", "search"} | LAYER0,
-    "export": {"translate", "checkpoint", "interop", "model", "tokenizer"} | LAYER0,
-    "serve": {"api_keys", "decoding", "engine", "engines", "language_id", "libretranslate", "stream", "serve_config",
-              "serve_libre", "serve_models", "serve_request", "serve_worker"} | LAYER0,
-    "serve_libre": {"libretranslate", "markup", "serve_models", "serve_request", "stream"},
-    "serve_models": {"decoding", "engine", "serve_request", "serve_worker", "stream"} | LAYER0,
-    "libretranslate": {"serve_request"},
-    "markup": set(),
-    "api_keys": {"errors", "files", "serve_request"},
-    "serve_config": {"decoding", "engine_config", "errors"},
-    "engine_config": set(),
-    "command": {"errors"} | LAYER0,
-    "options": set(),
-    "process": set(),
-    "language_id": {"errors"},
-    "serve_request": set(),
-    "serve_worker": {"engine"} | LAYER0,
-    "huggingface": {"engine", "export", "interop", "marian", "checkpoint", "model", "tokenizer", "search", "train"} | LAYER0,
-    "marian": {"errors", "model"},
+    "files": {"errors"},
+    "tokenizer": BASICS,
+    "score": BASICS,
+    "language_id": BASICS,
+    "model": set(),
+    "search": set(),
+    "corpus": SHARED,
+    "runs": SHARED,
+    "training": SHARED | {"model", "search", "corpus", "runs"},
+    "engines": SHARED | {"model", "search", "corpus", "runs"},
+    "bulk": SHARED | {"search", "corpus", "runs", "engines"},
+    "huggingface": SHARED | {"model", "search", "runs", "training", "engines"},
+    "serve": SHARED | {"search", "engines", "__init__"},
+    "recipe": SHARED | {"model", "search", "corpus", "training"},
     "cli": {"*"},
-    "cli_data": {"backtranslate", "command", "console", "decoding", "engine_config", "engines", "errors", "files",
-                 "forced", "options", "preprocess_config", "process", "xent_filter"},
     "__main__": {"cli"},
     "__init__": set(),
 }
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def modules(package: Path) -> dict[str, Path]:
+    """Dotted name inside the package (`engines.ct2`, `errors`, `__init__`) -> its file."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)] = path
+    return found
+
+
+def mtkit_imports(path: Path, known: set[str], package: str = "mtkit") -> set[str]:
+    """The package's modules `path` imports anywhere in it, as dotted names; `from mtkit.x import y` counts as x.y
+    when y is a module, else as x; `from mtkit import __version__` as __init__."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == package:
+            base = node.module.split(".")[1:]
+            submodules = {".".join([*base, a.name]) for a in node.names} & known
+            names.update(submodules or {".".join(base) or "__init__"})
+        elif isinstance(node, ast.Import):
+            names.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith(package + "."))
+    return names
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports anywhere in its file: at the top, inside functions, under
-    TYPE_CHECKING. Every edge counts: a lazy import is still a dependency a reader must follow."""
-    modules = {path.stem for path in package.glob("*.py")}
-    return {path.stem: (mtkit_imports(path, package.name) & modules) - {path.stem, "__init__"}
-            for path in sorted(package.glob("*.py"))}
+    """Module -> the package's modules it imports. Every edge counts: a lazy import is still a dependency."""
+    found = modules(package)
+    return {name: mtkit_imports(path, set(found), package.name) - {name} for name, path in found.items()}
+
+
+def part(module: str) -> str:
+    """The subpackage a module belongs to, or the module itself when it lies directly in mtkit/."""
+    return module.split(".")[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen from above: part -> the other parts its modules import."""
+    parts: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        parts.setdefault(part(module), set()).update(part(m) for m in imported if part(m) != part(module))
+    return parts
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -103,7 +96,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for child in sorted(graph.get(node, ())):
             if state.get(child) == 1:
-                return path[path.index(child):] + [child]
+                return path[path.index(child) :] + [child]
             if child not in state and (found := visit(child)):
                 return found
         path.pop()
@@ -116,82 +109,107 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_import_graph_has_no_circle() -> None:
-    cycle = find_cycle(import_graph(PACKAGE))
+GRAPH = import_graph(PACKAGE)
+
+
+def test_no_circle_among_modules() -> None:
+    cycle = find_cycle(GRAPH)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
 
 
-def test_a_circle_is_found_wherever_its_import_hides(tmp_path: Path) -> None:
-    """The check above fails on a circle, including one closed by an import inside a function or under
-    TYPE_CHECKING: a copy of three modules, a -> b -> c, with the edge c -> a written each of those ways."""
-    package = tmp_path / "mtkit"
-    package.mkdir()
-    (package / "a.py").write_text("from mtkit.b import B\n")
-    (package / "b.py").write_text("import mtkit.c\n")
+def test_no_circle_among_packages() -> None:
+    cycle = find_cycle(package_graph(GRAPH))
+    assert cycle is None, "package circle: " + " -> ".join(cycle or [])
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    package = root / "mtkit"
+    for name, text in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return package
+
+
+def test_a_module_circle_is_found_wherever_its_import_hides(tmp_path: Path) -> None:
+    """The check fails on a circle, including one closed by an import inside a function or under TYPE_CHECKING."""
+    package = write_package(tmp_path, {"a.py": "from mtkit.b import B\n", "b.py": "import mtkit.c\n", "c.py": ""})
     assert find_cycle(import_graph(package)) is None
-    for back_edge in ("from mtkit.a import A\n",
-                      "def f():\n    from mtkit import a\n",
-                      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mtkit.a import A\n"):
+    for back_edge in (
+        "from mtkit.a import A\n",
+        "def f():\n    from mtkit import a\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mtkit.a import A\n",
+    ):
         (package / "c.py").write_text(back_edge)
         assert find_cycle(import_graph(package)) == ["a", "b", "c", "a"], back_edge
 
 
-def mtkit_imports(path: Path, package: str = "mtkit") -> set[str]:
-    """The package's modules `path` imports anywhere in it; `from mtkit import x` counts as x (and __init__)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == package:
-            if "." in node.module:
-                names.add(node.module.split(".")[1])
-            else:
-                names.add("__init__")
-                names.update(a.name for a in node.names if (path.parent / f"{a.name}.py").exists())
-        elif isinstance(node, ast.Import):
-            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith(package + "."))
-    return names
+def test_a_package_circle_is_found_where_no_module_circle_is(tmp_path: Path) -> None:
+    """corpus.x -> engines.y and engines.z -> corpus.w: no module is on a circle, the two packages are."""
+    files = {"corpus/__init__.py": "", "engines/__init__.py": "", "corpus/w.py": "", "engines/y.py": ""}
+    files |= {"corpus/x.py": "from mtkit.engines.y import Y\n", "engines/z.py": "from mtkit.corpus import w\n"}
+    graph = import_graph(write_package(tmp_path, files))
+    assert find_cycle(graph) is None
+    assert find_cycle(package_graph(graph)) == ["corpus", "engines", "corpus"]
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.stem)
-def test_imports_point_down(path: Path) -> None:
-    assert path.stem in ALLOWED, f"{path.stem}: new module, add its layer to tests/test_layering.py"
-    allowed = ALLOWED[path.stem]
+def test_every_part_has_its_rule() -> None:
+    parts = {part(module) for module in modules(PACKAGE)}
+    assert parts == set(ALLOWED), "give a new package or top-level module its rule in tests/test_layering.py"
+
+
+@pytest.mark.parametrize("module", sorted(modules(PACKAGE)))
+def test_imports_point_down(module: str) -> None:
+    allowed = ALLOWED[part(module)]
     if "*" in allowed:
         return
-    bad = mtkit_imports(path) - allowed - {path.stem, "__init__"}
-    assert not bad, f"{path.stem} must not import {sorted(bad)}"
+    imported = {part(m) for m in GRAPH[module]} - {part(module)}
+    assert not imported - allowed, f"{module} must not import {sorted(imported - allowed)}"
 
 
-def test_nothing_imports_cli_or_recipes() -> None:
-    for path in PACKAGE.glob("*.py"):
-        if path.stem in ("cli", "__main__"):
-            continue
-        assert "cli" not in mtkit_imports(path), path.stem
+def test_few_modules_stay_at_the_top() -> None:
+    top = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
 
 
-def test_recipes_are_data_not_code(tmp_path: Path) -> None:
+def test_every_package_init_is_empty() -> None:
+    """An import of mtkit.engines.ct2 runs mtkit/engines/__init__.py: empty, it pulls in nothing (torch least)."""
+    for init in PACKAGE.glob("*/__init__.py"):
+        assert init.read_text(encoding="utf-8") == "", init
+
+
+def test_nothing_imports_cli_or_recipes(tmp_path: Path) -> None:
     """As torchtune's test_import_recipes: the installed package cannot import the recipes folder."""
-    import subprocess
-    import sys
-
-    for path in PACKAGE.glob("*.py"):
+    for module, imported in GRAPH.items():
+        if part(module) not in ("cli", "__main__"):
+            assert "cli" not in {part(m) for m in imported}, module
+    for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-        modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-        assert not any(m and m.split(".")[0] == "recipes" for m in modules), path.stem
+        names = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not any(m and m.split(".")[0] == "recipes" for m in names), path
     run = subprocess.run([sys.executable, "-c", "import recipes"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0 and "ModuleNotFoundError" in run.stderr
 
 
-# What `mtkit translate --engine ctranslate2` runs: these modules import no torch (STYLE.md, "What imports torch"),
-# except inside the functions that export a stale cache or build the torch engine.
-TORCH_FREE = ("errors", "console", "files", "readahead", "tokenizer", "batching", "decoding", "runfiles", "stream",
-              "engine", "engines", "ct2cache", "ct2engine", "serve", "serve_config", "engine_config", "serve_request",
-              "serve_worker", "options", "process", "preprocess_config", "score", "interop", "forced", "cli", "cli_data", "command",
-              "serve_libre", "serve_models", "libretranslate", "api_keys", "markup", "resumable", "xent_filter", "language_id",
-              "corpus_filters", "backtranslate", "corpus_plan", "mixing", "subword_sampling")
-TORCH_MODULES = {"search", "search_step", "search_sampling", "translate", "model", "layers", "kvcache", "checkpoint",
-                 "export", "packed", "precision", "train", "step", "data", "loss", "distributed", "rundir", "recipe",
-                 "huggingface", "marian", "train_state", "train_data"}
+# What `mtkit translate --engine ctranslate2` and `mtkit serve --engine ctranslate2` run: these modules import no torch
+# (docs/architecture.md, "What imports torch"), except inside the functions that export a stale cache or build the
+# torch engine.
+TORCH_FREE = (
+    "errors", "console", "files", "readahead", "tokenizer", "score", "language_id",
+    "search.config",
+    "corpus.batching", "corpus.config", "corpus.plan", "corpus.filters", "corpus.mixing", "corpus.subword_sampling",
+    "runs.checkpoint_files",
+    "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
+    "engines.streaming", "engines.output",
+    "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable",
+    "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
+    "serve.libre_request", "serve.api_keys", "serve.markup",
+    "cli.main", "cli.data_commands", "cli.command", "cli.options", "cli.process",
+)  # fmt: skip
+TORCH_PARTS = {"model", "training", "huggingface", "recipe"}
+TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "engines.ct2_export",
+                 "corpus.binarized", "runs.checkpoint", "runs.directory"}  # fmt: skip
 
 
 def top_level_imports(path: Path) -> set[str]:
@@ -206,6 +224,7 @@ def top_level_imports(path: Path) -> set[str]:
                 break
             if isinstance(child, ast.ImportFrom) and child.module:
                 names.add(child.module)
+                names.update(f"{child.module}.{a.name}" for a in child.names)
             elif isinstance(child, ast.Import):
                 names.update(a.name for a in child.names)
     return names
@@ -213,7 +232,23 @@ def top_level_imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("name", TORCH_FREE)
 def test_the_ctranslate2_path_imports_no_torch(name: str) -> None:
-    imported = top_level_imports(PACKAGE / f"{name}.py")
+    imported = top_level_imports(modules(PACKAGE)[name])
     assert not {m for m in imported if m.split(".")[0] == "torch"}, f"{name} imports torch"
-    heavy = {m.split(".")[1] for m in imported if m.startswith("mtkit.")} & TORCH_MODULES
+    inside = {m.split(".", 1)[1] for m in imported if m.startswith("mtkit.")}
+    heavy = {m for m in inside if m in TORCH_MODULES or part(m) in TORCH_PARTS}
     assert not heavy, f"{name} imports torch through mtkit.{sorted(heavy)}"
+
+
+def test_the_torch_free_list_covers_what_it_claims() -> None:
+    """Every module named above exists, and none is also named as one that imports torch."""
+    known = set(modules(PACKAGE))
+    assert set(TORCH_FREE) <= known and TORCH_MODULES <= known
+    assert not set(TORCH_FREE) & TORCH_MODULES and not {part(m) for m in TORCH_FREE} & TORCH_PARTS
+
+
+def test_importing_the_ctranslate2_path_loads_no_torch() -> None:
+    """The check above, in a real interpreter: every torch-free module imported, and torch never loaded."""
+    code = "import importlib, sys\n" + "".join(f"importlib.import_module('mtkit.{name}')\n" for name in TORCH_FREE)
+    code += "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('mtkit'))\n"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

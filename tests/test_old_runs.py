@@ -28,11 +28,14 @@ def old_run(tmp_path: Path) -> Path:
 
 
 @pytest.mark.exactness
-@pytest.mark.parametrize("name, options", [
-    ("beam4", []),
-    ("greedy", ["--beam", "1"]),
-    ("nbest", ["--nbest", "2", "--scores"]),
-])
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("beam4", []),
+        ("greedy", ["--beam", "1"]),
+        ("nbest", ["--nbest", "2", "--scores"]),
+    ],
+)
 def test_an_old_run_translates_as_it_did(old_run: Path, name: str, options: list[str]) -> None:
     result = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en", *options)
     assert result.returncode == 0, result.stderr

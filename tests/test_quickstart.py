@@ -92,15 +92,21 @@ def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     outputs = []
     for command in commands:
-        done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=180)
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, f"README quick start: `{command}` exited {done.returncode}:\n{done.stderr[-3000:]}"
         outputs.append(done.stdout + done.stderr)
     assert "BLEU = " in outputs[-1] and "signature: nrefs:1" in outputs[-1], outputs[-1]
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-TEST_NAME = re.compile(r"((?:tests/)?(?:reliability/|gpu/)?test_\w+\.py)?::(\w+)")
+TEST_NAME = re.compile(r"((?:tests/)?(?:\w+/)?test_\w+\.py)?::(\w+)")
 
 
 def documents() -> list[Path]:
@@ -161,18 +167,21 @@ def shown_options() -> dict[str, set[str]]:
 def test_every_option_the_documents_show_exists() -> None:
     """Each `mtkit COMMAND ... --option` of a command block in README.md or docs/ is in `mtkit COMMAND --help` (the
     help as a terminal shows it, made in this process: test_help_lists_every_command_without_importing_torch of
-    tests/test_cli.py runs the real `mtkit --help`)."""
+    tests/cli/test_main.py runs the real `mtkit --help`)."""
     from typer.testing import CliRunner
 
-    from mtkit.cli import app
+    from mtkit.cli.main import app
 
     env = {"COLUMNS": "250", "TERM": "dumb", "NO_COLOR": "1"}
     missing = []
     for command, options in sorted(shown_options().items()):
         help_text = CliRunner().invoke(app, [command, "--help"], env=env).stdout
         assert "Usage" in help_text, f"mtkit {command}: no such command"
-        missing += [f"mtkit {command} {option}" for option in sorted(options)
-                    if not re.search(re.escape(option) + r"(?![\w-])", help_text)]
+        missing += [
+            f"mtkit {command} {option}"
+            for option in sorted(options)
+            if not re.search(re.escape(option) + r"(?![\w-])", help_text)
+        ]
     assert not missing, "options shown in the documents but not in --help:\n" + "\n".join(missing)
 
 
@@ -180,7 +189,10 @@ def test_every_recipe_override_the_documents_show_is_a_valid_key() -> None:
     """Each `--set section.key=value` in README.md or docs/ names a recipe key and a value of its type."""
     from mtkit.recipe import resolve_recipe
 
-    shown = {match for doc in documents()
-             for match in re.findall(r"--set ([a-z_]+\.\w+=[^\s`),]+)", doc.read_text(encoding="utf-8"))}
+    shown = {
+        match
+        for doc in documents()
+        for match in re.findall(r"--set ([a-z_]+\.\w+=[^\s`),]+)", doc.read_text(encoding="utf-8"))
+    }
     for override in sorted(shown - {"section.key=value"}):
         resolve_recipe(None, "tiny", [override], vocab_size=1000)  # a UserError names the bad key or value

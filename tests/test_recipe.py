@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mtkit.corpus.config import PreprocessConfig
 from mtkit.errors import UserError
 from mtkit.recipe import parse_override, resolve_recipe
 
@@ -27,15 +29,16 @@ def run_in_process(*args: str) -> tuple[int, str, str]:
     stderr without a traceback) is proved once by test_cli_bad_recipe_is_one_line."""
     from typer.testing import CliRunner
 
-    from mtkit.cli import app
+    from mtkit.cli.main import app
 
     result = CliRunner().invoke(app, list(args))
     return result.exit_code, result.stdout, result.stderr
 
 
 def dry_run(recipe: Path, *extra: str) -> dict:
-    code, out, err = run_in_process("train", "unused-data", "--save-dir", "unused-run", "--config", str(recipe),
-                                    "--dry-run", "--json", *extra)
+    code, out, err = run_in_process(
+        "train", "unused-data", "--save-dir", "unused-run", "--config", str(recipe), "--dry-run", "--json", *extra
+    )
     assert code == 0, err
     return json.loads(out)
 
@@ -56,7 +59,12 @@ def test_wmt_recipes_match_the_paper(name: str) -> None:
     # window is the paper's share of training (7% base, 4% big) on any hardware; no time-based save inside it.
     assert train["save_interval_steps"] == {100_000: 1400, 300_000: 600}[steps] and train["save_interval_minutes"] == 0
     assert 0.04 <= train["save_interval_steps"] * average / steps <= 0.07
-    assert (translate["beam"], translate["length_penalty"], translate["max_len_a"], translate["max_len_b"]) == (4, 0.6, 1.0, 50)
+    assert (translate["beam"], translate["length_penalty"], translate["max_len_a"], translate["max_len_b"]) == (
+        4,
+        0.6,
+        1.0,
+        50,
+    )
     assert cfg["preprocess"]["hf_dataset"] == "wmt/wmt14"
 
 
@@ -66,7 +74,12 @@ def test_teacher_recipe_is_wu_2021_transformer_tiny() -> None:
     cfg = dry_run(RECIPES / "multi30k-en-de/teacher.toml")
     model, train = cfg["model"], cfg["train"]
     assert (model["d_model"], model["n_heads"], model["d_ff"], model["encoder_layers"], model["decoder_layers"]) == (
-        128, 4, 256, 4, 4)
+        128,
+        4,
+        256,
+        4,
+        4,
+    )
     assert model["dropout"] == 0.3 and model["norm"] == "post" and model["share_embeddings"] == "all"
     assert (train["lr"], train["warmup_steps"], train["max_tokens"], train["max_steps"]) == (5e-3, 2000, 4096, 8000)
     assert train["max_time_minutes"] == 0 and train["save_interval_minutes"] == 0
@@ -88,13 +101,31 @@ def test_tiny_student_recipe_is_the_teacher_with_one_decoder_layer() -> None:
 
 def test_dry_run_names_and_overrides() -> None:
     cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "12")
-    for section, key in [("model", "d_model"), ("model", "n_heads"), ("model", "d_ff"), ("model", "encoder_layers"),
-                         ("model", "decoder_layers"), ("model", "dropout"), ("model", "share_embeddings"),
-                         ("train", "label_smoothing"), ("train", "precision"), ("train", "lr"), ("train", "warmup_steps"),
-                         ("train", "adam_betas"), ("train", "adam_eps"), ("train", "max_tokens"), ("train", "update_freq"),
-                         ("train", "max_steps"), ("train", "save_interval_steps"), ("train", "save_interval_minutes"),
-                         ("train", "average_last"), ("translate", "beam"), ("translate", "length_penalty"),
-                         ("translate", "max_len_a"), ("translate", "max_len_b")]:
+    for section, key in [
+        ("model", "d_model"),
+        ("model", "n_heads"),
+        ("model", "d_ff"),
+        ("model", "encoder_layers"),
+        ("model", "decoder_layers"),
+        ("model", "dropout"),
+        ("model", "share_embeddings"),
+        ("train", "label_smoothing"),
+        ("train", "precision"),
+        ("train", "lr"),
+        ("train", "warmup_steps"),
+        ("train", "adam_betas"),
+        ("train", "adam_eps"),
+        ("train", "max_tokens"),
+        ("train", "update_freq"),
+        ("train", "max_steps"),
+        ("train", "save_interval_steps"),
+        ("train", "save_interval_minutes"),
+        ("train", "average_last"),
+        ("translate", "beam"),
+        ("translate", "length_penalty"),
+        ("translate", "max_len_a"),
+        ("translate", "max_len_b"),
+    ]:
         assert key in cfg[section], f"{section}.{key}"
     assert cfg["train"]["lr"] == 7e-4 and cfg["train"]["max_steps"] == 12
     assert (cfg["model"]["d_model"], cfg["model"]["n_heads"], cfg["model"]["d_ff"]) == (256, 4, 1024)
@@ -116,12 +147,16 @@ def test_unknown_key_lists_valid_ones(tmp_path: Path) -> None:
 def test_cli_bad_recipe_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[train\n")
-    run = subprocess.run([sys.executable, "-m", "mtkit", "train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run"],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "mtkit", "train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run"],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2 and "bad.toml: invalid TOML" in run.stderr and "Traceback" not in run.stderr
 
 
 # ---- [preprocess]: `mtkit preprocess --config RECIPE` -------------------------------------------------------
+
 
 def run_preprocess_cli(*args: str) -> tuple[int, str, str]:
     """`mtkit preprocess ARGS` in this process: (exit code, stdout, stderr)."""
@@ -134,14 +169,19 @@ def slices(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> dict[str
     from tests.conftest import write_slice
 
     raw = tmp_path_factory.mktemp("raw")
-    return {"train": str(write_slice(multi30k, "train", raw / "train", 300)),
-            "valid": str(write_slice(multi30k, "val", raw / "valid", 50))}
+    return {
+        "train": str(write_slice(multi30k, "train", raw / "train", 300)),
+        "valid": str(write_slice(multi30k, "val", raw / "valid", 50)),
+    }
 
 
-def test_preprocess_takes_the_recipe_and_only_the_options_given(tmp_path: Path, slices: dict, multi30k_spm: Path) -> None:
+def test_preprocess_takes_the_recipe_and_only_the_options_given(
+    tmp_path: Path, slices: dict, multi30k_spm: Path
+) -> None:
     recipe = tmp_path / "recipe.toml"
     recipe.write_text(
-        f'[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\ntrain = "{slices["train"]}"\nvalid = "{slices["valid"]}"\n'
+        f'[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\ntrain = "{slices["train"]}"\n'
+        f'valid = "{slices["valid"]}"\n'
         f'spm_model = "{multi30k_spm}"\nmax_len = 20\nmax_ratio = 1.5\ndedup = true\nmin_len = 2\n'
         '[model]\narch = "tiny"\n[train]\nmax_steps = 3\n'
     )
@@ -151,8 +191,9 @@ def test_preprocess_takes_the_recipe_and_only_the_options_given(tmp_path: Path, 
     assert (options["max_len"], options["max_ratio"], options["dedup"], options["min_len"]) == (20, 1.5, True, 2)
     assert options["train"] == slices["train"] and options["spm_model"] == str(multi30k_spm)
     # Options typed on the command line win, even when they spell a default (9.0, --no-dedup); the others stay.
-    code, out, err = run_preprocess_cli("--config", str(recipe), "--out", str(tmp_path / "b"), "--json",
-                                        "--max-ratio", "9.0", "--no-dedup")
+    code, out, err = run_preprocess_cli(
+        "--config", str(recipe), "--out", str(tmp_path / "b"), "--json", "--max-ratio", "9.0", "--no-dedup"
+    )
     assert code == 0, err
     options = json.loads(out)["options"]
     assert (options["max_len"], options["max_ratio"], options["dedup"], options["min_len"]) == (20, 9.0, False, 2)
@@ -164,8 +205,18 @@ def test_preprocess_takes_the_recipe_and_only_the_options_given(tmp_path: Path, 
 def test_files_on_the_command_line_replace_the_recipes_corpus(tmp_path: Path, slices: dict, multi30k_spm: Path) -> None:
     """The WMT recipe names a Hub corpus; --train/--valid files are read instead of it, with its cleaning."""
     code, out, err = run_preprocess_cli(
-        "--config", str(RECIPES / "wmt14-en-de/base.toml"), "--train", slices["train"], "--valid", slices["valid"],
-        "--spm-model", str(multi30k_spm), "--out", str(tmp_path / "data"), "--json")
+        "--config",
+        str(RECIPES / "wmt14-en-de/base.toml"),
+        "--train",
+        slices["train"],
+        "--valid",
+        slices["valid"],
+        "--spm-model",
+        str(multi30k_spm),
+        "--out",
+        str(tmp_path / "data"),
+        "--json",
+    )
     assert code == 0, err
     manifest = json.loads(out)
     assert manifest["options"]["hf_dataset"] is None and manifest["options"]["max_ratio"] == 1.5
@@ -195,8 +246,9 @@ def test_bad_preprocess_sections_are_one_line_errors(tmp_path: Path) -> None:
     bad.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nvocab = 8000\n')
     code, _, err = run_preprocess_cli("--config", str(bad), "--out", str(tmp_path / "out"))
     assert code == 2 and err.strip().splitlines() == [
-        "error: unknown key preprocess.vocab; valid keys: " + ", ".join(
-            f.name for f in __import__("dataclasses").fields(__import__("mtkit.preprocess").preprocess.PreprocessConfig))]
+        "error: unknown key preprocess.vocab; valid keys: "
+        + ", ".join(f.name for f in dataclasses.fields(PreprocessConfig))
+    ]
     code, _, err = run_in_process("train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "error: unknown key preprocess.vocab" in err, err
     bad.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nmax_len = "long"\n')

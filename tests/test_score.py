@@ -77,11 +77,15 @@ def test_lc_tok_bleu_is_bleu_of_lowercased_normalised_moses_tokens() -> None:
 
     refs = ["Ein Mann sagt: „Hallo!“", "Zwei Hunde spielen im Schnee."]
     # Case, quote style and spacing around punctuation are what the literature's preparation removes.
-    assert lc_tok_bleu(['ein MANN sagt : "hallo !"', "zwei hunde spielen im schnee ."], [refs], "de") == pytest.approx(100.0)
+    assert lc_tok_bleu(['ein MANN sagt : "hallo !"', "zwei hunde spielen im schnee ."], [refs], "de") == pytest.approx(
+        100.0
+    )
     hyps = ["Ein Mann sagt Hallo.", "Zwei Hunde laufen im Schnee."]
     normalizer, tokenizer = MosesPunctNormalizer(lang="de"), MosesTokenizer(lang="de")
-    prepared = [[tokenizer.tokenize(normalizer.normalize(line), return_str=True, escape=True).lower() for line in lines]
-                for lines in (hyps, refs)]
+    prepared = [
+        [tokenizer.tokenize(normalizer.normalize(line), return_str=True, escape=True).lower() for line in lines]
+        for lines in (hyps, refs)
+    ]
     expected = sacrebleu.corpus_bleu(prepared[0], [prepared[1]], tokenize="none", force=True).score
     assert lc_tok_bleu(hyps, [refs], "de") == pytest.approx(expected)
     assert lc_tok_bleu(hyps, [refs], "de") != pytest.approx(score(hyps, [refs]).bleu, abs=0.01)

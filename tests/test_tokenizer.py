@@ -124,14 +124,23 @@ def test_foreign_special_ids_are_mapped(foreign_spm: Path, multi30k: Path) -> No
     assert ours.decode(ids) == theirs.decode(theirs_ids)  # its own normalization and <unk> (no byte fallback)
     # Characters its 0.9995 coverage left out (digits, a rare capital) are <unk>, as sentencepiece decodes them.
     assert sum(text == line for text, line in zip(ours.decode(ids), lines)) >= 0.98 * len(lines)
-    assert ours.decode([[ours.bos_id, *ids[0], ours.eos_id, ours.pad_id, ours.pad_id]]) == [theirs.decode(theirs_ids[0])]
+    assert ours.decode([[ours.bos_id, *ids[0], ours.eos_id, ours.pad_id, ours.pad_id]]) == [
+        theirs.decode(theirs_ids[0])
+    ]
 
 
 def test_foreign_model_without_bos_eos_and_a_pad_named_piece(tmp_path: Path, multi30k: Path) -> None:
     model = io.BytesIO()
     lines = read_gz_lines(multi30k / "train.en.gz", 500)
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=300, bos_id=-1,
-                                   eos_id=-1, user_defined_symbols=["<pad>"], minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=300,
+        bos_id=-1,
+        eos_id=-1,
+        user_defined_symbols=["<pad>"],
+        minloglevel=2,
+    )
     ours = Tokenizer.from_bytes(model.getvalue())
     theirs = spm.SentencePieceProcessor(model_proto=model.getvalue())
     assert ours.vocab_size == 303
@@ -184,17 +193,20 @@ def test_table_tokenizer_bytes_and_ids(multi30k_spm: Path, foreign_spm: Path, tm
     assert isinstance(tokenizer_from_bytes(source), Tokenizer)
     lines = read_gz_lines(multi30k / "val.en.gz", 50)
     own = spm.SentencePieceProcessor(model_proto=source)
-    assert loaded.encode(lines) == [[pieces.index(p) if p in pieces else 1 for p in own.encode(line, out_type=str)]
-                                    for line in lines]
+    assert loaded.encode(lines) == [
+        [pieces.index(p) if p in pieces else 1 for p in own.encode(line, out_type=str)] for line in lines
+    ]
     target_ids = loaded.encode_target(lines)  # the target model's pieces, in the same table
     assert loaded.decode([ids + [0, len(pieces) - 1] for ids in target_ids])[0] == spm.SentencePieceProcessor(
-        model_proto=target).decode_pieces([pieces[i] for i in target_ids[0]])
+        model_proto=target
+    ).decode_pieces([pieces[i] for i in target_ids[0]])
     with pytest.raises(UserError, match="<pad> must have one id"):
         TableTokenizer(source, target, pieces[:-1])
 
 
-def test_language_codes_are_the_pieces_of_the_form_code_in_both_kinds(en_de_fr_spm: Path, multi30k_spm: Path,
-                                                                       foreign_spm: Path) -> None:
+def test_language_codes_are_the_pieces_of_the_form_code_in_both_kinds(
+    en_de_fr_spm: Path, multi30k_spm: Path, foreign_spm: Path
+) -> None:
     """A multilingual vocabulary's >>xx<< pieces are its target languages, whichever tokenizer holds it; the id of a
     code is its piece's (in another case too); a vocabulary without such pieces has none."""
     from mtkit.tokenizer import TableTokenizer

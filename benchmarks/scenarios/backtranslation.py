@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 from harness import WORK, checked, measure, write_results
+
 from scenarios.multilingual import BILINGUAL, bleu, trained, updates
 from scenarios.workload import MULTI30K, mtkit
 
@@ -27,8 +28,13 @@ HALF = 14_500  # pairs in A; B is the other 14,500 of train's 29,000
 TAG = "<bt>"
 SEARCHES = {"beam": ["--beam", "4"], "sampled": []}  # back-translate's options; sampling is its default
 # en -> de variants: (name, back-translation search or None for A alone, tagged)
-VARIANTS = (("A", None, False), ("A + B beam", "beam", False), ("A + B beam, tagged", "beam", True),
-            ("A + B sampled", "sampled", False), ("A + B sampled, tagged", "sampled", True))
+VARIANTS = (
+    ("A", None, False),
+    ("A + B beam", "beam", False),
+    ("A + B beam, tagged", "beam", True),
+    ("A + B sampled", "sampled", False),
+    ("A + B sampled, tagged", "sampled", True),
+)
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -88,11 +94,22 @@ def run(args: argparse.Namespace) -> None:
     minutes = args.minutes
     a, b = halves(args.lines)
     files = ["--train", str(a), "--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
-    reverse = trained("de-en-A", ["--config", str(BILINGUAL), "--source-lang", "de", "--target-lang", "en", *files],
-                      BILINGUAL, minutes, OUT)
+    reverse = trained(
+        "de-en-A",
+        ["--config", str(BILINGUAL), "--source-lang", "de", "--target-lang", "en", *files],
+        BILINGUAL,
+        minutes,
+        OUT,
+    )
     bt = {search: back_translated(reverse, b, search) for search in SEARCHES}
-    rows = [{"variant": "de -> en on A (the back-translator)", "direction": "de-en", "updates": updates(reverse),
-             "sacreBLEU": bleu(reverse, "en", False, "de", OUT)}]
+    rows = [
+        {
+            "variant": "de -> en on A (the back-translator)",
+            "direction": "de-en",
+            "updates": updates(reverse),
+            "sacreBLEU": bleu(reverse, "en", False, "de", OUT),
+        }
+    ]
     real = {"name": "A", "train": str(a), "weight": 1.0}
     for variant, search, tagged in VARIANTS:
         corpora = [real]
@@ -101,6 +118,11 @@ def run(args: argparse.Namespace) -> None:
             corpora.append({**synthetic, "tag": TAG} if tagged else synthetic)
         name = "-".join(["en-de-A", *([f"{b.stem}-{search}"] if search else []), *(["tagged"] if tagged else [])])
         rows.append({"variant": variant, **en_de(name, corpora, minutes)})
-    report = {"minutes": minutes, "pairs_A": HALF, "lines_B": len(b.read_text(encoding="utf-8").splitlines()),
-              "tag": TAG, "back_translation": {search: summary for search, (_, summary) in bt.items()}}
+    report = {
+        "minutes": minutes,
+        "pairs_A": HALF,
+        "lines_B": len(b.read_text(encoding="utf-8").splitlines()),
+        "tag": TAG,
+        "back_translation": {search: summary for search, (_, summary) in bt.items()},
+    }
     write_results("backtranslation", report, rows)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from harness import WORK, alternate, checked, figures, identical_lines, measure, medians, ratios, write_results
+
 from scenarios.workload import MULTI30K, model, mtkit, test_source
 
 BARE = Path(__file__).resolve().parents[1] / "ct2_translate_export.py"
@@ -25,14 +26,43 @@ def commands(run: Path, source: Path, alpha: str) -> dict[str, list[str]]:
     out = WORK / "ct2search" / label(run)
 
     def translate(search: str) -> list[str]:
-        return mtkit("translate", str(run), "--engine", "ctranslate2", "--ct2-search", search, *SEARCH,
-                     "--length-penalty", alpha, "-i", str(source), "-o", str(out / f"{search}-{alpha}"))
+        return mtkit(
+            "translate",
+            str(run),
+            "--engine",
+            "ctranslate2",
+            "--ct2-search",
+            search,
+            *SEARCH,
+            "--length-penalty",
+            alpha,
+            "-i",
+            str(source),
+            "-o",
+            str(out / f"{search}-{alpha}"),
+        )
 
-    bare = [sys.executable, str(BARE), str(run / "ctranslate2"), str(source), str(out / f"bare-{alpha}"), "--threads",
-            "2", "--settings", "native", "--batch-tokens", "4000", "--length-penalty", alpha]
+    bare = [
+        sys.executable,
+        str(BARE),
+        str(run / "ctranslate2"),
+        str(source),
+        str(out / f"bare-{alpha}"),
+        "--threads",
+        "2",
+        "--settings",
+        "native",
+        "--batch-tokens",
+        "4000",
+        "--length-penalty",
+        alpha,
+    ]
     out.mkdir(parents=True, exist_ok=True)
-    return {"bare CTranslate2, native": bare, "mtkit --ct2-search native": translate("native"),
-            "mtkit --ct2-search exact": translate("exact")}
+    return {
+        "bare CTranslate2, native": bare,
+        "mtkit --ct2-search native": translate("native"),
+        "mtkit --ct2-search exact": translate("exact"),
+    }
 
 
 def label(run: Path) -> str:
@@ -48,6 +78,7 @@ def program(name: str, cmd: list[str], lines: int):
         m = checked(measure(cmd, WORK / "logs" / ("ct2search-" + re.sub(r"\W+", "-", name))), name)
         found = re.search(r"translated (\d+) lines in ([\d.]+) ?s", m.stderr)
         return {**figures(m), "sent_per_s": round(lines / float(found.group(2)), 1) if found else float("nan")}
+
     return once
 
 
@@ -67,14 +98,28 @@ def compare(run: Path, source: Path, lines: int, rounds: int) -> list[dict]:
         checked(measure(at_06[name], WORK / "logs" / "ct2search-alpha-0.6"), name)
     native, exact = output(at_06["mtkit --ct2-search native"]), output(at_06["mtkit --ct2-search exact"])
     rel = ratios(results)
-    rows = [{"model": label(run), "program": name, **medians(r), "wall vs bare": rel[name].get("wall_s"),
-             "RSS vs bare": rel[name].get("peak_rss_mib"), "per round wall s": [x["wall_s"] for x in r],
-             "lines as native": f"{identical_lines(outputs['mtkit --ct2-search native'], outputs[name])}/{lines}",
-             "BLEU": round(sacrebleu.corpus_bleu(outputs[name], [refs]).score, 2)}
-            for name, r in results.items()]
-    rows.append({"model": label(run), "program": "alpha 0.6: native, exact (untimed)",
-                 "lines as native": f"{identical_lines(native, exact)}/{lines}",
-                 "BLEU": f"{sacrebleu.corpus_bleu(native, [refs]).score:.2f}, {sacrebleu.corpus_bleu(exact, [refs]).score:.2f}"})
+    rows = [
+        {
+            "model": label(run),
+            "program": name,
+            **medians(r),
+            "wall vs bare": rel[name].get("wall_s"),
+            "RSS vs bare": rel[name].get("peak_rss_mib"),
+            "per round wall s": [x["wall_s"] for x in r],
+            "lines as native": f"{identical_lines(outputs['mtkit --ct2-search native'], outputs[name])}/{lines}",
+            "BLEU": round(sacrebleu.corpus_bleu(outputs[name], [refs]).score, 2),
+        }
+        for name, r in results.items()
+    ]
+    rows.append(
+        {
+            "model": label(run),
+            "program": "alpha 0.6: native, exact (untimed)",
+            "lines as native": f"{identical_lines(native, exact)}/{lines}",
+            "BLEU": f"{sacrebleu.corpus_bleu(native, [refs]).score:.2f}, "
+            f"{sacrebleu.corpus_bleu(exact, [refs]).score:.2f}",
+        }
+    )
     return rows
 
 

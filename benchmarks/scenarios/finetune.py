@@ -43,8 +43,14 @@ def build_marian(out: Path, pieces_per_side: int) -> None:
     pieces: list[str] = []
     for lines, name in zip(read_pairs(29000), ("source.spm", "target.spm")):
         model = io.BytesIO()
-        spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=pieces_per_side,
-                                       model_type="unigram", hard_vocab_limit=False, minloglevel=2)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            vocab_size=pieces_per_side,
+            model_type="unigram",
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
         (out / name).write_bytes(model.getvalue())
         processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
         pieces += [processor.id_to_piece(i) for i in range(3, processor.get_piece_size())]
@@ -53,17 +59,33 @@ def build_marian(out: Path, pieces_per_side: int) -> None:
     (out / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(vocab)}), encoding="utf-8")
     pad = len(vocab) - 1
     config = transformers.MarianConfig(
-        vocab_size=len(vocab), decoder_vocab_size=len(vocab), d_model=512, encoder_layers=6, decoder_layers=6,
-        encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-        activation_function="swish", scale_embedding=True, max_position_embeddings=512, pad_token_id=pad,
-        eos_token_id=0, forced_eos_token_id=0, decoder_start_token_id=pad, dropout=0.1, num_beams=4)
+        vocab_size=len(vocab),
+        decoder_vocab_size=len(vocab),
+        d_model=512,
+        encoder_layers=6,
+        decoder_layers=6,
+        encoder_attention_heads=8,
+        decoder_attention_heads=8,
+        encoder_ffn_dim=2048,
+        decoder_ffn_dim=2048,
+        activation_function="swish",
+        scale_embedding=True,
+        max_position_embeddings=512,
+        pad_token_id=pad,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        decoder_start_token_id=pad,
+        dropout=0.1,
+        num_beams=4,
+    )
     torch.manual_seed(0)
     model = transformers.MarianMTModel(config)
     with torch.no_grad():
         model.model.shared.weight[pad].zero_()
     model.save_pretrained(str(out))
-    transformers.MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
-                                 source_lang="en", target_lang="de").save_pretrained(str(out))
+    transformers.MarianTokenizer(
+        str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"), source_lang="en", target_lang="de"
+    ).save_pretrained(str(out))
 
 
 def prepare(pairs: int, pieces_per_side: int) -> None:
@@ -80,33 +102,63 @@ def prepare(pairs: int, pieces_per_side: int) -> None:
         prefix = OUT / f"pairs-{pairs}"
         for lang, lines in zip(("en", "de"), read_pairs(pairs)):
             Path(f"{prefix}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        subprocess.run([*mtkit, "preprocess", "-s", "en", "-t", "de", "--train", str(prefix), "--max-len", "1000",
-                        "--spm-model", str(OUT / "imported" / "spm.model"), "--out", str(data)], check=True)
+        subprocess.run(
+            [
+                *mtkit,
+                "preprocess",
+                "-s",
+                "en",
+                "-t",
+                "de",
+                "--train",
+                str(prefix),
+                "--max-len",
+                "1000",
+                "--spm-model",
+                str(OUT / "imported" / "spm.model"),
+                "--out",
+                str(data),
+            ],
+            check=True,
+        )
 
 
 def summarize(seconds: list[float], tokens: list[int], sentences: list[int], skip: int) -> dict:
     timed = slice(skip, None)
-    return {"tokens_per_s": round(sum(tokens[timed]) / sum(seconds[timed]), 1), "updates_timed": len(seconds[timed]),
-            "sentences_per_update": round(statistics.mean(sentences), 1)}
+    return {
+        "tokens_per_s": round(sum(tokens[timed]) / sum(seconds[timed]), 1),
+        "updates_timed": len(seconds[timed]),
+        "sentences_per_update": round(statistics.mean(sentences), 1),
+    }
 
 
 def run_mtkit(args: argparse.Namespace) -> dict:
     """mtkit train --init-from the imported run, in this process; per-update times from metrics.jsonl."""
     import numpy as np
 
-    from mtkit.batching import epoch_batches
-    from mtkit.data import ParallelData
+    from mtkit.corpus.batching import epoch_batches
+    from mtkit.corpus.binarized import ParallelData
     from mtkit.recipe import resolve_recipe
-    from mtkit.train import train
+    from mtkit.training.loop import train
 
     data, save = OUT / f"data-{args.pairs}", OUT / "mtkit-run"
     shutil.rmtree(save, ignore_errors=True)
     split = ParallelData.open(data, "train", "en", "de")
     mean_width = float(np.mean(np.maximum(split.src_lens, split.tgt_lens) + 1))
-    sets = [f"train.max_steps={args.steps}", f"train.max_tokens={round(args.batch * mean_width)}", "train.seed=1",
-            "train.log_interval=1", "train.precision='fp32'", "train.device='cpu'", f"train.threads={args.threads}",
-            "train.save_interval_minutes=0", "train.warmup_steps=10", "train.lr=5e-5", "train.label_smoothing=0.1",
-            f"train.init_from={str(OUT / 'imported')!r}"]
+    sets = [
+        f"train.max_steps={args.steps}",
+        f"train.max_tokens={round(args.batch * mean_width)}",
+        "train.seed=1",
+        "train.log_interval=1",
+        "train.precision='fp32'",
+        "train.device='cpu'",
+        f"train.threads={args.threads}",
+        "train.save_interval_minutes=0",
+        "train.warmup_steps=10",
+        "train.lr=5e-5",
+        "train.label_smoothing=0.1",
+        f"train.init_from={str(OUT / 'imported')!r}",
+    ]
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     train(data, save, resolve_recipe(OUT / "imported" / "recipe.toml", None, sets, vocab_size=manifest["vocab_size"]))
     records = [json.loads(line) for line in (save / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -129,7 +181,7 @@ def run_transformers(args: argparse.Namespace) -> dict:
     model = transformers.MarianMTModel.from_pretrained(str(OUT / "marian"), dtype=torch.float32)
     src, tgt = read_pairs(args.pairs)
     encoded = tokenizer(src, text_target=tgt)
-    dataset = [{"input_ids": i, "labels": l} for i, l in zip(encoded["input_ids"], encoded["labels"])]
+    dataset = [{"input_ids": ids, "labels": labels} for ids, labels in zip(encoded["input_ids"], encoded["labels"])]
     counts: list[tuple[int, int]] = []
     collate = transformers.DataCollatorForSeq2Seq(tokenizer, model=model)
 
@@ -148,17 +200,35 @@ def run_transformers(args: argparse.Namespace) -> dict:
             times.append(time.perf_counter() - self.start)
 
     options = transformers.Seq2SeqTrainingArguments(
-        output_dir=str(OUT / "hf-run"), per_device_train_batch_size=args.batch, max_steps=args.steps,
-        learning_rate=5e-5, warmup_steps=10, weight_decay=0.0, label_smoothing_factor=0.1, train_sampling_strategy="group_by_length",
-        save_strategy="no", report_to=[], logging_steps=10**9, use_cpu=True, dataloader_num_workers=0,
-        adam_beta1=0.9, adam_beta2=0.98, seed=1, disable_tqdm=True)
-    trainer = transformers.Seq2SeqTrainer(model=model, args=options, train_dataset=dataset,
-                                          data_collator=counting_collate, callbacks=[StepTimes()])
+        output_dir=str(OUT / "hf-run"),
+        per_device_train_batch_size=args.batch,
+        max_steps=args.steps,
+        learning_rate=5e-5,
+        warmup_steps=10,
+        weight_decay=0.0,
+        label_smoothing_factor=0.1,
+        train_sampling_strategy="group_by_length",
+        save_strategy="no",
+        report_to=[],
+        logging_steps=10**9,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        adam_beta1=0.9,
+        adam_beta2=0.98,
+        seed=1,
+        disable_tqdm=True,
+    )
+    trainer = transformers.Seq2SeqTrainer(
+        model=model, args=options, train_dataset=dataset, data_collator=counting_collate, callbacks=[StepTimes()]
+    )
     trainer.train()
     return summarize(times, [c[0] for c in counts[: len(times)]], [c[1] for c in counts[: len(times)]], args.skip)
 
 
-SIZES = {"small": {"steps": 12, "skip": 2, "batch": 16, "pairs": 2000}, "full": {"steps": 60, "skip": 5, "batch": 32, "pairs": 10000}}
+SIZES = {
+    "small": {"steps": 12, "skip": 2, "batch": 16, "pairs": 2000},
+    "full": {"steps": 60, "skip": 5, "batch": 32, "pairs": 10000},
+}
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -180,6 +250,13 @@ def run(args: argparse.Namespace) -> None:
         print("Seq2SeqTrainer left out: accelerate is not installed", file=sys.stderr)
     results = alternate(programs, args.rounds)
     rel = ratios(results)
-    rows = [{"program": name, "updates": f"{sizes['skip'] + 1}-{sizes['steps']}", **medians(r),
-             "tok/s vs mtkit": rel[name].get("tokens_per_s")} for name, r in results.items()]
+    rows = [
+        {
+            "program": name,
+            "updates": f"{sizes['skip'] + 1}-{sizes['steps']}",
+            **medians(r),
+            "tok/s vs mtkit": rel[name].get("tokens_per_s"),
+        }
+        for name, r in results.items()
+    ]
     write_results("finetune", {"rounds": results, "sizes": sizes}, rows)

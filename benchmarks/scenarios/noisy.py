@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import WORK, checked, measure, write_results
+
 from scenarios.multilingual import BILINGUAL, bleu, trained, updates
 from scenarios.workload import MULTI30K, mtkit
 
@@ -76,17 +77,20 @@ def short(en: Sequence[str], de: Sequence[str], lines: Sequence[int], words: int
     return [(" ".join(en[i].split()[:words]), " ".join(de[i].split()[:words])) for i in lines]
 
 
-def noisy_corpus(en: Sequence[str], de: Sequence[str], fr: Sequence[str], per_kind: int,
-                 seed: int = SEED) -> list[tuple[str, str, str]]:
+def noisy_corpus(
+    en: Sequence[str], de: Sequence[str], fr: Sequence[str], per_kind: int, seed: int = SEED
+) -> list[tuple[str, str, str]]:
     """The clean pairs and `per_kind` pairs of each kind from distinct lines, shuffled: (source, target, label)."""
     rng = random.Random(seed)
     drawn = rng.sample(range(len(en)), per_kind * len(KINDS))
-    lines = dict(zip(KINDS, (drawn[k * per_kind:(k + 1) * per_kind] for k in range(len(KINDS)))))
-    noise = {"misaligned": misaligned(en, de, lines["misaligned"], rng),
-             "misordered": misordered(en, de, lines["misordered"], rng),
-             "wrong_language": wrong_language(en, fr, lines["wrong_language"]),
-             "untranslated": untranslated(en, lines["untranslated"]),
-             "short": short(en, de, lines["short"])}
+    lines = dict(zip(KINDS, (drawn[k * per_kind : (k + 1) * per_kind] for k in range(len(KINDS)))))
+    noise = {
+        "misaligned": misaligned(en, de, lines["misaligned"], rng),
+        "misordered": misordered(en, de, lines["misordered"], rng),
+        "wrong_language": wrong_language(en, fr, lines["wrong_language"]),
+        "untranslated": untranslated(en, lines["untranslated"]),
+        "short": short(en, de, lines["short"]),
+    }
     rows = [(s, t, "clean") for s, t in zip(en, de)]
     rows += [(s, t, kind) for kind, pairs in noise.items() for s, t in pairs]
     rng.shuffle(rows)
@@ -116,8 +120,19 @@ def write_corpora(out: Path, lines: int | None) -> tuple[Path, Path, list[str]]:
 
 
 def train_on(out: Path, name: str, prefix: Path, minutes: float, source: str = "en", target: str = "de") -> Path:
-    files = ["--source-lang", source, "--target-lang", target, "--train", str(prefix), "--valid", str(MULTI30K / "val"),
-             "--test", str(MULTI30K / "test_2016_flickr"), "--no-filter-same"]
+    files = [
+        "--source-lang",
+        source,
+        "--target-lang",
+        target,
+        "--train",
+        str(prefix),
+        "--valid",
+        str(MULTI30K / "val"),
+        "--test",
+        str(MULTI30K / "test_2016_flickr"),
+        "--no-filter-same",
+    ]
     return trained(name, ["--config", str(BILINGUAL), *files], BILINGUAL, minutes, out=out)
 
 
@@ -126,27 +141,51 @@ def filtered(out: Path, forward: Path, backward: Path, noisy: Path, keep: float)
     prefix = out / "filtered"
     summary = Path(f"{prefix}.summary.json")
     if not summary.is_file():
-        m = checked(measure(mtkit("filter-pairs", "--forward", str(forward), "--backward", str(backward), "--source",
-                                  f"{noisy}.en", "--target", f"{noisy}.de", "--out", str(prefix), "--keep", repr(keep),
-                                  "--json"), out / "filter-pairs"), "filter-pairs")
+        m = checked(
+            measure(
+                mtkit(
+                    "filter-pairs",
+                    "--forward",
+                    str(forward),
+                    "--backward",
+                    str(backward),
+                    "--source",
+                    f"{noisy}.en",
+                    "--target",
+                    f"{noisy}.de",
+                    "--out",
+                    str(prefix),
+                    "--keep",
+                    repr(keep),
+                    "--json",
+                ),
+                out / "filter-pairs",
+            ),
+            "filter-pairs",
+        )
         summary.write_text(m.stdout.strip().splitlines()[-1] + "\n", encoding="utf-8")
     return prefix, json.loads(summary.read_text(encoding="utf-8"))
 
 
 def ranking_rows(labels: list[str], scores: list[float | None], kept: list[bool]) -> list[dict]:
     """Per label: how many, its share of the lowest-scored BOTTOM_SHARE, and the share of it the filter removed."""
-    # best first and unscored last, as mtkit.xent_filter.select ranks
-    rated = sorted((i for i, s in enumerate(scores) if s is not None),
-                   key=lambda i: (-scores[i], i))  # type: ignore[operator]
+    # best first and unscored last, as mtkit.bulk.xent_filter.select ranks
+    rated = sorted((i for i, s in enumerate(scores) if s is not None), key=lambda i: (-scores[i], i))  # type: ignore[operator]
     ranking = rated + [i for i, s in enumerate(scores) if s is None]
-    bottom = ranking[len(ranking) - int(BOTTOM_SHARE * len(ranking)):]
+    bottom = ranking[len(ranking) - int(BOTTOM_SHARE * len(ranking)) :]
     in_bottom = Counter(labels[i] for i in bottom)
     removed = Counter(label for label, keep in zip(labels, kept) if not keep)
     counts = Counter(labels)
-    return [{"kind": label, "pairs": counts[label],
-             f"share of bottom {BOTTOM_SHARE:.0%} (%)": round(100 * in_bottom[label] / max(len(bottom), 1), 1),
-             "removed": removed[label], "removed (% of kind)": round(100 * removed[label] / counts[label], 1)}
-            for label in ("clean", *KINDS)]
+    return [
+        {
+            "kind": label,
+            "pairs": counts[label],
+            f"share of bottom {BOTTOM_SHARE:.0%} (%)": round(100 * in_bottom[label] / max(len(bottom), 1), 1),
+            "removed": removed[label],
+            "removed (% of kind)": round(100 * removed[label] / counts[label], 1),
+        }
+        for label in ("clean", *KINDS)
+    ]
 
 
 def kept_pairs(run: Path) -> int:
@@ -155,7 +194,7 @@ def kept_pairs(run: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> None:
-    from mtkit.xent_filter import SCORES_SUFFIX, read_scores, select
+    from mtkit.bulk.xent_filter import SCORES_SUFFIX, read_scores, select
 
     minutes, lines = args.minutes, args.lines
     out = WORK / "noisy" / f"{lines or 'all'}-lines-{minutes:g}-min"
@@ -169,10 +208,30 @@ def run(args: argparse.Namespace) -> None:
     if sum(selection.kept) != summary["kept"]:
         raise SystemExit(f"selection of {sum(selection.kept)} pairs, but filter-pairs kept {summary['kept']}")
     rows = ranking_rows(labels, scores, selection.kept)
-    runs = {"noisy": forward, "filtered": train_on(out, "filtered-en-de", prefix, minutes),
-            "clean": train_on(out, "clean-en-de", clean, minutes)}
+    runs = {
+        "noisy": forward,
+        "filtered": train_on(out, "filtered-en-de", prefix, minutes),
+        "clean": train_on(out, "clean-en-de", clean, minutes),
+    }
     for corpus, model in runs.items():
-        rows.append({"kind": f"en-de trained on {corpus}", "pairs after cleaning": kept_pairs(model),
-                     "updates": updates(model), f"BLEU ({minutes:g} min)": bleu(model, "de", False, out=out)})
-    write_results("noisy", {"minutes": minutes, "lines": len(labels), "noise_per_kind": labels.count("misaligned"),
-                            "seed": SEED, "keep": keep, "filter": summary, "backward updates": updates(backward)}, rows)
+        rows.append(
+            {
+                "kind": f"en-de trained on {corpus}",
+                "pairs after cleaning": kept_pairs(model),
+                "updates": updates(model),
+                f"BLEU ({minutes:g} min)": bleu(model, "de", False, out=out),
+            }
+        )
+    write_results(
+        "noisy",
+        {
+            "minutes": minutes,
+            "lines": len(labels),
+            "noise_per_kind": labels.count("misaligned"),
+            "seed": SEED,
+            "keep": keep,
+            "filter": summary,
+            "backward updates": updates(backward),
+        },
+        rows,
+    )

@@ -8,6 +8,7 @@ import argparse
 import shutil
 
 from harness import WORK, alternate, checked, figures, measure, medians, ratios, write_results
+
 from scenarios.workload import preprocess_command
 
 PAIRS = 29000
@@ -26,15 +27,29 @@ def run(args: argparse.Namespace) -> None:
             shutil.rmtree(out, ignore_errors=True)
             command = preprocess_command(out, workers) + FILTERS[filters]
             m = checked(measure(command, WORK / "logs" / name), "preprocess")
-            return {**figures(m), "pairs_per_s": round(PAIRS / m.wall_s, 1),
-                    "s_per_million_pairs": round(m.wall_s * 1e6 / PAIRS, 1)}
+            return {
+                **figures(m),
+                "pairs_per_s": round(PAIRS / m.wall_s, 1),
+                "s_per_million_pairs": round(m.wall_s * 1e6 / PAIRS, 1),
+            }
+
         return once
 
-    chosen = [(1, "filters off"), (1, "filters on"), (2, "filters off"), (2, "filters on"), (2, "filters on but language")]
-    programs = {f"{workers} worker{'s' if workers > 1 else ''}, {filters}": program(workers, filters)
-                for workers, filters in chosen}
+    chosen = [
+        (1, "filters off"),
+        (1, "filters on"),
+        (2, "filters off"),
+        (2, "filters on"),
+        (2, "filters on but language"),
+    ]
+    programs = {
+        f"{workers} worker{'s' if workers > 1 else ''}, {filters}": program(workers, filters)
+        for workers, filters in chosen
+    }
     results = alternate(programs, args.rounds)
     rel = ratios(results)
-    rows = [{"program": f"mtkit preprocess, {name}", **medians(r), "wall vs 1 worker, filters off": rel[name]["wall_s"]}
-            for name, r in results.items()]
+    rows = [
+        {"program": f"mtkit preprocess, {name}", **medians(r), "wall vs 1 worker, filters off": rel[name]["wall_s"]}
+        for name, r in results.items()
+    ]
     write_results("preprocess", {"rounds": results}, rows)

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import WORK, alternate, checked, figures, finish, identical_lines, medians, ratios, start, write_results
+
 from scenarios.workload import model, mtkit, test_source
 
 SETTINGS = (("torch", "fp32"), ("ctranslate2", "float32"), ("ctranslate2", "int8"))
@@ -23,8 +24,9 @@ CLIENTS, LINES_PER_REQUEST = 8, 8
 
 def post(port: int, lines: list[str]) -> list[str]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    connection.request("POST", "/translate", body=json.dumps({"text": lines, "beam": 4}),
-                       headers={"Content-Type": "application/json"})
+    connection.request(
+        "POST", "/translate", body=json.dumps({"text": lines, "beam": 4}), headers={"Content-Type": "application/json"}
+    )
     response = connection.getresponse()
     answer = json.loads(response.read())
     if response.status != 200:
@@ -58,7 +60,7 @@ def program(run: Path, engine: str, dtype: str, lines: list[str], outputs: dict[
         try:
             port = wait_healthy(log.with_suffix(".err"))
             ready = time.monotonic() - server.start
-            chunks = [lines[i:i + LINES_PER_REQUEST] for i in range(0, len(lines), LINES_PER_REQUEST)]
+            chunks = [lines[i : i + LINES_PER_REQUEST] for i in range(0, len(lines), LINES_PER_REQUEST)]
             began = time.monotonic()
             with ThreadPoolExecutor(CLIENTS) as pool:
                 answers = [line for chunk in pool.map(lambda c: post(port, c), chunks) for line in chunk]
@@ -68,8 +70,8 @@ def program(run: Path, engine: str, dtype: str, lines: list[str], outputs: dict[
         outputs[name] = answers
         if m.returncode not in (0, -15):  # SIGTERM is how the server is stopped
             checked(m, f"mtkit serve {name}")
-        return {**figures(m),
-                "ready_s": round(ready, 2), "sent_per_s": round(len(lines) / seconds, 1)}
+        return {**figures(m), "ready_s": round(ready, 2), "sent_per_s": round(len(lines) / seconds, 1)}
+
     return once
 
 
@@ -82,8 +84,15 @@ def run(args: argparse.Namespace) -> None:
     outputs: dict[str, list[str]] = {}
     results = alternate({f"{e} {d}": program(run_dir, e, d, lines, outputs) for e, d in SETTINGS}, args.rounds)
     rel = ratios(results)
-    rows = [{"server": name, "clients x lines": f"{CLIENTS} x {LINES_PER_REQUEST}", **medians(r),
-             "sent/s vs torch fp32": rel[name].get("sent_per_s"), "RSS vs torch fp32": rel[name].get("peak_rss_mib"),
-             "answers as torch fp32": f"{identical_lines(outputs['torch fp32'], outputs[name])}/{count}"}
-            for name, r in results.items()]
+    rows = [
+        {
+            "server": name,
+            "clients x lines": f"{CLIENTS} x {LINES_PER_REQUEST}",
+            **medians(r),
+            "sent/s vs torch fp32": rel[name].get("sent_per_s"),
+            "RSS vs torch fp32": rel[name].get("peak_rss_mib"),
+            "answers as torch fp32": f"{identical_lines(outputs['torch fp32'], outputs[name])}/{count}",
+        }
+        for name, r in results.items()
+    ]
     write_results("serve", {"rounds": results}, rows)

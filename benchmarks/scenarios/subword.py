@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from harness import WORK, checked, measure, write_results
+
 from scenarios.multilingual import BILINGUAL, updates
 from scenarios.workload import MULTI30K, mtkit
 
@@ -28,10 +29,18 @@ SPLITS = {"valid": "val", "test": "test_2016_flickr"}
 def data() -> Path:
     out = OUT / "data"
     if not (out / "manifest.json").is_file():
-        files = ["--train", str(MULTI30K / "train"), "--valid", str(MULTI30K / "val"),
-                 "--test", str(MULTI30K / "test_2016_flickr")]
-        checked(measure(mtkit("preprocess", "--config", str(BILINGUAL), *files, "--out", str(out)),
-                        OUT / "preprocess"), "preprocess")
+        files = [
+            "--train",
+            str(MULTI30K / "train"),
+            "--valid",
+            str(MULTI30K / "val"),
+            "--test",
+            str(MULTI30K / "test_2016_flickr"),
+        ]
+        checked(
+            measure(mtkit("preprocess", "--config", str(BILINGUAL), *files, "--out", str(out)), OUT / "preprocess"),
+            "preprocess",
+        )
     return out
 
 
@@ -43,8 +52,13 @@ def sacrebleu_of(run: Path, split: str, tag: str) -> float:
         with gzip.open(MULTI30K / f"{split}.en.gz", "rt", encoding="utf-8") as f:
             source.write_text(f.read(), encoding="utf-8")
     hyp = run.parent / f"{split}.{tag}.hyp.de"
-    checked(measure(mtkit("translate", str(run), "--beam", "4", "-q", "-i", str(source), "-o", str(hyp)),
-                    run.parent / f"translate-{split}-{tag}"), "translate")
+    checked(
+        measure(
+            mtkit("translate", str(run), "--beam", "4", "-q", "-i", str(source), "-o", str(hyp)),
+            run.parent / f"translate-{split}-{tag}",
+        ),
+        "translate",
+    )
     with gzip.open(MULTI30K / f"{split}.de.gz", "rt", encoding="utf-8") as f:
         refs = f.read().splitlines()
     return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
@@ -58,12 +72,31 @@ def scored(data_dir: Path, alpha: float, minutes: float) -> dict:
         return json.loads(row_file.read_text(encoding="utf-8"))
     run = base / "run"
     tag = f"{minutes:g}min"
-    checked(measure(mtkit("train", str(data_dir), "--save-dir", str(run), "--config", str(BILINGUAL), "--max-time",
-                          str(minutes), "--set", f"train.subword_alpha={alpha!r}"), base / f"train-{tag}"), "train")
+    checked(
+        measure(
+            mtkit(
+                "train",
+                str(data_dir),
+                "--save-dir",
+                str(run),
+                "--config",
+                str(BILINGUAL),
+                "--max-time",
+                str(minutes),
+                "--set",
+                f"train.subword_alpha={alpha!r}",
+            ),
+            base / f"train-{tag}",
+        ),
+        "train",
+    )
     checked(measure(mtkit("average", str(run), "--last", "3"), base / f"average-{tag}"), "average")
-    row = {"training": f"BPE-dropout {alpha:g}" if alpha else "no subword regularization", "minutes": minutes,
-           "updates": updates(run), **{f"{name} sacreBLEU": sacrebleu_of(run, split, tag)
-                                       for name, split in SPLITS.items()}}
+    row = {
+        "training": f"BPE-dropout {alpha:g}" if alpha else "no subword regularization",
+        "minutes": minutes,
+        "updates": updates(run),
+        **{f"{name} sacreBLEU": sacrebleu_of(run, split, tag) for name, split in SPLITS.items()},
+    }
     row_file.write_text(json.dumps(row) + "\n", encoding="utf-8")
     return row
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from flops import measure_window, read_metrics
 from harness import ROOT, WORK, alternate, checked, figures, measure, medians, ratios, thread_env, write_results
+
 from scenarios.workload import RECIPE, WORKLOAD, data, mtkit
 
 PEER_SCRIPTS = ROOT.parent / "shared" / "bench" / "peers"
@@ -24,25 +25,44 @@ def mtkit_program(precision: str, updates: int, skip: int):
     def once(round_: int) -> dict[str, float]:
         run = WORK / f"train-{precision}"
         shutil.rmtree(run, ignore_errors=True)  # a leftover run would be resumed, not retrained
-        cmd = mtkit("train", str(data()), "--save-dir", str(run), "--config", str(RECIPE), "--max-steps", str(updates),
-                    "--set", f"train.precision='{precision}'", "--set", "train.log_interval=1",
-                    "--set", "train.save_interval_minutes=0", *WORKLOAD)
+        cmd = mtkit(
+            "train",
+            str(data()),
+            "--save-dir",
+            str(run),
+            "--config",
+            str(RECIPE),
+            "--max-steps",
+            str(updates),
+            "--set",
+            f"train.precision='{precision}'",
+            "--set",
+            "train.log_interval=1",
+            "--set",
+            "train.save_interval_minutes=0",
+            *WORKLOAD,
+        )
         m = checked(measure(cmd, WORK / "logs" / f"train-{precision}"), f"mtkit train ({precision})")
         window = measure_window(read_metrics(run), skip + 1, updates)
         loss = {r["step"]: r["loss"] for r in read_metrics(run)}[updates]
         return {**figures(m), **{k: window[k] for k in ("src_tgt_tok_per_s", "s_per_update")}, "loss_last": loss}
+
     return once
 
 
 def peer_program(peer: str, updates: int, skip: int):
     """The peer's `speed` stage (its Measure A); its A.result line gives tokens/s over the same window."""
+
     def once(round_: int) -> dict[str, float]:
         env = thread_env(2, PEERS=str(PEERS), UPDATES=str(updates))
-        m = checked(measure(["bash", str(PEER_SCRIPTS / f"bench_{peer}.sh"), "speed"], WORK / "logs" / f"peer-{peer}",
-                            env=env), f"{peer} speed")
+        m = checked(
+            measure(["bash", str(PEER_SCRIPTS / f"bench_{peer}.sh"), "speed"], WORK / "logs" / f"peer-{peer}", env=env),
+            f"{peer} speed",
+        )
         result = (PEERS / "runs" / peer / "A.result").read_text()
         speed = re.search(r"src\+tgt_tok/s=([\d.]+)", result)
         return {**figures(m), "src_tgt_tok_per_s": float(speed.group(1)) if speed else float("nan")}
+
     return once
 
 
@@ -58,7 +78,14 @@ def run(args: argparse.Namespace) -> None:
                 print(f"{peer}: not installed under {PEERS} (run {PEER_SCRIPTS}/bench_{peer}.sh install prep)")
     results = alternate(programs, args.rounds)
     rel = ratios(results)
-    rows = [{"program": name, "updates": f"{skip + 1}-{updates}", **medians(r),
-             "tok/s vs mtkit fp32": rel[name].get("src_tgt_tok_per_s"), "RSS vs mtkit fp32": rel[name].get("peak_rss_mib")}
-            for name, r in results.items()]
+    rows = [
+        {
+            "program": name,
+            "updates": f"{skip + 1}-{updates}",
+            **medians(r),
+            "tok/s vs mtkit fp32": rel[name].get("src_tgt_tok_per_s"),
+            "RSS vs mtkit fp32": rel[name].get("peak_rss_mib"),
+        }
+        for name, r in results.items()
+    ]
     write_results("train", {"rounds": results}, rows)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness import WORK, alternate, checked, figures, identical_lines, measure, medians, ratios, write_results
+
 from scenarios.workload import model, mtkit, test_source
 
 BARE = Path(__file__).resolve().parents[1] / "ct2_translate_export.py"
@@ -22,21 +23,55 @@ def export(run: Path, quantization: str) -> Path:
     out = WORK / f"export-{quantization}"
     if not (out / "model.bin").is_file():
         cmd = mtkit("export", str(run), "--to", "ctranslate2", "--out", str(out))
-        checked(measure(cmd + (["--quantization", "int8"] if quantization == "int8" else []),
-                        WORK / "logs" / f"export-{quantization}"), "mtkit export")
+        checked(
+            measure(
+                cmd + (["--quantization", "int8"] if quantization == "int8" else []),
+                WORK / "logs" / f"export-{quantization}",
+            ),
+            "mtkit export",
+        )
     return out
 
 
 def commands(run: Path, source: Path) -> dict[str, list[str]]:
     def translate(engine: str, dtype: str) -> list[str]:
-        return mtkit("translate", str(run), "--engine", engine, "--dtype", dtype, "--beam", "4",
-                     "--length-penalty", "0", "-i", str(source), "-o", str(WORK / f"hyp-{engine}-{dtype}"))
+        return mtkit(
+            "translate",
+            str(run),
+            "--engine",
+            engine,
+            "--dtype",
+            dtype,
+            "--beam",
+            "4",
+            "--length-penalty",
+            "0",
+            "-i",
+            str(source),
+            "-o",
+            str(WORK / f"hyp-{engine}-{dtype}"),
+        )
 
-    bare = [sys.executable, str(BARE), str(export(run, "float32")), str(source), str(WORK / "hyp-bare-float32"),
-            "--compute-type", "float32", "--threads", "2", "--settings", "matched"]
-    return {"torch fp32": translate("torch", "fp32"), "torch bf16": translate("torch", "bf16"),
-            "ctranslate2 float32": translate("ctranslate2", "float32"),
-            "ctranslate2 int8": translate("ctranslate2", "int8"), "bare CTranslate2 float32": bare}
+    bare = [
+        sys.executable,
+        str(BARE),
+        str(export(run, "float32")),
+        str(source),
+        str(WORK / "hyp-bare-float32"),
+        "--compute-type",
+        "float32",
+        "--threads",
+        "2",
+        "--settings",
+        "matched",
+    ]
+    return {
+        "torch fp32": translate("torch", "fp32"),
+        "torch bf16": translate("torch", "bf16"),
+        "ctranslate2 float32": translate("ctranslate2", "float32"),
+        "ctranslate2 int8": translate("ctranslate2", "int8"),
+        "bare CTranslate2 float32": bare,
+    }
 
 
 def program(name: str, cmd: list[str], lines: int):
@@ -44,6 +79,7 @@ def program(name: str, cmd: list[str], lines: int):
         m = checked(measure(cmd, WORK / "logs" / name.replace(" ", "-")), name)
         found = re.search(r"translated (\d+) lines in ([\d.]+) ?s", m.stderr)
         return {**figures(m), "sent_per_s": round(lines / float(found.group(2)), 1) if found else float("nan")}
+
     return once
 
 
@@ -55,11 +91,19 @@ def run(args: argparse.Namespace) -> None:
         checked(measure(warm, WORK / "logs" / f"warm-{dtype}"), "mtkit translate --engine ctranslate2")
     cmds = commands(run_dir, source)
     results = alternate({name: program(name, cmd, lines) for name, cmd in cmds.items()}, args.rounds)
-    outputs = {name: Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[4]).read_text().splitlines()
-               for name, cmd in cmds.items()}
+    outputs = {
+        name: Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[4]).read_text().splitlines()
+        for name, cmd in cmds.items()
+    }
     rel = ratios(results)
-    rows = [{"program": name, **medians(r), "sent/s vs torch fp32": rel[name].get("sent_per_s"),
-             "RSS vs torch fp32": rel[name].get("peak_rss_mib"),
-             "lines as torch fp32": f"{identical_lines(outputs['torch fp32'], outputs[name])}/{lines}"}
-            for name, r in results.items()]
+    rows = [
+        {
+            "program": name,
+            **medians(r),
+            "sent/s vs torch fp32": rel[name].get("sent_per_s"),
+            "RSS vs torch fp32": rel[name].get("peak_rss_mib"),
+            "lines as torch fp32": f"{identical_lines(outputs['torch fp32'], outputs[name])}/{lines}",
+        }
+        for name, r in results.items()
+    ]
     write_results("translate", {"rounds": results, "model_updates": run_dir.name}, rows)

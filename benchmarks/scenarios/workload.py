@@ -12,8 +12,16 @@ from harness import ROOT, WORK, checked, measure
 RECIPE = ROOT / "recipes" / "multi30k-en-de" / "small.toml"
 MULTI30K = ROOT / "data" / "multi30k"
 # The peers' "multi30k-small" workload is fixed, whatever the demo recipe later tuned.
-WORKLOAD = ["--set", "train.max_tokens=4096", "--set", "train.warmup_steps=1000", "--set", "train.lr=1e-3",
-            "--set", "model.dropout=0.1"]
+WORKLOAD = [
+    "--set",
+    "train.max_tokens=4096",
+    "--set",
+    "train.warmup_steps=1000",
+    "--set",
+    "train.lr=1e-3",
+    "--set",
+    "model.dropout=0.1",
+]
 
 
 def mtkit(*args: str) -> list[str]:
@@ -21,9 +29,25 @@ def mtkit(*args: str) -> list[str]:
 
 
 def preprocess_command(out: Path, workers: int, pairs: Path = MULTI30K / "train") -> list[str]:
-    return mtkit("preprocess", "--source-lang", "en", "--target-lang", "de", "--train", str(pairs),
-                 "--valid", str(MULTI30K / "val"), "--test", str(MULTI30K / "test_2016_flickr"),
-                 "--vocab-size", "8000", "--workers", str(workers), "--out", str(out))
+    return mtkit(
+        "preprocess",
+        "--source-lang",
+        "en",
+        "--target-lang",
+        "de",
+        "--train",
+        str(pairs),
+        "--valid",
+        str(MULTI30K / "val"),
+        "--test",
+        str(MULTI30K / "test_2016_flickr"),
+        "--vocab-size",
+        "8000",
+        "--workers",
+        str(workers),
+        "--out",
+        str(out),
+    )
 
 
 def data() -> Path:

@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
 from mtkit.recipe import resolve_recipe
-from mtkit.train import train
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.loop import train
 from tests.conftest import ROOT, read_gz_lines
 
 DEVICE = os.environ.get("MTKIT_GPU_TESTS_DEVICE", "cuda")
@@ -60,8 +61,15 @@ def subprocess_env() -> dict[str, str]:
 
 def gpu_recipe(arch: str, *overrides: str):
     """A short run on DEVICE: small batches, a log record per update, no time-based saves."""
-    base = [f"train.device={DEVICE}", "train.max_tokens=2048", "train.warmup_steps=10", "train.log_interval=1",
-            "train.save_interval_minutes=0", "train.valid_interval_steps=0", "train.average_last=1"]
+    base = [
+        f"train.device={DEVICE}",
+        "train.max_tokens=2048",
+        "train.warmup_steps=10",
+        "train.log_interval=1",
+        "train.save_interval_minutes=0",
+        "train.valid_interval_steps=0",
+        "train.average_last=1",
+    ]
     return resolve_recipe(None, arch, base + list(overrides), vocab_size=1000)
 
 
@@ -85,15 +93,22 @@ def test_few_updates(arch: str, precision: str, compiled: bool, small_data: Path
     if DEVICE == "cuda":
         torch.cuda.reset_peak_memory_stats()
     run = tmp_path / "run"
-    summary = train(small_data, run, gpu_recipe(arch, f"train.precision={precision}", f"train.compile={compiled}",
-                                                "train.max_steps=4"))
+    summary = train(
+        small_data,
+        run,
+        gpu_recipe(arch, f"train.precision={precision}", f"train.compile={compiled}", "train.max_steps=4"),
+    )
     records = train_records(run)
     assert summary["step"] == 4 and [r["step"] for r in records] == [1, 2, 3, 4]
     assert all(math.isfinite(r["loss"]) for r in records), records
     assert finite_tensors(load_checkpoint(run / "average.pt")["model"])
     memory = round(torch.cuda.max_memory_allocated() / 2**20) if DEVICE == "cuda" else None
-    record(f"few_updates[{arch}-{precision}{'-compiled' if compiled else ''}]", losses=[r["loss"] for r in records],
-           tokens_per_s=[r["tokens_per_s"] for r in records], peak_allocated_mib=memory)
+    record(
+        f"few_updates[{arch}-{precision}{'-compiled' if compiled else ''}]",
+        losses=[r["loss"] for r in records],
+        tokens_per_s=[r["tokens_per_s"] for r in records],
+        peak_allocated_mib=memory,
+    )
 
 
 def test_resume_close_to_straight(small_data: Path, tmp_path: Path) -> None:
@@ -109,18 +124,25 @@ def test_resume_close_to_straight(small_data: Path, tmp_path: Path) -> None:
     worst = max(d.max().item() for d in diffs)
     mean = sum(d.sum().item() for d in diffs) / sum(d.numel() for d in diffs)
     identical = all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
-    record("resume", bit_identical=identical, max_abs_param_diff=worst, mean_abs_param_diff=mean,
-           fp32_matmul=fp32_matmul_mode())
+    record(
+        "resume",
+        bit_identical=identical,
+        max_abs_param_diff=worst,
+        mean_abs_param_diff=mean,
+        fp32_matmul=fp32_matmul_mode(),
+    )
     # Adam moves every weight by about lr (~5e-4 here) per update: a lost moment, step count or dropout stream
     # moves the mean by that much, while reduction-order noise stays orders of magnitude below.
     assert mean < 2e-5, (mean, worst)
 
 
 def test_average_on_device(small_data: Path, tmp_path: Path) -> None:
-    from mtkit.translate import Translator
+    from mtkit.engines.torch_engine import Translator
 
     run = tmp_path / "run"
-    train(small_data, run, gpu_recipe("tiny", "train.max_steps=6", "train.save_interval_steps=2", "train.average_last=3"))
+    train(
+        small_data, run, gpu_recipe("tiny", "train.max_steps=6", "train.save_interval_steps=2", "train.average_last=3")
+    )
     averaged = load_checkpoint(run / "average.pt")["model"]
     states = [load_checkpoint(p)["model"] for p in list_checkpoints(run)[-3:]]
     for key, value in averaged.items():
@@ -146,24 +168,39 @@ def test_ddp_over_nccl_world_size_one(small_data: Path) -> None:
 
 
 def test_mtkit_train_under_torchrun(small_data: Path, tmp_path: Path) -> None:
-    done = torchrun("-m", "mtkit", "train", str(small_data), "--save-dir", str(tmp_path / "run"), "--arch", "tiny",
-                    "--max-steps", "3", "--set", f"train.device={DEVICE}", "--set", "train.save_interval_minutes=0",
-                    "--set", "train.average_last=1")
+    done = torchrun(
+        "-m",
+        "mtkit",
+        "train",
+        str(small_data),
+        "--save-dir",
+        str(tmp_path / "run"),
+        "--arch",
+        "tiny",
+        "--max-steps",
+        "3",
+        "--set",
+        f"train.device={DEVICE}",
+        "--set",
+        "train.save_interval_minutes=0",
+        "--set",
+        "train.average_last=1",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert load_checkpoint(list_checkpoints(tmp_path / "run")[-1])["step"] == 3
 
 
 @needs_cuda
 def test_device_auto_picks_cuda() -> None:
-    from mtkit.translate import resolve_device
+    from mtkit.engines.torch_engine import resolve_torch_device
 
-    assert resolve_device("auto") == "cuda"
+    assert resolve_torch_device("auto") == "cuda"
 
 
 def translate_on_cuda(run: Path, lines: list[str], dtype: str, matmul: str) -> tuple[list[str], str]:
     """Translations on CUDA with float32 matmuls at `matmul` precision ("highest": IEEE fp32, "high": TF32), and
     the mode in effect when they ended (mtkit may choose TF32 itself)."""
-    from mtkit.translate import Translator
+    from mtkit.engines.torch_engine import Translator
 
     translator = Translator.load(run, device="cuda", dtype=dtype)
     previous = torch.get_float32_matmul_precision()
@@ -177,7 +214,7 @@ def translate_on_cuda(run: Path, lines: list[str], dtype: str, matmul: str) -> t
 @needs_cuda
 def test_cuda_translations_match_cpu(tiny_run: Path, multi30k: Path) -> None:
     """200 test sentences, beam 4: the CUDA output against the CPU's, line by line."""
-    from mtkit.translate import Translator
+    from mtkit.engines.torch_engine import Translator
 
     lines = read_gz_lines(multi30k / "test_2016_flickr.en.gz", 200)
     cpu = Translator.load(tiny_run, device="cpu").translate(lines)
@@ -186,8 +223,12 @@ def test_cuda_translations_match_cpu(tiny_run: Path, multi30k: Path) -> None:
         gpu, modes[name] = translate_on_cuda(tiny_run, lines, dtype, matmul)
         assert len(gpu) == len(lines), name
         identical[name] = sum(a == b for a, b in zip(cpu, gpu))
-    record("translate_cuda_vs_cpu", lines=len(lines), fp32_matmul_modes=modes,
-           **{f"identical_{k}": v for k, v in identical.items()})
+    record(
+        "translate_cuda_vs_cpu",
+        lines=len(lines),
+        fp32_matmul_modes=modes,
+        **{f"identical_{k}": v for k, v in identical.items()},
+    )
     # Strict fp32 differs from the CPU only in summation order (~1e-6), which flips a beam choice only at a near
     # tie; TF32 and bf16 round far more, so only a floor that garbage output would miss.
     assert identical["fp32"] >= 180 and min(identical["tf32"], identical["bf16"]) >= 50, identical
@@ -195,8 +236,14 @@ def test_cuda_translations_match_cpu(tiny_run: Path, multi30k: Path) -> None:
 
 def syncs_during_training(data: Path, run_dir: Path, steps: int) -> tuple[int, list[str]]:
     """Synchronizing CUDA calls of a whole in-process `train` run (bf16, update_freq 4), counted in 'warn' mode."""
-    recipe = gpu_recipe("tiny", "train.precision=bf16", "train.update_freq=4", "train.max_tokens=1024",
-                        f"train.max_steps={steps}", "train.log_interval=1000")
+    recipe = gpu_recipe(
+        "tiny",
+        "train.precision=bf16",
+        "train.update_freq=4",
+        "train.max_tokens=1024",
+        f"train.max_steps={steps}",
+        "train.log_interval=1000",
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -212,7 +259,9 @@ def syncs_during_training(data: Path, run_dir: Path, steps: int) -> tuple[int, l
 def test_host_syncs_per_update(small_data: Path, tmp_path: Path) -> None:
     """The syncs that 4 more updates add, per update: per-update synchronisation means at most 2, whatever
     update_freq (start-up, the last validation, save and average are in both runs and cancel)."""
-    train(small_data, tmp_path / "warm", gpu_recipe("tiny", "train.precision=bf16", "train.max_steps=2"))  # CUDA context
+    train(
+        small_data, tmp_path / "warm", gpu_recipe("tiny", "train.precision=bf16", "train.max_steps=2")
+    )  # CUDA context
     short, _ = syncs_during_training(small_data, tmp_path / "short", 4)
     long, where = syncs_during_training(small_data, tmp_path / "long", 8)
     per_update = (long - short) / 4

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import torch
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from mtkit.errors import UserError
+from mtkit.runs.checkpoint import load_checkpoint, save_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
 
 BIN = Path(sys.executable).parent
 REPORT_ENV = "MTKIT_RELIABILITY_REPORT"
@@ -27,8 +28,13 @@ STEP_LINE = re.compile(r"^step (\d+) \|")
 # Every trainer the tests start: tiny model, small batches, a log line per update, one thread
 # (bit-identical float32 results need the same reduction order in every process).
 # TRAIN_SETS also makes conftest.tiny_recipe, for the runs made in process.
-TRAIN_SETS = ["train.max_tokens=512", "train.warmup_steps=10", "train.save_interval_minutes=0", "train.log_interval=1",
-              "train.threads=1"]
+TRAIN_SETS = [
+    "train.max_tokens=512",
+    "train.warmup_steps=10",
+    "train.save_interval_minutes=0",
+    "train.log_interval=1",
+    "train.threads=1",
+]
 TRAIN_ARGS = ["--arch", "tiny", *(arg for item in TRAIN_SETS for arg in ("--set", item))]
 STARTED: list[Trainer] = []  # every Trainer of the running test
 
@@ -52,21 +58,29 @@ def mtkit_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mtkit", *map(str, args)]
 
 
-def run_bounded(command: list[str], timeout: float, env: dict[str, str] | None = None,
-                stdin: bytes | None = None) -> subprocess.CompletedProcess:
+def run_bounded(
+    command: list[str], timeout: float, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess:
     """Run `command` to completion in its own process group, stdout/stderr as text; no input means an empty stdin
     (never the test runner's). Past `timeout` the whole group (a shell pipeline's commands, torchrun) is asked to
     stop, then killed, and TimeoutExpired raised: subprocess.run's timeout kills only the first process and
     leaves its children running. torchrun stops its ranks (their own sessions) when it gets SIGTERM."""
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(env), start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(env),
+        start_new_session=True,
+    )
     try:
         stdout, stderr = process.communicate(stdin, timeout=timeout)
     except BaseException:
         stop_group(process)
         raise
-    return subprocess.CompletedProcess(command, process.returncode, stdout.decode("utf-8", "replace"),
-                                       stderr.decode("utf-8", "replace"))
+    return subprocess.CompletedProcess(
+        command, process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+    )
 
 
 def stop_group(process: subprocess.Popen, grace_s: float = 20) -> None:
@@ -107,8 +121,15 @@ class Trainer:
     """A `mtkit train` subprocess whose stderr is read line by line in a thread (step lines are counted)."""
 
     def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=cli_env(env), encoding="utf-8", errors="replace")
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli_env(env),
+            encoding="utf-8",
+            errors="replace",
+        )
         STARTED.append(self)  # tests/conftest.py kills any still running when its test ends
         self.lines: list[str] = []
         self.steps: list[int] = []
@@ -214,7 +235,7 @@ def forced_logits_checkpoint(source: Path, target: Path, logits: dict[int, float
     output row reads only that feature, so its logit is fixed whatever the input: -1e4 for eos gives
     a model that never ends a sentence by itself, +1e4 a model that always emits that token.
     """
-    from mtkit.model import ModelConfig, Transformer
+    from mtkit.model.transformer import ModelConfig, Transformer
 
     payload = load_checkpoint(source)
     model = Transformer(ModelConfig(**payload["configs"]["model"]))

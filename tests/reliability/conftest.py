@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.recipe import resolve_recipe
-from mtkit.train import train
+from mtkit.training.loop import train
 from tests.reliability.common import TRAIN_SETS
 
 

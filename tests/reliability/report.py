@@ -21,7 +21,9 @@ ROOT = HERE.parents[1]
 
 def run_suite(report: Path) -> int:
     env = {**os.environ, "MTKIT_RELIABILITY_REPORT": str(report), "OMP_NUM_THREADS": "1"}
-    return subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE)], cwd=ROOT, env=env)
+    return subprocess.call(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE)], cwd=ROOT, env=env
+    )
 
 
 def print_figures(report: Path) -> None:

@@ -10,16 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.data import ParallelData
+from mtkit.corpus.binarized import ParallelData
+from mtkit.engines.torch_engine import Translator
 from mtkit.tokenizer import EOS_ID, Tokenizer
-from mtkit.translate import Translator
 from tests.conftest import MULTI30K, read_gz_lines
 from tests.reliability.common import forced_logits_checkpoint, record, run_cli
 
 LINES = 10_000
 KINDS = ("empty", "whitespace", "control", "invalid_utf8", "bom", "lone_cr", "u0085", "u2028", "long")
-SEPARATORS = {"control": " \x00\x01\x0b\x0c\x1b\x1c ", "invalid_utf8": " \xff\xfe\xc3 ", "lone_cr": "\r",
-              "u0085": "\u0085", "u2028": "\u2028"}
+SEPARATORS = {
+    "control": " \x00\x01\x0b\x0c\x1b\x1c ",
+    "invalid_utf8": " \xff\xfe\xc3 ",
+    "lone_cr": "\r",
+    "u0085": "\u0085",
+    "u2028": "\u2028",
+}
 
 
 def damaged(kind: str, line: str) -> bytes:
@@ -67,8 +72,22 @@ def expected_text(raw: bytes) -> str:
 def test_preprocess_keeps_sides_aligned_and_counts_drops(tmp_path: Path, corpus, multi30k_spm: Path) -> None:
     prefix, src_raw, tgt_raw = corpus
     out = tmp_path / "data"
-    done = run_cli("preprocess", "-s", "en", "-t", "de", "--train", prefix, "--out", out, "--spm-model", multi30k_spm,
-                   "--on-bad-utf8", "replace", "--json")
+    done = run_cli(
+        "preprocess",
+        "-s",
+        "en",
+        "-t",
+        "de",
+        "--train",
+        prefix,
+        "--out",
+        out,
+        "--spm-model",
+        multi30k_spm,
+        "--on-bad-utf8",
+        "replace",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     split = json.loads(done.stdout)["splits"]["train"]
     assert split["input_pairs"] == Path(f"{prefix}.en").read_bytes().count(b"\n") == LINES
@@ -78,8 +97,11 @@ def test_preprocess_keeps_sides_aligned_and_counts_drops(tmp_path: Path, corpus,
     src_text, tgt_text = [expected_text(r) for r in src_raw], [expected_text(r) for r in tgt_raw]
     src_ids, tgt_ids = tokenizer.encode(src_text), tokenizer.encode(tgt_text)
     # The filter's rules (preprocess defaults: max_len 256, max_ratio 9): the pairs that must survive, in order.
-    kept = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids))
-            if min(len(s), len(t)) > 0 and max(len(s), len(t)) <= 256 and max(len(s), len(t)) <= 9 * min(len(s), len(t))]
+    kept = [
+        i
+        for i, (s, t) in enumerate(zip(src_ids, tgt_ids))
+        if min(len(s), len(t)) > 0 and max(len(s), len(t)) <= 256 and max(len(s), len(t)) <= 9 * min(len(s), len(t))
+    ]
     data = ParallelData.open(out, "train", "en", "de")
     assert len(data) == len(kept) == split["pairs"]
     for position, index in enumerate(kept):
@@ -87,9 +109,13 @@ def test_preprocess_keeps_sides_aligned_and_counts_drops(tmp_path: Path, corpus,
     decoded = tokenizer.decode([data.src(p).tolist() for p in range(len(data))])
     assert decoded == [src_text[i] for i in kept]  # identity normalization: the original text comes back
     damaged_kept = sum(1 for i in kept if src_raw[i] != src_text[i].encode() or tgt_raw[i] != tgt_text[i].encode())
-    record("bad_text_preprocess", f"{LINES} pairs with 9% damaged lines per side: {split['pairs']} kept + "
-           f"{sum(split['dropped'].values())} reported drops = {LINES}; all {len(kept)} kept pairs aligned and decode "
-           f"to their input ({damaged_kept} of them damaged but kept)", dropped=split["dropped"])
+    record(
+        "bad_text_preprocess",
+        f"{LINES} pairs with 9% damaged lines per side: {split['pairs']} kept + "
+        f"{sum(split['dropped'].values())} reported drops = {LINES}; all {len(kept)} kept pairs aligned and decode "
+        f"to their input ({damaged_kept} of them damaged but kept)",
+        dropped=split["dropped"],
+    )
 
 
 def test_translate_gives_one_line_per_input_line(tmp_path: Path, corpus, reliability_run: Path) -> None:
@@ -109,8 +135,11 @@ def test_translate_gives_one_line_per_input_line(tmp_path: Path, corpus, reliabi
     translator = Translator.load(model, beam=1, max_len_a=0.0, max_len_b=3)
     sample = random.Random(5).sample(range(LINES), 25)
     assert [translator.translate([inputs[i]])[0] for i in sample] == [outputs[i] for i in sample]
-    record("bad_text_translate", f"{LINES} input lines (9% damaged, incl. CR/U+0085/U+2028/VT/FF/FS inside lines) -> "
-           f"{len(outputs)} output lines; {len(blank)} empty or whitespace-only -> empty; 25/25 sampled lines in order")
+    record(
+        "bad_text_translate",
+        f"{LINES} input lines (9% damaged, incl. CR/U+0085/U+2028/VT/FF/FS inside lines) -> "
+        f"{len(outputs)} output lines; {len(blank)} empty or whitespace-only -> empty; 25/25 sampled lines in order",
+    )
 
 
 def test_mismatched_line_counts_exit_2_and_write_nothing(tmp_path: Path, multi30k_spm: Path) -> None:
@@ -129,5 +158,7 @@ def test_mismatched_line_counts_exit_2_and_write_nothing(tmp_path: Path, multi30
     done = run_cli("score", hyp, "--ref", ref)
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
     assert f"{hyp} has 3 lines" in done.stderr and f"{ref} has 2 lines" in done.stderr
-    record("mismatched_lines", "2/2 mismatched line counts (preprocess, score) -> exit 2 naming both files and counts, "
-           "nothing written")
+    record(
+        "mismatched_lines",
+        "2/2 mismatched line counts (preprocess, score) -> exit 2 naming both files and counts, nothing written",
+    )

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import torch
 
-from mtkit.checkpoint import checksum_trailer, content_sha256, list_checkpoints, load_checkpoint
 from mtkit.errors import UserError
+from mtkit.runs.checkpoint import checksum_trailer, content_sha256, load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
 from tests.reliability.common import differing_tensors, record, run_cli
 
 
@@ -56,13 +57,21 @@ def foreign_files(good: dict, good_trailer: bytes) -> list[bytes]:
     tensor_changed["model"][first] = tensor_changed["model"][first] + 1
     newer = {**payload, "version": 99}
     version1 = {**payload, "version": 1}  # the format before the checksum trailer: a content hash inside
-    return [saved(x) for x in (
-        {"weights": torch.zeros(3)}, torch.ones(2, 2), [1, 2, 3], None, "payload",
-        payload["model"],  # a bare state dict
-        {"payload": "not a dict"}, {"payload": payload},  # checksum missing
-        {"payload": {**version1, "step": 0}, "sha256": content_sha256(version1)},  # version 1, a value changed
-        {1: 2},
-    )] + [
+    return [
+        saved(x)
+        for x in (
+            {"weights": torch.zeros(3)},
+            torch.ones(2, 2),
+            [1, 2, 3],
+            None,
+            "payload",
+            payload["model"],  # a bare state dict
+            {"payload": "not a dict"},
+            {"payload": payload},  # checksum missing
+            {"payload": {**version1, "step": 0}, "sha256": content_sha256(version1)},  # version 1, a value changed
+            {1: 2},
+        )
+    ] + [
         signed({"payload": {**payload, "format": "fairseq"}}),
         saved({"payload": altered}) + good_trailer,  # a plain value changed
         saved({"payload": tensor_changed}) + good_trailer,  # one tensor changed
@@ -82,9 +91,14 @@ def damaged_files(good_bytes: bytes, rng: random.Random) -> list[tuple[str, byte
     files += [("random after a zip magic", b"PK\x03\x04" + rng.randbytes(rng.randint(0, 5000))) for _ in range(5)]
     files += [("foreign torch.save", data) for data in foreign_files(good, good_bytes[-78:])]
     other_zips = [
-        {"hello.txt": b"hello"}, {"archive/data.pkl": b"garbage"}, {"archive/data.pkl": pickle.dumps({"a": 1})},
+        {"hello.txt": b"hello"},
+        {"archive/data.pkl": b"garbage"},
+        {"archive/data.pkl": pickle.dumps({"a": 1})},
         {"archive/data.pkl": pickle.dumps({"payload": {}}, protocol=2), "archive/version": b"3\n"},
-        {"a/data.pkl": rng.randbytes(100), "a/data/0": rng.randbytes(64)}, {}, {"x": b""}, {"archive/byteorder": b"little"},
+        {"a/data.pkl": rng.randbytes(100), "a/data/0": rng.randbytes(64)},
+        {},
+        {"x": b""},
+        {"archive/byteorder": b"little"},
     ]
     files += [("zip of something else", zipped(members)) for members in other_zips]
     files += [
@@ -115,9 +129,13 @@ def test_100_damaged_checkpoints_are_detected(tmp_path: Path, reliability_run: P
         except Exception as exc:  # noqa: BLE001 - counted: anything but UserError is a failure
             other.append(f"{kind}: {type(exc).__name__}: {exc}")
     assert other == [] and len(detected) == 100, other
-    record("damaged_checkpoints",
-           f"{len(detected)}/100 damaged checkpoints detected (UserError), {len(other)} other exceptions",
-           detected=len(detected), other=len(other), kinds=dict(Counter(kind for kind, _ in files)))
+    record(
+        "damaged_checkpoints",
+        f"{len(detected)}/100 damaged checkpoints detected (UserError), {len(other)} other exceptions",
+        detected=len(detected),
+        other=len(other),
+        kinds=dict(Counter(kind for kind, _ in files)),
+    )
 
 
 def test_flips_in_zip_metadata_never_give_a_wrong_payload(tmp_path: Path, reliability_run: Path) -> None:
@@ -137,8 +155,11 @@ def test_flips_in_zip_metadata_never_give_a_wrong_payload(tmp_path: Path, reliab
             continue
         assert not differing_tensors(loaded, original)
         outcome["identical content"] += 1
-    record("metadata_flips", f"40 single-byte flips in zip/pickle metadata: {outcome['detected']} detected, "
-           f"{outcome['identical content']} loaded with content identical to the original, 0 wrong")
+    record(
+        "metadata_flips",
+        f"40 single-byte flips in zip/pickle metadata: {outcome['detected']} detected, "
+        f"{outcome['identical content']} loaded with content identical to the original, 0 wrong",
+    )
 
 
 def test_damaged_checkpoints_through_the_cli(tmp_path: Path, reliability_run: Path) -> None:
@@ -163,5 +184,8 @@ def test_damaged_checkpoints_through_the_cli(tmp_path: Path, reliability_run: Pa
     for done in failures:
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    record("damaged_checkpoints_cli", f"{len(failures)}/{len(failures)} CLI runs on damaged checkpoints (translate x2, "
-           "average) exit 2 with one line, 0 tracebacks")
+    record(
+        "damaged_checkpoints_cli",
+        f"{len(failures)}/{len(failures)} CLI runs on damaged checkpoints (translate x2, "
+        "average) exit 2 with one line, 0 tracebacks",
+    )

@@ -11,15 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
-from mtkit.train import FAULT_KILL_RANK
-from tests.reliability.common import BIN, audit_checkpoints, differing_tensors, record, run_bounded, temporaries, train_args
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.state import FAULT_KILL_RANK
+from tests.reliability.common import (
+    BIN,
+    audit_checkpoints,
+    differing_tensors,
+    record,
+    run_bounded,
+    temporaries,
+    train_args,
+)
 
 MAX_STEPS = 6
 SAVE_EVERY_STEP = "train.save_interval_steps=1"
 
 
-def torchrun(data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def torchrun(
+    data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """`torchrun --standalone` (a free port) of 2 CPU ranks training MAX_STEPS steps, a checkpoint each step."""
     launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", str(restarts)]
     launcher.append("--no-python")
@@ -43,8 +54,11 @@ def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Pat
     assert not differing_tensors(final["model"], expected["model"])
     assert not differing_tensors(final["optimizer"], expected["optimizer"])
     assert audit_checkpoints(run)[1] == [] and temporaries(run) == []
-    record("ddp_restart", "2-rank gloo run, rank 1 SIGKILLed at update 4, --max-restarts 1: completed, final parameters "
-           "and optimizer state bit-identical to an uninterrupted 2-rank run")
+    record(
+        "ddp_restart",
+        "2-rank gloo run, rank 1 SIGKILLed at update 4, --max-restarts 1: completed, final parameters "
+        "and optimizer state bit-identical to an uninterrupted 2-rank run",
+    )
 
 
 @pytest.mark.slow
@@ -55,5 +69,8 @@ def test_killed_rank_without_restarts_fails_fast(tmp_path: Path, small_data: Pat
     assert done.returncode != 0 and seconds < 60, (done.returncode, seconds)
     assert re.search(r"rank\s*:\s*1 \(local_rank: 1\)", done.stderr) and "SIGKILL" in done.stderr, done.stderr[-3000:]
     assert audit_checkpoints(tmp_path / "run")[1] == []
-    record("ddp_no_restart", f"2-rank gloo run, rank 1 SIGKILLed, no restarts: torchrun exit {done.returncode} after "
-           f"{seconds:.0f} s (limit 60) naming rank 1, 0 corrupt checkpoints")
+    record(
+        "ddp_no_restart",
+        f"2-rank gloo run, rank 1 SIGKILLed, no restarts: torchrun exit {done.returncode} after "
+        f"{seconds:.0f} s (limit 60) naming rank 1, 0 corrupt checkpoints",
+    )

@@ -1,7 +1,7 @@
 """kill -9 at random points of a training run, then the same command again: it resumes from the newest
 complete checkpoint, no checkpoint under its final name is ever corrupt, and the final parameters are
 bit-identical to an uninterrupted run (float32 CPU, dropout on). A fine-tuning run (--init-from) killed and
-resumed: tests/test_huggingface.py::test_fine_tuning_resumes_exactly_after_kill9."""
+resumed: tests/huggingface/test_convert.py::test_fine_tuning_resumes_exactly_after_kill9."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
-from mtkit.train import train
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.loop import train
 from tests.reliability.common import (
     Trainer,
     audit_checkpoints,
@@ -71,5 +72,9 @@ def test_kill9_at_random_points_resumes_exactly(tmp_path: Path, small_data: Path
         "kill9_resume",
         f"{resumed}/{KILLS} resumed, {len(corrupt)} corrupt of {files_checked} checkpoint files checked after kills, "
         f"{inside_write} kills inside a checkpoint write, final parameters bit-identical",
-        kills=KILLS, resumed=resumed, corrupt=len(corrupt), inside_write=inside_write, identical=True,
+        kills=KILLS,
+        resumed=resumed,
+        corrupt=len(corrupt),
+        inside_write=inside_write,
+        identical=True,
     )

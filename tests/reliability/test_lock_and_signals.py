@@ -6,8 +6,9 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
-from mtkit.train import train
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.loop import train
 from tests.reliability.common import (
     Trainer,
     audit_checkpoints,
@@ -56,5 +57,8 @@ def test_second_trainer_exits_73_and_signals_save_and_stop(tmp_path: Path, small
     a = load_checkpoint(list_checkpoints(run)[-1])["model"]
     b = load_checkpoint(list_checkpoints(tmp_path / "straight")[-1])["model"]
     assert not differing_tensors(a, b) and audit_checkpoints(run)[1] == []
-    record("lock_and_signals", f"second trainer on a held directory: exit 73 naming pid; SIGTERM -> 143 and SIGINT -> 130 "
-           f"with the update in flight saved; resumed twice to step {saved_again + 2}, bit-identical to an unstopped run")
+    record(
+        "lock_and_signals",
+        f"second trainer on a held directory: exit 73 naming pid; SIGTERM -> 143 and SIGINT -> 130 "
+        f"with the update in flight saved; resumed twice to step {saved_again + 2}, bit-identical to an unstopped run",
+    )

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.checkpoint import list_checkpoints
-from mtkit.rundir import FAULT_STALE_RANK
-from mtkit.train import train
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.runs.directory import FAULT_STALE_RANK
+from mtkit.training.loop import train
 from tests.reliability.common import BIN, STEP_LINE, record, run_bounded, train_args
 from tests.reliability.conftest import tiny_recipe
 
 
-def torchrun(data_dir: Path, run_dir: Path, max_steps: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def torchrun(
+    data_dir: Path, run_dir: Path, max_steps: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     launcher = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "--max-restarts", "0", "--no-python"]
     command = launcher + ["mtkit", *train_args(data_dir, run_dir, max_steps, "train.save_interval_steps=2")]
     return run_bounded(command, 240, env)
@@ -40,5 +42,8 @@ def test_ranks_resume_from_rank0s_checkpoint_or_stop(tmp_path: Path, small_data:
     assert agreed.returncode == 0, agreed.stderr[-3000:]
     steps = [int(m.group(1)) for text in agreed.stderr.splitlines() if (m := STEP_LINE.match(text))]
     assert steps == [5, 6] and agreed.stdout.count("trained to step 6") == 1
-    record("rank_agreement", "2-rank gloo resume where rank 1 reads an older checkpoint than rank 0 chose: both ranks "
-           "stop with one line naming steps 4 and 2, nothing written; without the fault both resume at step 5")
+    record(
+        "rank_agreement",
+        "2-rank gloo resume where rank 1 reads an older checkpoint than rank 0 chose: both ranks "
+        "stop with one line naming steps 4 and 2, nothing written; without the fault both resume at step 5",
+    )

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.checkpoint import FAULT_SAVE_BYTES, FAULT_SAVE_DELAY, list_checkpoints, load_checkpoint, step_path
 from mtkit.errors import StorageError
-from mtkit.train import train
+from mtkit.runs.checkpoint import FAULT_SAVE_BYTES, FAULT_SAVE_DELAY, load_checkpoint, step_path
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.loop import train
 from tests.reliability.common import (
     Trainer,
     audit_checkpoints,
@@ -61,9 +62,12 @@ def test_disk_full_during_save(tmp_path: Path, small_data: Path, monkeypatch: py
     train(small_data, tmp_path / "straight", recipe(8))
     resumed = load_checkpoint(step_path(run, 8))["model"]
     assert not differing_tensors(resumed, load_checkpoint(step_path(tmp_path / "straight", 8))["model"])
-    record("disk_full_save", f"{len(offsets) + 1}/{len(offsets) + 1} failed saves (ENOSPC after 0, 100, 10000, "
-           f"{size // 2} bytes; the CLI one exits 74) -> StorageError naming the file, 0 corrupt, 0 temporary files; "
-           "resumed to identical parameters")
+    record(
+        "disk_full_save",
+        f"{len(offsets) + 1}/{len(offsets) + 1} failed saves (ENOSPC after 0, 100, 10000, "
+        f"{size // 2} bytes; the CLI one exits 74) -> StorageError naming the file, 0 corrupt, 0 temporary files; "
+        "resumed to identical parameters",
+    )
 
 
 def test_kill9_inside_a_save(tmp_path: Path, small_data: Path) -> None:
@@ -85,4 +89,6 @@ def test_kill9_inside_a_save(tmp_path: Path, small_data: Path) -> None:
     assert resumed.finish() == 0, resumed.stderr[-3000:]
     assert resumed.steps[0] == 3 and "removed the half-written" in resumed.stderr
     assert temporaries(run) == [] and audit_checkpoints(run) == (2, [])
-    record("kill9_in_save", "kill -9 inside a checkpoint write: 0 corrupt, temporary removed on resume, resumed at step 3")
+    record(
+        "kill9_in_save", "kill -9 inside a checkpoint write: 0 corrupt, temporary removed on resume, resumed at step 3"
+    )

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from mtkit.checkpoint import list_checkpoints, load_checkpoint
-from mtkit.data import ParallelData, collate
-from mtkit.model import ModelConfig, Transformer
-from mtkit.distributed import DistContext
-from mtkit.loss import LossModule
-from mtkit.step import FAULT_NAN, FAULT_OOM, train_step
-from mtkit.train import TrainConfig, build_optimizer, train
+from mtkit.corpus.binarized import ParallelData, collate
+from mtkit.model.transformer import ModelConfig, Transformer
+from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.distributed import DistContext
+from mtkit.training.loop import TrainConfig, train
+from mtkit.training.loss import LossModule
+from mtkit.training.step import FAULT_NAN, FAULT_OOM, build_optimizer, train_step
 from tests.reliability.common import differing_tensors, record
 from tests.reliability.conftest import tiny_recipe
 
@@ -34,8 +35,11 @@ def test_skipped_updates_are_logged_and_the_run_completes(
     assert skipped == [(3, "nonfinite"), (4, "nonfinite"), (6, "oom")]
     assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]  # one log line per real update
     assert load_checkpoint(list_checkpoints(tmp_path / "run")[-1])["state"]["attempts"] == 9
-    record("skipped_run", "NaN at attempts 3,4 and OOM at attempt 6: 3/3 skipped and logged in metrics.jsonl, run "
-           "completed 6 updates in 9 attempts")
+    record(
+        "skipped_run",
+        "NaN at attempts 3,4 and OOM at attempt 6: 3/3 skipped and logged in metrics.jsonl, run "
+        "completed 6 updates in 9 attempts",
+    )
 
 
 def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
@@ -49,7 +53,9 @@ def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
     optimizer = build_optimizer(model, cfg, ctx.device)
     data = ParallelData.open(small_data, "train", "en", "de")
     batch = [collate(data, np.arange(8))]
-    assert not train_step(module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=1).skipped  # Adam state exists now
+    assert not train_step(
+        module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=1
+    ).skipped  # Adam state exists now
     monkeypatch.setenv(FAULT_NAN, "2")
     monkeypatch.setenv(FAULT_OOM, "3")
     for attempt, kind in ((2, "nonfinite"), (3, "oom")):
@@ -64,5 +70,7 @@ def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
     params = copy.deepcopy(model.state_dict())
     assert not train_step(module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=4).skipped
     assert differing_tensors(model.state_dict(), params)
-    record("skipped_step",
-           "train_step with injected NaN and OOM: 2/2 skipped, parameters, Adam state and gradients untouched")
+    record(
+        "skipped_step",
+        "train_step with injected NaN and OOM: 2/2 skipped, parameters, Adam state and gradients untouched",
+    )

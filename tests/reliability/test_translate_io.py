@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from mtkit.checkpoint import load_checkpoint
+from mtkit.engines.streaming import CHUNK_LINES, translate_stream
+from mtkit.engines.torch_engine import Translator
+from mtkit.runs.checkpoint import load_checkpoint
 from mtkit.tokenizer import BOS_ID, EOS_ID
-from mtkit.translate import CHUNK_LINES, Translator, translate_stream
 from tests.conftest import MULTI30K, read_gz_lines
 from tests.reliability.common import forced_logits_checkpoint, mtkit_command, record, run_bounded, run_cli
 
@@ -32,24 +33,34 @@ def test_empty_input_and_closed_pipe_and_full_disk(reliability_run: Path, source
     empty = run_cli("translate", reliability_run, *FAST, stdin=b"")
     assert empty.returncode == 0 and empty.stdout == "" and "Traceback" not in empty.stderr
 
-    pipeline = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} < {shlex.quote(str(source_text))} | head -1"
+    pipeline = (
+        f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} < {shlex.quote(str(source_text))} | head -1"
+    )
     head = run_bounded(["bash", "-c", pipeline], 300)
     assert head.returncode == 0 and len(head.stdout.splitlines()) == 1
     assert head.stderr == "", head.stderr[-2000:]  # no traceback, no BrokenPipeError, nothing at all
 
     full = []
     for redirect in ("> /dev/full", "-o /dev/full"):
-        command = f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} {redirect} < {shlex.quote(str(source_text))}"
+        command = (
+            f"{shlex.join(mtkit_command('translate', reliability_run, *FAST))} {redirect} "
+            f"< {shlex.quote(str(source_text))}"
+        )
         full.append(run_bounded(["bash", "-c", command], 300))
     for done in full:
         assert done.returncode == 74 and "No space left on device" in done.stderr, done.stderr[-2000:]
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    record("translate_io", "empty input -> exit 0, no output; `| head -1` -> 1 line, empty stderr; stdout or -o on "
-           "/dev/full -> exit 74 with one line (2/2)")
+    record(
+        "translate_io",
+        "empty input -> exit 0, no output; `| head -1` -> 1 line, empty stderr; stdout or -o on "
+        "/dev/full -> exit 74 with one line (2/2)",
+    )
 
 
 def test_a_model_that_never_emits_eos_stops_at_max_length(tmp_path: Path, reliability_run: Path) -> None:
-    model = forced_logits_checkpoint(reliability_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4, BOS_ID: -1e4})
+    model = forced_logits_checkpoint(
+        reliability_run / "average.pt", tmp_path / "no_eos.pt", {EOS_ID: -1e4, BOS_ID: -1e4}
+    )
     lines = read_gz_lines(MULTI30K / "val.en.gz", 40) + [""]
     counts = {}
     for beam in (1, 4):
@@ -77,5 +88,8 @@ def test_outputs_that_decode_to_line_breaks_stay_on_one_line(tmp_path: Path, rel
         assert done.stdout.count("\n") == 4 and "\r" not in done.stdout, repr(done.stdout)
         assert done.stdout.split("\n")[1] == ""  # the empty line stays empty
         counts[name] = done.stdout.count("\n")
-    record("line_breaks_in_output", f"model emitting only \\n / \\r byte pieces: 4 input lines -> {counts['newline']} / "
-           f"{counts['carriage return']} output lines")
+    record(
+        "line_breaks_in_output",
+        f"model emitting only \\n / \\r byte pieces: 4 input lines -> {counts['newline']} / "
+        f"{counts['carriage return']} output lines",
+    )

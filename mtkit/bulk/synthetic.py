@@ -1,0 +1,229 @@
+"""A model run over a text file into a synthetic parallel corpus: PREFIX.Y (the translations) beside PREFIX.X (the
+lines as they were). Back-translation (Sennrich et al. 2016, `mtkit back-translate`): monolingual text translated by
+a reverse model, sampled by default (Edunov et al. 2018), a Y->X training corpus. Sequence-level distillation (Kim
+and Rush 2016, `mtkit distill`): training sources translated by a teacher, one model or an ensemble, with beam
+search, an X->Y corpus for a student. Resumable and exact after a kill: chunks are recorded whole (mtkit.bulk.resumable)
+and a chunk's random draws depend only on the seed and its index. Torch-free: the engine factory loads either engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from mtkit.bulk.resumable import ResumableOutputs
+from mtkit.console import log, warn
+from mtkit.engines.contract import Translating, language_pair
+from mtkit.engines.factory import load_translator
+from mtkit.engines.output import best_lines
+from mtkit.errors import check
+from mtkit.files import DirectoryLock, file_identity, read_lines
+
+# Test hook: sleep this long after each recorded chunk, so that a test can stop a run, or race it, between chunks.
+FAULT_PAUSE = "MTKIT_FAULT_BACKTRANSLATE_PAUSE_MS"
+
+
+@dataclass
+class BackTranslateConfig:
+    """What `mtkit back-translate` or `mtkit distill` was asked (their options' defaults are the CLI's); `beam` None
+    samples (the recipe's beam when `beam_by_default`), a number searches with that beam."""
+
+    run: Path  # the model: translates the input's language (a reverse model, or a distillation's teacher)
+    input: Path
+    out: Path  # PREFIX
+    engine: str
+    chunk_lines: int  # lines translated and recorded together: a kill loses at most one chunk's work
+    beam: int | None = None
+    length_penalty: float | None = None  # beam search's; None: the recipe's translate.length_penalty
+    sampling: bool = False  # given explicitly; sampling is also what no --beam means
+    top_k: int = 0
+    top_p: float = 1.0
+    temperature: float = 1.0
+    seed: int = 1
+    device: str = "auto"
+    dtype: str | None = None  # None: the engine's default (float32)
+    on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
+    overwrite: bool = False
+    ct2_search: str = "native"  # --engine ctranslate2's search: its own (bulk work's default, fastest) or exact
+    target_lang: str | None = None  # a multilingual reverse model's target (its >>xx<< code before each line)
+    beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
+    ensemble: tuple[Path, ...] = ()  # more models whose log-probabilities are averaged with run's (torch engine)
+
+    def __post_init__(self) -> None:
+        sampled = self.sampling or self.top_k != 0 or self.top_p != 1.0 or self.temperature != 1.0
+        check(
+            self.beam is None or not sampled,
+            "--beam N is beam search; --sampling, --top-k, --top-p and --temperature sample: give one or the other",
+        )
+        check(self.beam is None or self.beam >= 1, f"--beam {self.beam}: at least 1")
+        check(
+            self.length_penalty is None or not self.sampled,
+            "--length-penalty ranks beam search's hypotheses; give it with --beam, not when sampling",
+        )
+        check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
+
+    @property
+    def sampled(self) -> bool:
+        return self.beam is None and not self.beam_by_default
+
+    def search(self) -> dict:
+        """TranslateConfig overrides: one output per line, by beam (--beam's or the recipe's) or by unrestricted (or
+        top-k/top-p) sampling."""
+        if not self.sampled:
+            return {
+                "sampling": False,
+                "nbest": 1,
+                **({"beam": self.beam} if self.beam is not None else {}),
+                **({"length_penalty": self.length_penalty} if self.length_penalty is not None else {}),
+            }
+        return {
+            "sampling": True,
+            "beam": 1,
+            "nbest": 1,
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "temperature": self.temperature,
+        }
+
+
+def chunk_seed(seed: int, index: int) -> int:
+    """The sampling seed of chunk `index`: a hash of both (2**32 values, CTranslate2's seed type), so neighbouring
+    seeds and chunks draw unrelated streams."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "little")
+
+
+def load_job_translator(cfg: BackTranslateConfig, index: int) -> Translating:
+    """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
+    which of several threads takes a batch would change its draws."""
+    options = {
+        **cfg.search(),
+        "target_lang": cfg.target_lang,
+        **({"ensemble": list(cfg.ensemble)} if cfg.ensemble else {}),
+    }
+    if cfg.engine == "ctranslate2":
+        options["ct2_search"] = cfg.ct2_search
+        if options["sampling"]:
+            options["workers"] = 1
+    return load_translator(
+        cfg.run, cfg.engine, device=cfg.device, dtype=cfg.dtype, seed=chunk_seed(cfg.seed, index), **options
+    )
+
+
+def reseeded(translator: Translating, cfg: BackTranslateConfig, index: int) -> Translating:
+    """The torch engine seeds each batch's generator from cfg.seed: the same model, seeded for chunk `index`."""
+    return replace(translator, cfg=replace(translator.cfg, seed=chunk_seed(cfg.seed, index)))  # type: ignore[type-var]
+
+
+def opens_per_chunk(cfg: BackTranslateConfig) -> bool:
+    """CTranslate2 (4.8) seeds a worker thread's generator at that thread's first draw only, and set_random_seed
+    does not restart it: a model opened afresh (new threads) per chunk draws from the chunk's seed whatever ran
+    before, so a resumed run draws what an uninterrupted one drew."""
+    return cfg.engine == "ctranslate2" and cfg.sampled
+
+
+def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str]:
+    """What a resumed run must share with the one it continues for the same bytes: model, input, engine and
+    search (each named in the refusal)."""
+    checkpoint = Path(str(translator.info.get("checkpoint")))
+    search = {**asdict(translator.cfg), "seed": cfg.seed}
+    search.pop("workers")  # a sentence's output does not depend on it (CTranslate2 samples on one worker)
+    return {
+        "model": file_identity(checkpoint) if checkpoint.is_file() else str(checkpoint),
+        "input": file_identity(cfg.input),
+        "on_bad_utf8": cfg.on_bad_utf8,
+        "chunk_lines": str(cfg.chunk_lines),
+        "engine": cfg.engine,
+        "ct2_search": cfg.ct2_search if cfg.engine == "ctranslate2" else "",
+        # only with an ensemble: a progress file written before ensembles existed still resumes
+        **(
+            {"ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble)}
+            if cfg.ensemble
+            else {}
+        ),
+        "device": str(translator.device),
+        "dtype": str(translator.describe()["dtype"]),
+        **{name: str(value) for name, value in search.items()},
+    }
+
+
+def read_file_chunks(path: Path, size: int, on_bad_utf8: str = "error") -> Iterator[list[str]]:
+    """Lists of `size` lines of the input (the last may be shorter); invalid UTF-8 is an error naming its line,
+    unless replaced."""
+    chunk: list[str] = []
+    for line in read_lines(path, on_bad_utf8):
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
+    """(PREFIX.Y, PREFIX.X): the translations, in the model's target language (--target-lang's for a multilingual
+    model), and the copied text in its source."""
+    langs = language_pair(translator)
+    check(
+        langs is not None,
+        f"{translator.info.get('checkpoint')}: its data manifest names no languages, so the outputs cannot be named",
+    )
+    source, target = langs  # type: ignore[misc]
+    target = translator.cfg.target_lang or target  # a multilingual model's: the one asked for
+    return Path(f"{prefix}.{target}"), Path(f"{prefix}.{source}")
+
+
+def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
+    """Translate cfg.input into PREFIX.Y beside PREFIX.X, going on from an unfinished run's last recorded chunk;
+    returns the summary `mtkit back-translate` prints. `on_chunk(lines)` after each chunk (resumed past ones too)."""
+    check(cfg.input.is_file(), f"{cfg.input}: no such file")
+    cfg.out.parent.mkdir(parents=True, exist_ok=True)
+    lock = DirectoryLock(cfg.out.parent, warn, name=f".{cfg.out.name}.lock", subject=f"{cfg.out}: back-translation")
+    with lock:  # before the model loads: a second run on PREFIX is refused at once and touches nothing
+        translator = load_job_translator(cfg, 0)
+        paths = output_paths(cfg.out, translator)
+        state = Path(f"{cfg.out}.progress.json")
+        for path in paths:  # a finished run's outputs (its state removed) are replaced only when asked
+            check(
+                cfg.overwrite or state.exists() or not path.exists(),
+                f"{path} exists and no {state.name} says how far it got; --overwrite to write it again",
+            )
+        outputs = ResumableOutputs(state, list(paths), identity(cfg, translator), cfg.overwrite)
+        resumed, read, empty = outputs.done, 0, 0
+        pause_s = int(os.environ.get(FAULT_PAUSE, "0")) / 1000
+        unused_for: int | None = 0  # the chunk whose seed `translator` holds before any draw
+        if resumed:
+            log(f"{state}: going on after line {resumed}")
+        for index, lines in enumerate(read_file_chunks(cfg.input, cfg.chunk_lines, cfg.on_bad_utf8)):
+            read += len(lines)
+            empty += sum(not line.strip() for line in lines)  # encode_sources strips: these translate to ""
+            if read > resumed:  # chunks are recorded whole, so this one was not
+                if opens_per_chunk(cfg) and unused_for != index:
+                    translator = None  # type: ignore[assignment]  # freed before the next one loads
+                    translator = load_job_translator(cfg, index)
+                elif cfg.sampled:
+                    translator = reseeded(translator, cfg, index)
+                unused_for = None
+                hypotheses = translator.translate_hypotheses(lines, first_lineno=read - len(lines) + 1)
+                synthetic = best_lines(translator.tokenizer, hypotheses)
+                outputs.append(
+                    ["".join(f"{text}\n" for text in synthetic), "".join(f"{line}\n" for line in lines)], len(lines)
+                )
+                time.sleep(pause_s)
+            if on_chunk is not None:
+                on_chunk(len(lines))
+        outputs.finish()
+    log(f"{state}: removed, the corpus is complete")
+    return {
+        "read": read,
+        "written": read - resumed,
+        "empty": empty,
+        "resumed_from": resumed,
+        "outputs": [str(path) for path in paths],
+        "engine": cfg.engine,
+        "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}",
+        **({} if cfg.sampled else {"length_penalty": translator.cfg.length_penalty}),
+    }

@@ -1,0 +1,300 @@
+"""The `mtkit` commands that run a trained model over data: forced scoring, cross-entropy filtering,
+back-translation and distillation. One short function each, registered on the app by mtkit.cli.main (which lists them
+in `mtkit --help`); results on stdout, as every command's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from mtkit.cli.command import emit, user_errors
+from mtkit.cli.options import option, recipe_option
+from mtkit.cli.process import start_up_without_gc
+from mtkit.corpus.config import PreprocessConfig
+from mtkit.engines.config import EngineConfig
+from mtkit.errors import check
+from mtkit.search.config import TranslateConfig
+
+if TYPE_CHECKING:
+    from mtkit.bulk.synthetic import BackTranslateConfig
+
+MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
+# Options back-translate and distill share (declared once: typer reads an option's declaration, never changes it).
+BULK_CT2_SEARCH = typer.Option(
+    "native",
+    "--ct2-search",
+    help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact "
+    "(mtkit's: the lines of `mtkit translate`).",
+)
+CHUNK_LINES = typer.Option(
+    10_000,
+    "--chunk-lines",
+    help="Lines translated and recorded together: a killed run goes on from the last whole chunk.",
+)
+BEAM_LENGTH_PENALTY = typer.Option(
+    None, "--length-penalty", help="Beam search's length penalty (default: the recipe's translate.length_penalty)."
+)
+OVERWRITE_CORPUS = typer.Option(
+    False, "--overwrite", help="Start again instead of going on from an unfinished run, or replace finished outputs."
+)
+
+
+@user_errors
+def score_pairs(
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    source: Path = typer.Option(..., "--source", help="Source sentences, one per line (plain or .gz)."),
+    target: Path = typer.Option(..., "--target", help="Their targets, line-aligned with --source."),
+    engine: str = option(EngineConfig, "engine"),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    batch_tokens: int | None = recipe_option(TranslateConfig, "batch_tokens"),
+    target_lang: str | None = recipe_option(TranslateConfig, "target_lang"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per pair: score, tokens, mean."),
+    piece_scores: bool = typer.Option(False, "--piece-scores", help="With --json: every piece's log-probability too."),
+) -> None:
+    """Forced scoring: the log-probability the model gives each target given its source (natural log, summed over
+    the target's pieces and its end of sentence), one line per pair in input order; "nan" (or a JSON "error") for
+    a pair with an empty side or a side longer than the model takes. `mtkit score` is the metric command."""
+    from mtkit.console import log
+
+    check(source.is_file(), f"{source}: no such file")
+    check(target.is_file(), f"{target}: no such file")
+    with start_up_without_gc():
+        from mtkit.bulk.forced import score_pair_files
+        from mtkit.engines.factory import load_translator
+
+        overrides = {
+            key: value
+            for key, value in (("batch_tokens", batch_tokens), ("target_lang", target_lang))
+            if value is not None
+        }
+        translator = load_translator(model, engine, device=device, dtype=dtype, **overrides)
+    counts = score_pair_files(translator, source, target, sys.stdout, as_json=as_json, with_pieces=piece_scores)
+    log(f"{counts['pairs']} pairs: {counts['scored']} scored, {counts['unscored']} without a score")
+
+
+@user_errors
+def filter_pairs(
+    forward: Path = typer.Option(
+        ..., "--forward", help="Model from the corpus's source language to its target: " + MODEL_HELP
+    ),
+    backward: Path = typer.Option(..., "--backward", help="Model from its target language back to its source."),
+    source: Path = typer.Option(
+        ..., "--source", help="Source side of the corpus, one sentence per line (plain or .gz)."
+    ),
+    target: Path = typer.Option(..., "--target", help="Target side, line-aligned with --source."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="PREFIX: writes PREFIX.scores.tsv and the kept pairs as PREFIX.SRC and PREFIX.TGT (language codes).",
+    ),
+    keep: float | None = typer.Option(
+        None, "--keep", help="Keep this fraction of the pairs, the best scored (0 to 1)."
+    ),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Keep the pairs scoring at least this (scores are 0 to 1)."
+    ),
+    source_lang: str | None = typer.Option(
+        None,
+        "--source-lang",
+        help="The corpus's source language: the >>xx<< code a multilingual --backward model is asked for.",
+    ),
+    target_lang: str | None = typer.Option(
+        None,
+        "--target-lang",
+        help="The corpus's target language: the >>xx<< code a multilingual --forward model is asked for.",
+    ),
+    engine: str = typer.Option(
+        "ctranslate2", "--engine", help="ctranslate2 (its score_batch, the default for bulk work) or torch."
+    ),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Start again instead of going on from an unfinished run's scores."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Dual conditional cross-entropy filtering (Junczys-Dowmunt 2018): score each pair with a forward and a backward
+    model, keep the best fraction or those over a threshold. Killed, it goes on from the last chunk scored."""
+    from mtkit.console import log, progress
+    from mtkit.files import count_lines
+
+    check(source.is_file(), f"{source}: no such file")
+    check(target.is_file(), f"{target}: no such file")
+    with start_up_without_gc():
+        from mtkit.bulk.xent_filter import check_selection, filter_corpus
+        from mtkit.engines.factory import load_translator
+
+        check_selection(keep, threshold)
+        models = [
+            load_translator(model, engine, device=device, dtype=dtype, **({"target_lang": lang} if lang else {}))
+            for model, lang in ((forward, target_lang), (backward, source_lang))
+        ]
+    with progress() as bar:
+        task = bar.add_task("scoring", total=count_lines(source), info="")
+        summary = filter_corpus(
+            *models, source, target, out, keep, threshold, overwrite, on_chunk=lambda pairs: bar.advance(task, pairs)
+        )
+    if as_json:
+        print(json.dumps(summary))
+    else:
+        cutoff = "none" if summary["cutoff"] is None else f"{summary['cutoff']:.4f}"
+        print(
+            f"kept {summary['kept']} of {summary['pairs']} pairs (lowest score kept {cutoff}); "
+            f"{summary['unscored']} without a score; {' '.join(summary['kept_files'])}"
+        )
+    if summary["resumed_after"]:
+        log(f"went on after the {summary['resumed_after']} pairs an earlier run had scored")
+
+
+@user_errors
+def back_translate(
+    model: Path = typer.Argument(..., help="The reverse model, from the monolingual text's language: " + MODEL_HELP),
+    input: Path = typer.Option(
+        ...,
+        "--input",
+        "-i",
+        help="Monolingual text in the model's source language, one sentence per line (plain or .gz).",
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), "
+        "language codes from the model.",
+    ),
+    engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
+    ct2_search: str = BULK_CT2_SEARCH,
+    target_lang: str | None = typer.Option(
+        None, "--target-lang", help="A multilingual reverse model's target language (its >>xx<< code)."
+    ),
+    beam: int | None = typer.Option(None, "--beam", help="Beam search with this beam instead of sampling."),
+    length_penalty: float | None = BEAM_LENGTH_PENALTY,
+    sampling: bool = typer.Option(
+        False, "--sampling", help="Sample each translation (the default; Edunov et al. 2018)."
+    ),
+    top_k: int = option(TranslateConfig, "top_k"),
+    top_p: float = option(TranslateConfig, "top_p"),
+    temperature: float = option(TranslateConfig, "temperature"),
+    seed: int = option(TranslateConfig, "seed"),
+    chunk_lines: int = CHUNK_LINES,
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
+    overwrite: bool = OVERWRITE_CORPUS,
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
+    goes on from the last chunk written, with the same bytes as a run never stopped."""
+    with start_up_without_gc():
+        from mtkit.bulk.synthetic import BackTranslateConfig
+
+        cfg = BackTranslateConfig(
+            model,
+            input,
+            out,
+            engine,
+            chunk_lines,
+            beam=beam,
+            length_penalty=length_penalty,
+            sampling=sampling,
+            top_k=top_k,
+            top_p=top_p,
+            temperature=temperature,
+            seed=seed,
+            device=device,
+            dtype=dtype,
+            on_bad_utf8=on_bad_utf8,
+            overwrite=overwrite,
+            ct2_search=ct2_search,
+            target_lang=target_lang,
+        )
+    translate_corpus(cfg, "back-translate", as_json)
+
+
+@user_errors
+def distill(
+    teacher: Path = typer.Argument(..., help="The teacher, from the sources' language: " + MODEL_HELP),
+    input: Path = typer.Option(
+        ...,
+        "--input",
+        "-i",
+        help="The sources to distill (a training corpus's source side), one sentence per line (plain or .gz).",
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="PREFIX: writes PREFIX.TGT (the teacher's translations) and PREFIX.SRC (the input's lines), "
+        "language codes from the teacher.",
+    ),
+    ensemble: list[Path] = typer.Option(
+        [],
+        "--ensemble",
+        help="More teachers, ensembled with TEACHER (log-probabilities averaged at each step; --engine torch).",
+    ),
+    beam: int | None = typer.Option(None, "--beam", help="The teacher's beam (default: its recipe's translate.beam)."),
+    length_penalty: float | None = BEAM_LENGTH_PENALTY,
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        help="ctranslate2 (the default for one teacher) or torch (the default and the only engine for an ensemble).",
+    ),
+    ct2_search: str = BULK_CT2_SEARCH,
+    target_lang: str | None = typer.Option(
+        None, "--target-lang", help="A multilingual teacher's target language (its >>xx<< code)."
+    ),
+    chunk_lines: int = CHUNK_LINES,
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
+    overwrite: bool = OVERWRITE_CORPUS,
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Sequence-level knowledge distillation (Kim and Rush 2016): a teacher, or an ensemble, translates the training
+    sources with beam search into the corpus a student trains on; killed, it goes on from the last chunk written."""
+    with start_up_without_gc():
+        from mtkit.bulk.synthetic import BackTranslateConfig
+
+        cfg = BackTranslateConfig(
+            teacher,
+            input,
+            out,
+            engine or ("torch" if ensemble else "ctranslate2"),
+            chunk_lines,
+            beam=beam,
+            length_penalty=length_penalty,
+            beam_by_default=True,
+            ensemble=tuple(ensemble),
+            device=device,
+            dtype=dtype,
+            on_bad_utf8=on_bad_utf8,
+            overwrite=overwrite,
+            ct2_search=ct2_search,
+            target_lang=target_lang,
+        )
+    translate_corpus(cfg, "distill", as_json)
+
+
+def translate_corpus(cfg: BackTranslateConfig, what: str, as_json: bool) -> None:
+    """Run cfg's model over its input with progress on stderr, then print the summary."""
+    from mtkit.bulk.synthetic import back_translate as run_back_translate
+    from mtkit.console import progress
+    from mtkit.files import count_lines
+
+    check(cfg.input.is_file(), f"{cfg.input}: no such file")
+    with progress() as bar:
+        task = bar.add_task(what, total=count_lines(cfg.input), info="")
+        summary = run_back_translate(cfg, on_chunk=lambda lines: bar.advance(task, lines))
+    resumed = f"; went on after line {summary['resumed_from']}" if summary["resumed_from"] else ""
+    emit(
+        summary,
+        as_json,
+        f"{summary['read']} lines read, {summary['written']} written ({summary['empty']} empty) "
+        f"into {' and '.join(summary['outputs'])}{resumed}",
+    )

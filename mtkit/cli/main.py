@@ -1,0 +1,405 @@
+"""The `mtkit` command line: one short function per subcommand, the only writer to stdout.
+
+Heavy modules (torch, sentencepiece) are imported inside the commands so `mtkit --help` is instant.
+User mistakes (UserError) print one line and exit with the code of errors.py (mtkit.cli.command); bugs keep their
+traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mtkit.cli import data_commands as cli_data
+from mtkit.cli.command import emit, user_errors
+from mtkit.cli.data_commands import MODEL_HELP
+from mtkit.cli.options import option, recipe_option, values_of
+from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
+from mtkit.corpus.config import PreprocessConfig
+from mtkit.engines.config import EngineConfig
+from mtkit.errors import check
+from mtkit.score import TOKENIZE
+from mtkit.search.config import TranslateConfig
+from mtkit.serve.config import ServeConfig
+
+app = typer.Typer(
+    name="mtkit",
+    help="Train and run Transformer translation models: preprocess -> train -> average -> translate -> score.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.command()
+@user_errors
+def preprocess(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="Recipe TOML whose preprocess section gives the settings; options given here override it.",
+    ),
+    source_lang: str | None = typer.Option(None, "--source-lang", "-s", help="Source language suffix, e.g. en."),
+    target_lang: str | None = typer.Option(None, "--target-lang", "-t", help="Target language suffix, e.g. de."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
+    train: str | None = typer.Option(None, "--train", help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz)."),
+    valid: str | None = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
+    test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
+    vocab_size: int = option(PreprocessConfig, "vocab_size"),
+    workers: int = option(PreprocessConfig, "workers", "-j"),
+    spm_model: Path | None = typer.Option(
+        None,
+        "--spm-model",
+        help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it).",
+    ),
+    max_len: int = option(PreprocessConfig, "max_len"),
+    max_ratio: float = option(PreprocessConfig, "max_ratio"),
+    dedup: bool = option(PreprocessConfig, "dedup", negatable=True),
+    filter_same: bool = option(PreprocessConfig, "filter_same", negatable=True),
+    filter_scripts: bool = option(PreprocessConfig, "filter_scripts", negatable=True),
+    filter_langid: bool = option(PreprocessConfig, "filter_langid", negatable=True),
+    character_coverage: float = option(PreprocessConfig, "character_coverage"),
+    input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
+    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
+    hf_dataset: str | None = typer.Option(
+        None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."
+    ),
+    hf_config: str | None = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
+    hf_cache_dir: str | None = typer.Option(
+        None,
+        "--hf-cache-dir",
+        help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+) -> None:
+    """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
+    from mtkit.corpus.preprocess import preprocess as run_preprocess
+    from mtkit.recipe import resolve_preprocess
+
+    # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
+    # By name: typer bundles its own copy of click, whose ParameterSource is not click's.
+    given = {
+        name: value
+        for name, value in ctx.params.items()
+        if name not in ("config", "out", "as_json") and ctx.get_parameter_source(name).name == "COMMANDLINE"
+    }
+    if given.get("spm_model") is not None:
+        given["spm_model"] = str(given["spm_model"])
+    cfg = resolve_preprocess(config, given)
+    manifest = run_preprocess(cfg, out)
+    lines = [f"{out}: vocab {manifest['vocab_size']}"]
+    for name, split in manifest["splits"].items():
+        dropped = ", ".join(f"{k} {v}" for k, v in split.get("dropped", {}).items() if v) or "none dropped"
+        lines.append(f"  {name}: {split['pairs']} pairs ({dropped})")
+    emit(manifest, as_json, "\n".join(lines))
+
+
+@app.command()
+@user_errors
+def train(
+    data_dir: Path = typer.Argument(..., help="DATA_DIR written by `mtkit preprocess`."),
+    save_dir: Path = typer.Option(..., "--save-dir", help="RUN_DIR: checkpoints, config, sentencepiece model."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Recipe TOML."),
+    arch: str | None = typer.Option(None, "--arch", help="Model preset: tiny, small, base, big."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
+    max_epochs: int | None = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
+    max_time: float | None = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
+    log_interval: int | None = typer.Option(None, "--log-interval", help="Log every N updates (train.log_interval)."),
+    tensorboard: Path | None = typer.Option(
+        None,
+        "--tensorboard",
+        help="Also write metrics.jsonl's scalars as "
+        "TensorBoard events here (train.tensorboard_dir; needs the tensorboard package).",
+    ),
+    init_from: Path | None = typer.Option(
+        None,
+        "--init-from",
+        help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
+        "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
+        "sentencepiece model and architecture required. Ignored when --save-dir has checkpoints: that run resumes.",
+    ),
+    overrides: list[str] = typer.Option([], "--set", help="Override a recipe value: section.key=value (repeatable)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the resolved configuration; read no data, train nothing."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Train a Transformer (resumes when RUN_DIR has checkpoints); works under torchrun."""
+    from mtkit.recipe import resolve_recipe
+
+    flags = {
+        "max_steps": max_steps,
+        "max_epochs": max_epochs,
+        "max_time_minutes": max_time,
+        "log_interval": log_interval,
+        "init_from": str(init_from) if init_from is not None else None,
+        "tensorboard_dir": str(tensorboard) if tensorboard is not None else None,
+    }
+    extra = [f"train.{k}={v!r}" for k, v in flags.items() if v is not None]
+    if dry_run:
+        from mtkit.training.distributed import training_device
+        from mtkit.training.loop import resolve_train_precision
+
+        recipe = resolve_recipe(config, arch, list(overrides) + extra)
+        recipe = resolve_train_precision(recipe, training_device(recipe.train.device))  # what auto becomes here
+        emit(recipe.as_dict(), as_json, json.dumps(recipe.as_dict(), indent=2))
+        return
+    from mtkit.corpus.binarized import read_manifest
+    from mtkit.training.loop import train as run_train
+
+    manifest = read_manifest(data_dir)
+    recipe = resolve_recipe(config, arch, list(overrides) + extra, vocab_size=manifest["vocab_size"])
+    summary = run_train(data_dir, save_dir, recipe)
+    if summary is not None:
+        emit(
+            summary,
+            as_json,
+            f"trained to step {summary['step']} ({summary['stop']}); averaged model: {summary['average']}",
+        )
+
+
+@app.command()
+@user_errors
+def average(
+    run_dir: Path = typer.Argument(..., help="RUN_DIR of `mtkit train`."),
+    last: int = typer.Option(5, "--last", "-k", help="Average the last K checkpoints."),
+    out: Path | None = typer.Option(None, "--out", help="Output file (default RUN_DIR/average.pt)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Average the parameters of the last K checkpoints (float32), as the paper does."""
+    from mtkit.runs.checkpoint import write_average
+
+    target, used = write_average(run_dir, last, out)
+    emit({"out": str(target), "checkpoints": [str(p) for p in used]}, as_json, f"{target} <- {len(used)} checkpoints")
+
+
+@app.command()
+@user_errors
+def translate(
+    ctx: typer.Context,
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    beam: int | None = recipe_option(TranslateConfig, "beam"),
+    length_penalty: float | None = recipe_option(TranslateConfig, "length_penalty"),
+    max_len_a: float | None = recipe_option(TranslateConfig, "max_len_a"),
+    max_len_b: int | None = recipe_option(TranslateConfig, "max_len_b"),
+    batch_tokens: int | None = recipe_option(TranslateConfig, "batch_tokens"),
+    workers: int | None = recipe_option(TranslateConfig, "workers"),
+    nbest: int = option(TranslateConfig, "nbest"),
+    target_lang: str | None = recipe_option(TranslateConfig, "target_lang"),
+    scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
+    input: Path | None = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+    strict: bool = typer.Option(False, "--strict", help="Reject over-long lines instead of truncating them."),
+    sampling: bool = option(TranslateConfig, "sampling"),
+    top_k: int = option(TranslateConfig, "top_k"),
+    top_p: float = option(TranslateConfig, "top_p"),
+    temperature: float = option(TranslateConfig, "temperature"),
+    ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    engine: str = option(EngineConfig, "engine"),
+    ct2_search: str = option(EngineConfig, "ct2_search"),
+    prefix_file: Path | None = typer.Option(
+        None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."
+    ),
+) -> None:
+    """Translate raw text, one sentence per line, in order; empty lines stay empty."""
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
+    check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
+    check_prefix_file(prefix_file, input)
+    # The options left at None keep the run's recipe; the others (sampling, nbest) override it.
+    overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
+    with start_up_without_gc():
+        from mtkit.engines.factory import load_translator
+        from mtkit.engines.streaming import translate_stream
+        from mtkit.files import read_lines
+
+        translator = load_translator(
+            model, engine, device=device, dtype=dtype, ct2_search=ct2_search, ensemble=list(ensemble), **overrides
+        )
+    with contextlib.ExitStack() as files:
+        source = files.enter_context(open(input, "rb")) if input is not None else sys.stdin.buffer
+        target = files.enter_context(open(output, "w", encoding="utf-8")) if output is not None else sys.stdout
+        translate_stream(
+            translator,
+            source,
+            target,
+            with_scores=scores,
+            strict=strict,
+            quiet=quiet,
+            name=str(input) if input else "<stdin>",
+            prefixes=read_lines(prefix_file) if prefix_file else None,
+            prefix_name=str(prefix_file),
+        )
+
+
+def check_prefix_file(prefix_file: Path | None, input: Path | None) -> None:
+    """Before the model load: the prefix file exists and, when the input is a file too, has as many lines."""
+    if prefix_file is None:
+        return
+    from mtkit.files import count_lines
+
+    check(prefix_file.is_file(), f"{prefix_file}: no such file")
+    if input is not None:
+        prefixes, lines = count_lines(prefix_file), count_lines(input)
+        check(
+            prefixes == lines,
+            f"{prefix_file}: {prefixes} lines, {input} {lines}; give one prefix per input line (empty for none)",
+        )
+
+
+@app.command()
+@user_errors
+def score(
+    hyp: Path | None = typer.Argument(None, help="Hypothesis file (default stdin)."),
+    ref: list[Path] = typer.Option(..., "--ref", "-r", help="Reference file (repeatable)."),
+    tokenize: str = typer.Option(TOKENIZE, "--tokenize", help="sacrebleu tokenizer: 13a, intl, zh, ja-mecab, none..."),
+    legacy: bool = typer.Option(False, "--legacy", help="Also print paper-style tokenized, compound-split BLEU."),
+    lc_tok: bool = typer.Option(
+        False,
+        "--lc-tok",
+        help="Also print the Multi30k literature's BLEU: lower-cased, "
+        "punctuation-normalised, Moses-tokenized (docs/translating.md; needs '.[moses]').",
+    ),
+    lc_tok_lang: str | None = typer.Option(
+        None,
+        "--lc-tok-lang",
+        help="Language for --lc-tok's Moses scripts (default: the first --ref's suffix, e.g. de).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print {bleu, chrf, ter, signature, ...} as JSON."),
+) -> None:
+    """BLEU, chrF and TER through sacrebleu, with sacrebleu's signature."""
+    from mtkit.files import read_lines, read_stream_lines
+    from mtkit.score import score_files
+
+    hyps = list(read_lines(hyp, "replace")) if hyp is not None else list(read_stream_lines(sys.stdin.buffer))
+    result = score_files(
+        hyps, str(hyp or "<stdin>"), list(ref), tokenize=tokenize, legacy=legacy, lc_tok=lc_tok, lc_tok_lang=lc_tok_lang
+    )
+    text = f"{result.bleu_detail}\nsignature: {result.signature}\nchrF2 = {result.chrf}\nTER = {result.ter}"
+    if result.legacy_bleu is not None:
+        text += f"\nlegacy tokenized BLEU (13a tokens, compound-split; compare with the paper) = {result.legacy_bleu}"
+    if result.lc_tok_bleu is not None:
+        text += f"\nlower-cased, normalised, Moses-tokenized BLEU (the Multi30k literature's) = {result.lc_tok_bleu}"
+    emit(result.as_dict(), as_json, text)
+
+
+# The commands that run a trained model over data (mtkit.cli.data_commands), where `mtkit --help` lists them.
+app.command("score-pairs")(cli_data.score_pairs)
+app.command("filter-pairs")(cli_data.filter_pairs)
+app.command("back-translate")(cli_data.back_translate)
+app.command("distill")(cli_data.distill)
+
+
+@app.command()
+@user_errors
+def export(
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    to: str = typer.Option(..., "--to", help="Target format: ctranslate2 or huggingface (MarianMTModel)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (written atomically)."),
+    quantization: str | None = typer.Option(
+        None, "--quantization", help="ctranslate2: int8, int8_float32, float16 or bfloat16 (default float32)."
+    ),
+    score_json: Path | None = typer.Option(
+        None, "--score", help="huggingface: `mtkit score --json` output to quote in the model card."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Export a trained model to CTranslate2 or Hugging Face transformers, used without mtkit (README beside it)."""
+    check(to in ("ctranslate2", "huggingface"), f"--to {to}: supported formats: ctranslate2, huggingface")
+    check(to == "ctranslate2" or quantization is None, "--quantization applies to --to ctranslate2 only")
+    if to == "huggingface":
+        from mtkit.huggingface.convert import export_huggingface
+
+        result = export_huggingface(model, out, score_json)
+        made_with = f"transformers {result['transformers']}"
+    else:
+        from mtkit.engines.ct2_export import export_ctranslate2
+
+        result = export_ctranslate2(model, out, quantization)
+        made_with = f"CTranslate2 {result['ctranslate2']}, {result['quantization']}"
+    emit(
+        result,
+        as_json,
+        f"{result['out']} <- {result['checkpoint']} ({made_with}, {result['bytes'] / 2**20:.1f} MiB); "
+        f"see {result['out']}/README.md",
+    )
+
+
+@app.command(name="import")
+@user_errors
+def import_model(
+    source: Path = typer.Argument(
+        ..., help="A local Hugging Face MarianMTModel directory (e.g. a downloaded opus-mt model)."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR to create (written atomically)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Import a Marian model as a run directory that translate, serve, export and train --init-from use."""
+    from mtkit.huggingface.convert import import_huggingface
+
+    result = import_huggingface(source, out)
+    emit(
+        result,
+        as_json,
+        f"{result['out']} <- {result['source']}; fine-tune with -c {result['out']}/recipe.toml "
+        f"--init-from {result['out']} (README: From and to Hugging Face)",
+    )
+
+
+@app.command()
+@user_errors
+def serve(
+    ctx: typer.Context,
+    models: list[Path] = typer.Argument(
+        ...,
+        help="One or more RUN_DIRs or checkpoints, each serving its language "
+        "pair (a text file here lists them, one per line).",
+    ),
+    host: str = option(ServeConfig, "host"),
+    port: int = option(ServeConfig, "port"),
+    device: str = option(ServeConfig, "device"),
+    dtype: str = option(ServeConfig, "dtype"),
+    max_batch_tokens: int | None = option(ServeConfig, "max_batch_tokens"),
+    max_delay_ms: float = option(ServeConfig, "max_delay_ms"),
+    max_lines: int = option(ServeConfig, "max_lines"),
+    max_bytes: int = option(ServeConfig, "max_bytes"),
+    max_beam: int = option(ServeConfig, "max_beam"),
+    queue_size: int = option(ServeConfig, "queue_size"),
+    strict: bool = option(ServeConfig, "strict"),
+    access_log: bool = option(ServeConfig, "access_log"),
+    body_timeout: float = option(ServeConfig, "body_timeout"),
+    grace_seconds: float = option(ServeConfig, "grace_seconds"),
+    engine: str = option(ServeConfig, "engine"),
+    ct2_search: str = option(ServeConfig, "ct2_search"),
+    workers: int | None = option(ServeConfig, "workers"),
+    threads: int = option(ServeConfig, "threads"),
+    api_keys: str | None = option(ServeConfig, "api_keys"),
+) -> None:
+    """Serve translations over HTTP: mtkit's API and LibreTranslate's (docs/serving.md)."""
+    from mtkit.serve.app import serve as run_serve
+
+    run_serve(models, ServeConfig(**values_of(ServeConfig, ctx.params)))
+
+
+def main() -> None:
+    """The console script: process settings first, then the command, then a fast exit (mtkit.cli.process)."""
+    tune_allocator()
+    cap_onednn_cache()
+    try:
+        app()
+        code: Any = 0
+    except SystemExit as exc:  # click ends every command with sys.exit
+        code = exc.code
+    exit_now(code)

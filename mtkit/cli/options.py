@@ -1,0 +1,48 @@
+"""Typer options read from the dataclass fields they set: an option's default and help are declared once, in
+the field (`field(default=..., metadata={"help": ...})`), and the command line only names it.
+
+Used by the commands of mtkit.cli (main and data_commands); builds option declarations and parses nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import typer
+
+
+def config_field(cls: type, name: str) -> dataclasses.Field:
+    """The field `name` of dataclass `cls`, which must have a plain default and a help text."""
+    found = {f.name: f for f in dataclasses.fields(cls)}[name]
+    assert found.default is not dataclasses.MISSING, f"{cls.__name__}.{name}: no plain default to show"
+    assert "help" in found.metadata, f"{cls.__name__}.{name}: no metadata help"
+    return found
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of a field name: max_len_a -> --max-len-a."""
+    return "--" + name.replace("_", "-")
+
+
+def option(cls: type, name: str, *aliases: str, negatable: bool = False) -> Any:
+    """An option whose default and help are the field's: `port: int = option(ServeConfig, "port")`.
+    `negatable`: a boolean spelled --name/--no-name, so a command line can turn off what a recipe turned on."""
+    found = config_field(cls, name)
+    spelling = flag(name) + (f"/--no-{flag(name)[2:]}" if negatable else "")
+    return typer.Option(found.default, spelling, *aliases, help=found.metadata["help"])
+
+
+def recipe_option(cls: type, name: str, *aliases: str) -> Any:
+    """An option that defaults to the run's recipe (None here); its help names the field's default, which is the
+    recipe's own unless the recipe sets it."""
+    found = config_field(cls, name)
+    return typer.Option(
+        None, flag(name), *aliases, help=f"{found.metadata['help']} Default: the run's recipe ({found.default})."
+    )
+
+
+def values_of(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+    """The entries of a command's parsed `params` that are fields of `cls`, to build it with."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {key: value for key, value in params.items() if key in names}

@@ -1,0 +1,47 @@
+"""EngineConfig: which engine, device and precision run a model, the settings `mtkit translate` and `mtkit serve`
+share; each default and help is declared here once. Plain data: it imports no mtkit module and loads nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines.factory loads each
+CT2_SEARCHES = ("exact", "native")  # what --ct2-search takes; mtkit.engines.ct2 runs each
+
+
+@dataclass
+class EngineConfig:
+    """The engine factory's choices; the engine checks its own names when it loads."""
+
+    engine: str = field(
+        default="torch",
+        metadata={
+            "help": "torch (mtkit's own search) or ctranslate2: the same output, faster start-up, less memory, "
+            "no torch; MODEL may then also be an `mtkit export` directory."
+        },
+    )
+    device: str = field(default="auto", metadata={"help": "auto (cuda when available, else cpu), cpu or cuda."})
+    dtype: str = field(
+        default="fp32",
+        metadata={
+            "help": "fp32, bf16, fp16, or auto: bf16 where the device runs it natively, else fp32. "
+            "--engine ctranslate2 also takes int8, int8_float32 (and float16, bfloat16 where the device has them)."
+        },
+    )
+    ct2_search: str = field(
+        default="exact",
+        metadata={
+            "help": "--engine ctranslate2's search: exact (mtkit's own: the torch engine's lines, GNMT length penalty, "
+            "each sentence's own maximum length) or native (CTranslate2's own: score / length ** alpha, one "
+            "maximum length per batch; faster, for bulk work such as back-translation)."
+        },
+    )
+
+
+def same_field(cls: type, name: str) -> Any:
+    """A field with the default and help of `cls`'s field `name`, for another config that holds the same setting."""
+    source = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return field(default=source.default, metadata=source.metadata)

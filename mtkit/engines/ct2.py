@@ -1,0 +1,404 @@
+"""CTranslate2 as an engine of mtkit, without torch: search "exact" (mtkit's own) or "native" (CTranslate2's own).
+
+exact: all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps the stopping rule of
+CTranslate2's length-normalised search), re-ranked with mtkit's GNMT penalty; mtkit's per-sentence maximum length (a
+forced, scored </s>) as mtkit.search.beam applies it, by decoding again the sentences that reach a shorter one than
+their batch's. This relies on CTranslate2 behaviour it does not document; tests/engines/test_ct2.py guards it. native:
+one translate_batch call per batch, CTranslate2's scores and ranking as they come. ctranslate2 is imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mtkit.console import warn
+from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
+from mtkit.engines.ct2_cache import SPM_NAME, Exporter, model_directory, read_metadata
+from mtkit.engines.interop import import_ctranslate2
+from mtkit.engines.output import best_lines
+from mtkit.errors import UserError, check
+from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty, max_length
+from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
+
+# lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
+# would switch it to its unnormalised stopping rule, which ends a sentence at another step than mtkit's search.
+RAW_SCORES = 1e-30
+COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+# CTranslate2 gives a beam that cannot continue (behind a forced prefix) a score of -1e10 and still returns it.
+DEAD_SCORE = -1e9
+# A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
+MIN_BATCH = 32
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
+
+
+def resolve_ct2_device(ctranslate2: Any, name: str) -> str:
+    """`auto` -> cuda when CTranslate2 sees a CUDA device, else cpu; cpu and cuda as given."""
+    check(name in ("auto", "cpu", "cuda"), f"--device {name}: --engine ctranslate2 takes auto, cpu or cuda")
+    gpus = ctranslate2.get_cuda_device_count()
+    check(name != "cuda" or gpus > 0, "--device cuda: CTranslate2 sees no CUDA device")
+    return ("cuda" if gpus > 0 else "cpu") if name == "auto" else name
+
+
+def resolve_compute_type(ctranslate2: Any, dtype: str, device: str) -> str:
+    """--dtype as a CTranslate2 compute type (fp32 -> float32, ...), refused where the engine or device lacks it.
+
+    `auto`: float32 on CPU (int8 changes output), bfloat16 or else float16 on a GPU that has it.
+    """
+    supported = set(ctranslate2.get_supported_compute_types(device))
+    name = TORCH_DTYPES.get(dtype, dtype)
+    if name == "auto":
+        name = next((t for t in ("bfloat16", "float16") if t in supported and device == "cuda"), "float32")
+    check(
+        name in COMPUTE_TYPES,
+        f"--dtype {dtype}: --engine ctranslate2 takes {', '.join(COMPUTE_TYPES)} (or fp32, bf16, fp16)",
+    )
+    check(name in supported, f"--dtype {dtype}: CTranslate2 on {device} supports {', '.join(sorted(supported))}")
+    return name
+
+
+def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
+    """translate_batch's search options for mtkit's settings. exact: all `beam` hypotheses with raw scores, for mtkit
+    to rank; native: CTranslate2's own ranking, score / length ** alpha (alpha: cfg.length_penalty), and the n best."""
+    common = {
+        "min_decoding_length": 0,
+        "max_input_length": 0,
+        "return_scores": True,  # mtkit allows an empty output
+        "length_penalty": cfg.length_penalty if native else RAW_SCORES,
+    }
+    if cfg.sampling:
+        return {
+            **common,
+            "beam_size": 1,
+            "num_hypotheses": cfg.nbest,
+            "sampling_topk": cfg.top_k,
+            "sampling_topp": cfg.top_p,
+            "sampling_temperature": cfg.temperature,
+        }
+    return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.nbest if native else cfg.beam}
+
+
+def default_threads(workers: int) -> int:
+    """Threads per batch: OMP_NUM_THREADS (torch's setting too) or the usable cores, shared by the workers."""
+    cores = int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
+    return max(1, cores // workers)
+
+
+@dataclass
+class CT2Translator:
+    """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.Translator."""
+
+    model: Any  # ctranslate2.Translator
+    tokenizer: Tokenizer | TableTokenizer
+    cfg: TranslateConfig
+    max_positions: int
+    device: str
+    info: dict[str, Any] = field(default_factory=dict)
+    # CTranslate2 reads and writes pieces: source id -> piece, target id -> piece and back.
+    pieces: list[str] = field(default_factory=list)
+    target_pieces: list[str] = field(default_factory=list)
+    piece_ids: dict[str, int] = field(default_factory=dict)
+    native: bool = False  # CTranslate2's own search (_search_native) instead of mtkit's
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str = "auto",
+        dtype: str = "float32",
+        ensemble: list[Path] | None = None,
+        threads: int = 0,
+        exporter: Exporter | None = None,
+        native: bool = False,
+        **overrides: Any,
+    ) -> CT2Translator:
+        """RUN_DIR or a checkpoint (exported on first use by `exporter`, cached) or an `mtkit export` directory.
+
+        `threads`: intra-op threads per batch (0: default_threads); cfg.workers batches decode at once.
+        `exporter`: mtkit.engines.factory.EXPORT_ON_FIRST_USE (needs torch); None takes only an export or a warm cache.
+        `native`: CTranslate2's own search instead of mtkit's (`--ct2-search native`).
+        """
+        check(not ensemble, "--ensemble: --engine ctranslate2 decodes one model; use --engine torch to ensemble")
+        ctranslate2 = import_ctranslate2()
+        device = resolve_ct2_device(ctranslate2, device)
+        compute_type = resolve_compute_type(ctranslate2, dtype, device)
+        directory = model_directory(path, exporter)
+        metadata = read_metadata(directory)
+        try:
+            cfg = replace(TranslateConfig(**metadata.get("translate", metadata.get("search", {}))), **overrides)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"translate options: {exc}") from None
+        check(
+            cfg.early_stop,
+            "translate.early_stop=false: --engine ctranslate2 stops a sentence at `beam` "
+            "finished hypotheses; use --engine torch",
+        )
+        workers = cfg.workers if device == "cpu" else 1
+        model = _open_model(
+            ctranslate2, path, exporter, directory, device, compute_type, workers, threads or default_threads(workers)
+        )
+        tokenizer = tokenizer_from_bytes((directory / SPM_NAME).read_bytes(), name=str(directory / SPM_NAME))
+        info = {
+            "checkpoint": metadata.get("checkpoint"),
+            "configs": metadata.get("configs", {}),
+            "manifest": metadata.get("manifest", {}),
+            "engine": "ctranslate2",
+            "model_dir": str(directory),
+            "compute_type": compute_type,
+        }
+        check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
+        target = tokenizer.target_pieces()
+        return cls(
+            model,
+            tokenizer,
+            cfg,
+            int(metadata["model"]["max_positions"]),
+            device,
+            info,
+            tokenizer.pieces(),
+            target,
+            {piece: i for i, piece in enumerate(target)},
+            native,
+        )
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.max_positions - 1  # room for eos
+
+    @property
+    def workers(self) -> int:
+        """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere."""
+        return self.cfg.workers if self.device == "cpu" else 1
+
+    def describe(self) -> dict[str, Any]:
+        """What serve's /info reports: the compute type; the preset and parameter count are torch's to know."""
+        return {"arch": None, "parameters": None, "dtype": self.info.get("compute_type")}
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """One output per input line, in order; empty lines give empty outputs."""
+        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
+
+    def translate_hypotheses(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        prefixes: list[str] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line (none for an empty line), in input order; each begins with its prefix."""
+        ids = self.encode_lines(lines, first_lineno, strict)
+        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
+
+    def encode_lines(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        on_warning: Callable[[str], None] = warn,
+    ) -> list[list[int]]:
+        """Source ids per line (after cfg.target_lang's code on a multilingual model: its piece >>xx<< starts the
+        source CTranslate2 reads); a line over the model's length is truncated with a warning, or refused when
+        strict."""
+        return encode_sources(
+            self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning, self.cfg.target_lang
+        )
+
+    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order.
+
+        Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
+        batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
+        again, grouped by that maximum, at it. native: _search_native.
+        """
+        prefixes = prefixes or [[] for _ in ids]
+        if self.native:
+            return self._search_native(ids, prefixes)
+        results: list[list[Hypothesis]] = [[] for _ in ids]
+        todo = self._batches(ids, prefixes, [i for i in range(len(ids)) if ids[i]])
+        while todo:
+            submitted = [
+                (batch, steps, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps))
+                for batch, steps in todo
+            ]
+            again: dict[int, list[int]] = defaultdict(list)
+            for batch, steps, decoded in submitted:
+                for index, result in zip(batch, decoded):
+                    limit = self._limit(ids[index], prefixes[index])
+                    hyps = self._finish(ids[index], prefixes[index], result.result(), steps, limit)
+                    if hyps is None:
+                        again[limit].append(index)
+                    else:
+                        results[index] = hyps
+            todo = [batch for group in again.values() for batch in self._batches(ids, prefixes, group)]
+        return results
+
+    def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
+        """Per-piece log-probabilities of each target and its end of sentence (score_batch adds the decoder's start
+        and the end of sentence), in batches of cfg.batch_tokens tokens."""
+        if not src:
+            return []
+        source = [[self.pieces[i] for i in s] for s in src]
+        target = [[self.target_pieces[i] for i in t] for t in tgt]
+        scored = self.model.score_batch(
+            source, target, max_batch_size=self.cfg.batch_tokens, batch_type="tokens", max_input_length=0
+        )
+        return [list(result.log_probs) for result in scored]
+
+    def _search_native(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[list[Hypothesis]]:
+        """CTranslate2's own search: batches of length-sorted sentences within cfg.batch_tokens
+        (mtkit.engines.streaming's length_batches; those with a prefix apart, as in _batches), one translate_batch call
+        each, decoded to the batch's longest maximum length (CTranslate2 takes one per call); its n best as it ranks
+        them."""
+        batches = [
+            batch
+            for with_prefix in (False, True)
+            for batch in length_batches(
+                [len(s) if bool(p) == with_prefix else 0 for s, p in zip(ids, prefixes)], self.cfg.batch_tokens
+            )
+        ]
+        submitted = [
+            (
+                batch,
+                self._submit(
+                    [ids[i] for i in batch],
+                    [prefixes[i] for i in batch],
+                    max(self._limit(ids[i], prefixes[i]) for i in batch),
+                ),
+            )
+            for batch in batches
+        ]
+        results: list[list[Hypothesis]] = [[] for _ in ids]
+        for batch, decoded in submitted:
+            for index, result in zip(batch, decoded):
+                results[index] = self._native_hypotheses(result.result())
+        return results
+
+    def _native_hypotheses(self, result: Any) -> list[Hypothesis]:
+        """CTranslate2's hypotheses of one sentence in its order; its score is the log-prob sum / length ** alpha
+        (no </s> in the length, nor in the sum of one cut at the maximum length). A beam that died behind a prefix
+        (a sum of about -1e10) is no hypothesis."""
+        alpha, hyps = self.cfg.length_penalty, []
+        for tokens, score in zip(self._ids(result.hypotheses), result.scores):
+            logprob = score * len(tokens) ** alpha if tokens else score  # an empty one scores -inf at alpha > 0
+            if logprob > DEAD_SCORE:
+                hyps.append(Hypothesis(tokens, score, logprob))
+        return hyps
+
+    def _batches(
+        self, ids: list[list[int]], prefixes: list[list[int]], among: list[int]
+    ) -> list[tuple[list[int], int]]:
+        """(indices, decoding steps) of the batches of `among`: sentences of one maximum length, neighbouring
+        maxima merged while a batch holds fewer than MIN_BATCH sentences, each within cfg.batch_tokens.
+
+        Grouping by maximum keeps batches as small as a bare CTranslate2 script's when there are many sentences
+        (half the memory of mixed 4,000-token batches, at the same speed); merging keeps a server's few
+        concurrent lines in one call (twice the throughput of one call per maximum). Those with a prefix are kept
+        apart from those without: CTranslate2 treats the first step of a call with prefixes differently even for
+        a sentence without one.
+        """
+        keyed = sorted((bool(prefixes[i]), self._limit(ids[i], prefixes[i]), len(ids[i]), i) for i in among)
+        batches: list[tuple[list[int], int]] = []
+        current: list[int] = []
+        kind, steps, width = False, 0, 0
+        for has_prefix, limit, length, index in keyed:
+            if current and (
+                has_prefix != kind
+                or (len(current) + 1) * max(width, length + 1) > self.cfg.batch_tokens
+                or (limit != steps and len(current) >= MIN_BATCH)
+            ):
+                batches.append((current, steps))
+                current, width = [], 0
+            current.append(index)
+            kind, steps, width = has_prefix, limit, max(width, length + 1)
+        return batches + [(current, steps)] if current else batches
+
+    def _limit(self, src: list[int], prefix: list[int]) -> int:
+        """mtkit's maximum output length of a sentence; a longer forced prefix raises it to the prefix's length."""
+        cfg = self.cfg
+        return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
+
+    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int) -> list[Any]:
+        """Start decoding a batch at `steps` decoding steps; asynchronous results."""
+        source = [[self.pieces[i] for i in s] for s in ids]
+        target = [[self.target_pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
+        if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
+            import_ctranslate2().set_random_seed(self.cfg.seed)
+        # CTranslate2 needs at least one step: a sentence whose maximum is 0 gets its forced </s> in _finish.
+        return self.model.translate_batch(
+            source,
+            target,
+            asynchronous=True,
+            max_decoding_length=max(steps, 1),
+            **search_options(self.cfg, self.native),
+        )
+
+    def _finish(
+        self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int
+    ) -> list[Hypothesis] | None:
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the
+        sentence must be decoded again at its own maximum length `limit`.
+
+        A hypothesis shorter than the sentence's maximum ended by itself, as in mtkit. One that reached the maximum
+        would have had </s> forced and scored there: when the decoding stopped at the sentence's own maximum, it is
+        scored with </s> (score_batch); otherwise (a batch's longer maximum) the sentence is decoded again.
+        """
+        if limit == 0:  # mtkit forces </s> at the first step
+            return self._rank([[]], self._score_with_eos(src, [[]], prefix))
+        # A beam that died (CTranslate2 scores it about -1e10: behind a forced prefix) is no hypothesis.
+        alive = [(h, s) for h, s in zip(result.hypotheses, result.scores) if s > DEAD_SCORE]
+        if steps != limit and any(len(h) >= limit for h, _ in alive):
+            return None
+        ids = self._ids([h for h, _ in alive])
+        logprobs = [s for _, s in alive]
+        cut = [k for k, h in enumerate(ids) if len(h) >= limit]
+        for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut], prefix)):
+            logprobs[k] = scored
+        return self._rank(ids, logprobs)
+
+    def _ids(self, hypotheses: list[list[str]]) -> list[list[int]]:
+        return [[self.piece_ids[piece] for piece in h] for h in hypotheses]
+
+    def _score_with_eos(self, src: list[int], targets: list[list[int]], prefix: list[int]) -> list[float]:
+        """Log-prob sums of `targets` followed by </s> (score_batch adds it), as mtkit scores a forced </s>; the
+        prefix's tokens count nothing, as in the search."""
+        if not targets:
+            return []
+        source = [[self.pieces[i] for i in src]] * len(targets)
+        scored = self.model.score_batch(
+            source, [[self.target_pieces[i] for i in t] for t in targets], max_input_length=0
+        )
+        return [sum(s.log_probs[len(prefix) :]) for s in scored]
+
+    def _rank(self, ids: list[list[int]], logprobs: list[float]) -> list[Hypothesis]:
+        """The n best by mtkit's score, logprob / lp(|Y| + 1); a stable sort keeps CTranslate2's order on ties."""
+        alpha = self.cfg.length_penalty
+        hyps = [Hypothesis(h, lp / length_penalty(len(h) + 1, alpha), lp) for h, lp in zip(ids, logprobs)]
+        return sorted(hyps, key=lambda h: -h.score)[: self.cfg.nbest]
+
+
+def _open_model(
+    ctranslate2: Any,
+    path: Any,
+    exporter: Exporter | None,
+    directory: Path,
+    device: str,
+    compute_type: str,
+    workers: int,
+    threads: int,
+) -> Any:
+    """ctranslate2.Translator over `directory`; a cache CTranslate2 cannot read is exported again once."""
+
+    def open_at(where: Path) -> Any:
+        return ctranslate2.Translator(
+            str(where), device=device, compute_type=compute_type, inter_threads=workers, intra_threads=threads
+        )
+
+    try:
+        return open_at(directory)
+    except (RuntimeError, ValueError) as exc:
+        check(directory != Path(path), f"{directory}: CTranslate2 cannot load this model ({exc})")
+        return open_at(model_directory(path, exporter, rebuild=True))

@@ -1,0 +1,112 @@
+"""Streaming translation for any engine, what `mtkit translate` runs: read input in chunks (a pause ends one),
+translate each chunk, write its outputs in mtkit.engines.output's formats, in input order.
+
+Imports no torch: works over any translator with `tokenizer`, `cfg` and `translate_hypotheses` (mtkit.engines.contract's
+`Translating`: mtkit.engines.torch_engine.Translator or mtkit.engines.ct2.CT2Translator).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import time
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, BinaryIO
+
+from mtkit.console import log, progress
+from mtkit.engines.output import format_output, scored_rows
+from mtkit.errors import check
+from mtkit.files import read_stream_lines
+from mtkit.readahead import END, ReadAhead
+
+if TYPE_CHECKING:
+    from mtkit.engines.contract import Translating
+
+CHUNK_LINES = 2000  # lines read, sorted by length and translated together before output
+# A chunk also ends when no line has arrived for this long: a file or a fast pipe delivers its next line within
+# microseconds, so it still fills whole chunks, while a line from a person or a client is translated at once.
+PAUSE_SECONDS = 0.05
+
+
+def translate_stream(
+    translator: Translating,
+    source: BinaryIO,
+    target: IO[str],
+    with_scores: bool = False,
+    strict: bool = False,
+    quiet: bool = False,
+    name: str = "<stdin>",
+    prefixes: Iterator[str] | None = None,
+    prefix_name: str = "",
+) -> int:
+    """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines.
+
+    `prefixes` (lines of the file `prefix_name`, one per input line, empty for none): text each translation must
+    begin with; a count that differs from the input's is a one-line error.
+    """
+    chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
+    done = 0
+    start = time.monotonic()
+    try:
+        with progress(quiet) as bar:
+            task = bar.add_task("translate", total=None, info="")
+            for chunk in chunks:
+                forced = (
+                    {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
+                )
+                results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict, **forced)
+                out = []
+                for offset, rows in enumerate(scored_rows(translator.tokenizer, results)):
+                    out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores))
+                target.write("\n".join(out) + "\n")
+                target.flush()
+                done += len(chunk)
+                rate = done / max(time.monotonic() - start, 1e-9)
+                bar.update(task, completed=done, info=f"{rate:.1f} sent/s")
+        check(
+            prefixes is None or next(prefixes, None) is None,
+            f"{prefix_name}: more lines than the input's {done}; give one prefix per input line (empty for none)",
+        )
+    finally:
+        chunks.close()  # stops the reader thread when translation failed before the input ended
+    if not quiet and done:
+        seconds = time.monotonic() - start
+        log(f"translated {done} lines in {seconds:.2f}s ({done / max(seconds, 1e-9):.1f} sent/s)")
+    return done
+
+
+def take_prefixes(prefixes: Iterator[str], count: int, name: str, done: int) -> list[str]:
+    """The next `count` prefix lines; fewer left than input lines is a one-line error naming the file."""
+    taken = list(itertools.islice(prefixes, count))
+    check(
+        len(taken) == count,
+        f"{name}: {done + len(taken)} lines, but the input has more; give one prefix per input line (empty for none)",
+    )
+    return taken
+
+
+def read_paused_chunks(source: BinaryIO, name: str, max_lines: int, pause: float) -> Iterator[list[str]]:
+    """Lists of up to `max_lines` lines of `source`: a list ends when full, at the end, or when no line has come
+    for `pause` seconds. A reader error (mtkit.files' one-line UserError among them) is raised here, in the
+    caller's thread.
+
+    The lines are read ahead on a thread (two chunks: the next chunk is ready while one is translated). Closing
+    the generator stops it; one still blocked on an open, silent stdin is left to die with the process.
+    """
+    lines = ReadAhead(read_stream_lines(source, name), 2 * max_lines, "mtkit-read")
+    try:
+        while (item := lines.get()) is not END:  # the first line of a chunk: wait as long as the input does
+            chunk = [item]
+            while len(chunk) < max_lines:
+                try:
+                    item = lines.get(timeout=pause)
+                except queue.Empty:
+                    break
+                if item is END:
+                    break
+                chunk.append(item)
+            yield chunk  # type: ignore[misc]
+            if item is END:
+                return
+    finally:
+        lines.close(timeout=1.0)

@@ -1,0 +1,312 @@
+"""Translation with mtkit's own (torch) engine: load a run's model and tokenizer, batch by length, search,
+restore input order.
+
+`Translator` is the torch engine's class; `mtkit.engines.factory.load_translator` gives either engine behind one
+interface (docs/translating.md, "From Python"). Streaming, what the CLI runs over either engine, is
+mtkit.engines.streaming.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from mtkit.console import warn
+from mtkit.corpus.batching import round_up
+from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
+from mtkit.engines.output import best_lines
+from mtkit.errors import UserError, check
+from mtkit.model.packed import pack_linears
+from mtkit.model.precision import PRECISIONS, resolve_precision
+from mtkit.model.transformer import ModelConfig, Transformer, configure_cuda_kernels, preset_name
+from mtkit.runs.checkpoint import latest_valid_checkpoint, load_checkpoint
+from mtkit.runs.checkpoint_files import AVERAGE_NAME, checkpoint_candidate
+from mtkit.search.beam import search
+from mtkit.search.config import Hypothesis, TranslateConfig
+from mtkit.search.step import ModelDecoder
+from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
+
+# Streaming, output formats and length batching moved to torch-free modules; the names stay importable from here.
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# ATen multiplies small matrices (under 400 multiply-adds each) in its own loop and larger ones with BLAS, and
+# the two round differently. A short sentence alone would take the loop in attention over its source, and the
+# same sentence padded in a batch would take BLAS. At least 16 source positions (masked padding) keep every
+# sentence on BLAS for head sizes >= 25, so its scores do not depend on its batch.
+MIN_SOURCE_WIDTH = 16
+# BLAS (MKL) computes a one-row query's scores against the source keys with the columns in blocks of the vector
+# width and a tail in other code: on an AVX2-only CPU a key's score then depends on where the padded width puts
+# it (seen on 6 of 120 sentences, 1 ulp). With the width a multiple of 16, every key sits in a whole block
+# however many more the batch adds (checked at every width to 100 on an AVX2-only CPU). The same
+# multiple bounds the set of source shapes the GPU kernels see.
+SOURCE_WIDTH_MULTIPLE = 16
+
+
+def resolve_torch_device(name: str) -> str:
+    """`auto` -> cuda when a CUDA device is available, else cpu; any other name as given."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """--dtype on `device`: auto is bf16 where it runs natively, else fp32; refused in one line where it cannot run."""
+    check(dtype in PRECISIONS, f"--dtype must be one of {', '.join(PRECISIONS)}")
+    check(not (dtype == "fp16" and device == "cpu"), "--dtype fp16 needs --device cuda; use fp32, or bf16 on CPU")
+    try:
+        return resolve_precision(dtype, device, "--dtype", warn)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def resolve_checkpoint(path: Path) -> Path:
+    """RUN_DIR -> its averaged model, else its newest valid checkpoint (past damaged ones); a file is used as given."""
+    path = Path(path)
+    candidate = checkpoint_candidate(path)  # refuses a missing path or a run without checkpoints
+    if path.is_file() or candidate.name == AVERAGE_NAME:
+        return candidate
+    found = latest_valid_checkpoint(path, warn=warn)
+    check(found is not None, f"{path}: no checkpoint found (train first, or name a checkpoint file)")
+    return found[0]  # type: ignore[index]
+
+
+def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: bool = True) -> tuple[Transformer, dict]:
+    """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line.
+
+    `packed`: float32 CPU linears go through oneDNN with packed weights (mtkit.model.packed).
+    """
+    payload = load_checkpoint(path)
+    try:
+        model = Transformer(ModelConfig(**payload["configs"]["model"]))
+        model.load_state_dict(payload["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise UserError(f"{path}: checkpoint does not match its configuration ({type(exc).__name__})") from None
+    model.to(device=device, dtype=dtype).eval()
+    if packed:
+        pack_linears(model)
+    return model, payload
+
+
+@dataclass
+class Translator:
+    """Load once, translate many: `Translator.load(RUN_DIR).translate(["A man is sleeping."])`."""
+
+    decoder: ModelDecoder
+    tokenizer: Tokenizer | TableTokenizer
+    cfg: TranslateConfig
+    model_cfg: ModelConfig
+    device: torch.device
+    # What the checkpoint says of itself (its path, resolved recipe, data manifest), for mtkit serve's /info.
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str = "cpu",
+        dtype: str = "fp32",
+        ensemble: list[Path] | None = None,
+        packed: bool = True,
+        **overrides: Any,
+    ) -> Translator:
+        device = resolve_torch_device(device)
+        check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
+        dtype = resolve_dtype(dtype, device)
+        target = torch.device(device)
+        configure_cuda_kernels(target)
+        main_path = resolve_checkpoint(Path(path))
+        model, payload = load_model(main_path, target, DTYPES[dtype], packed)
+        models = [model]
+        for extra in ensemble or []:
+            other, other_payload = load_model(resolve_checkpoint(Path(extra)), target, DTYPES[dtype], packed)
+            check(
+                other_payload.get("spm_sha256") == payload.get("spm_sha256"),
+                f"{extra}: another vocabulary than {main_path}",
+            )
+            models.append(other)
+        check("spm_model" in payload, f"{main_path}: checkpoint carries no sentencepiece model")
+        tokenizer = tokenizer_from_bytes(payload["spm_model"])
+        try:
+            cfg = replace(TranslateConfig(**payload["configs"].get("translate", {})), **overrides)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"translate options: {exc}") from None
+        info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
+        check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
+        return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target, info)
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model_cfg.max_positions - 1  # room for eos
+
+    def describe(self) -> dict[str, Any]:
+        """The model as mtkit serve's /info reports it: its preset (when its sizes are one), parameters, precision."""
+        model = self.decoder.models[0]
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        return {
+            "arch": preset_name(self.model_cfg),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype),
+        }
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """One output per input line, in order; empty lines give empty outputs."""
+        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
+
+    def translate_hypotheses(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        prefixes: list[str] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order;
+        `prefixes` (one per line, "" for none): text each translation must begin with."""
+        ids = self.encode_lines(lines, first_lineno, strict)
+        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
+
+    def encode_lines(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        on_warning: Callable[[str], None] = warn,
+    ) -> list[list[int]]:
+        """Source ids per line (after cfg.target_lang's code on a multilingual model); a line over the model's length
+        is truncated with a warning, or refused when strict.
+
+        `on_warning` receives each warning (mtkit.serve.app collects them per request instead of printing them).
+        """
+        return encode_sources(
+            self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning, self.cfg.target_lang
+        )
+
+    @property
+    def workers(self) -> int:
+        """Batches decoded at once: cfg.workers on CPU, 1 elsewhere."""
+        return self.cfg.workers if self.device.type == "cpu" else 1
+
+    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
+        `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation.
+
+        On CPU `workers` batches are decoded at once, each on its share of torch's threads, as CTranslate2's
+        inter_threads; each sentence's output is the same either way (tests/engines/test_torch_engine.py).
+        """
+        results: list[list[Hypothesis]] = [[] for _ in ids]
+        lengths = [len(t) for t in ids]
+        batches = length_batches(lengths, self.cfg.batch_tokens)
+        workers = min(self.workers, len(batches))
+        if workers > 1:
+            # The costliest batches (most padded tokens) first, the tail in pieces: the workers end close together.
+            batches.sort(key=lambda batch: -len(batch) * (lengths[batch[-1]] + 1))
+            batches = split_tail(batches, workers)
+
+        def run(batch: list[int]) -> list[list[Hypothesis]]:
+            return self._search([ids[i] for i in batch], [prefixes[i] for i in batch] if prefixes else None)
+
+        with decode_threads(workers) as map_batches:
+            for batch, hyps in zip(batches, map_batches(run, batches)):
+                for index, one in zip(batch, hyps):
+                    results[index] = one
+        return results
+
+    def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
+        """Per-piece log-probabilities of each target and its end of sentence, batched by length as search_ids
+        batches; an ensemble's are the mean of its members' log-probabilities, as in the search."""
+        results: list[list[float]] = [[] for _ in src]
+        lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
+        for batch in length_batches(lengths, self.cfg.batch_tokens):
+            for index, scores in zip(batch, self._score([src[i] for i in batch], [tgt[i] for i in batch])):
+                results[index] = scores
+        return results
+
+    @torch.inference_mode()
+    def _score(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[list[float]]:
+        c = self.model_cfg
+        src, _ = pad_batch(src_ids, c.pad_id, c.eos_id, self.device)
+        tgt_in = torch.full((len(tgt_ids), max(len(t) for t in tgt_ids) + 1), c.pad_id, dtype=torch.long)
+        tgt_out = tgt_in.clone()
+        for row, tokens in enumerate(tgt_ids):  # padding after a target: the causal mask keeps it out of its scores
+            tgt_in[row, : len(tokens) + 1] = torch.tensor([c.start_id, *tokens])
+            tgt_out[row, : len(tokens) + 1] = torch.tensor([*tokens, c.eos_id])
+        tgt_in, tgt_out = tgt_in.to(self.device), tgt_out.to(self.device)
+        logps = [torch.log_softmax(model(src, tgt_in).float(), dim=-1) for model in self.decoder.models]
+        mean = logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)
+        picked = mean.gather(2, tgt_out[..., None])[..., 0].cpu()
+        return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
+
+    @torch.inference_mode()
+    def _search(self, ids: list[list[int]], prefixes: list[list[int]] | None) -> list[list[Hypothesis]]:
+        src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
+        c = self.model_cfg
+        # Rows start from the decoder start token, which search also never emits (for mtkit's models: bos).
+        return search(
+            self.decoder,
+            src,
+            src_lens,
+            self.cfg,
+            c.start_id,
+            c.eos_id,
+            c.pad_id,
+            c.max_positions,
+            prefix_batch(prefixes, self.device),
+        )
+
+
+def prefix_batch(prefixes: list[list[int]] | None, device: torch.device) -> Tensor | None:
+    """Forced target prefixes [B, P] (-1 after a prefix's end), or None when no sentence of the batch has one."""
+    if not prefixes or not any(prefixes):
+        return None
+    table = torch.full((len(prefixes), max(len(p) for p in prefixes)), -1, dtype=torch.long)
+    for row, tokens in enumerate(prefixes):
+        table[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    return table.to(device)
+
+
+def pad_batch(ids: list[list[int]], pad_id: int, eos_id: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """src [B, S] (tokens + eos, right-padded to at least MIN_SOURCE_WIDTH, to a multiple of SOURCE_WIDTH_MULTIPLE)
+    and src_lens [B] (eos excluded)."""
+    width = int(round_up(max(max(len(t) for t in ids) + 1, MIN_SOURCE_WIDTH), SOURCE_WIDTH_MULTIPLE))
+    src = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    for row, tokens in enumerate(ids):
+        src[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        src[row, len(tokens)] = eos_id
+    return src.to(device), torch.tensor([len(t) for t in ids], device=device)
+
+
+@contextmanager
+def decode_threads(workers: int) -> Iterator[Callable]:
+    """A `map` that runs on `workers` threads, each on 1/workers of torch's threads (restored after); the builtin
+    map for one worker.
+
+    Not the default: two workers gained little speed for more peak memory on a 2-core CPU (BENCHMARKS.md).
+    """
+    if workers <= 1:
+        yield map
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // workers))  # process-wide
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="mtkit-decode")
+    try:
+        yield pool.map
+    finally:
+        pool.shutdown(cancel_futures=True)
+        torch.set_num_threads(threads)
+
+
+def split_tail(batches: list[list[int]], parts: int) -> list[list[int]]:
+    """The last `parts` batches each cut into `parts` pieces (of consecutive sentences; empty ones dropped).
+
+    With `parts` workers taking batches in turn, a worker that finds none left waits for the others' last
+    batches: pieces make that wait short.
+    """
+    head, tail = batches[: len(batches) - parts], batches[len(batches) - parts :]
+    pieces = [batch[i * len(batch) // parts : (i + 1) * len(batch) // parts] for batch in tail for i in range(parts)]
+    return head + [piece for piece in pieces if piece]

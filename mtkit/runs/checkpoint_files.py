@@ -1,0 +1,65 @@
+"""A run directory's checkpoint files, found and identified without torch.
+
+mtkit.runs.checkpoint (torch) verifies and loads checkpoints; this module only names them and reads the checksum
+trailer a checkpoint ends with, so a path that loads no checkpoint (CTranslate2 with a cached export) can tell
+which checkpoint a run directory means, and whether it changed, without importing torch.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from mtkit.errors import check
+
+CHECKPOINT_DIR = "checkpoints"
+AVERAGE_NAME = "average.pt"
+STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
+TRAILER = b"\nmtkit-sha256 "  # then the sha256 (hex) of every byte before it, and "\n"
+TRAILER_SIZE = len(TRAILER) + 64 + 1
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Step checkpoints of a run (full and weights-only), oldest first."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := STEP_FILE.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def checkpoint_candidate(path: str | Path) -> Path:
+    """The checkpoint RUN_DIR means, unverified: average.pt, else the newest step checkpoint; a file as given.
+
+    mtkit.engines.torch_engine.resolve_checkpoint also verifies it and falls back past damaged ones (needs torch).
+    """
+    path = Path(path)
+    check(path.exists(), f"{path}: no such run directory or checkpoint")
+    if path.is_file():
+        return path
+    if (path / AVERAGE_NAME).is_file():
+        return path / AVERAGE_NAME
+    steps = list_checkpoints(path)
+    check(bool(steps), f"{path}: no checkpoint found (train first, or name a checkpoint file)")
+    return steps[-1]
+
+
+def trailer_digest(path: Path) -> str | None:
+    """The sha256 a checkpoint's trailer records (not recomputed: one small read); None without a trailer."""
+    size = path.stat().st_size
+    if size < TRAILER_SIZE:
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(size - TRAILER_SIZE)
+        tail = handle.read()
+    if not (tail.startswith(TRAILER) and tail.endswith(b"\n")):
+        return None
+    return tail[len(TRAILER) : -1].decode("ascii", "replace")
+
+
+def checkpoint_identity(path: str | Path) -> dict[str, Any]:
+    """What tells one checkpoint file from another (or from itself rewritten): path, size, mtime, recorded sha256."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": trailer_digest(path)}

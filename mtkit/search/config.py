@@ -1,0 +1,96 @@
+"""What every decoding engine shares, in plain Python: TranslateConfig, Hypothesis, the GNMT length penalty and
+the per-sentence maximum output length.
+
+Imports no torch: mtkit.search.beam (the torch engine) and mtkit.engines.ct2 (CTranslate2) both score by these rules,
+so a path that decodes with CTranslate2 starts without torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TranslateConfig:
+    """How to search: each field is a [translate] recipe key, and where `mtkit translate` has the option, its
+    default and help come from here (metadata "help")."""
+
+    beam: int = field(default=4, metadata={"help": "Beam size (1 = greedy)."})
+    length_penalty: float = field(
+        default=0.6, metadata={"help": "GNMT length penalty alpha: score = logprob / ((5 + |Y|) / 6) ** alpha."}
+    )
+    max_len_a: float = field(
+        default=1.0, metadata={"help": "Max output length = floor(a * source length + b), per sentence."}
+    )
+    max_len_b: int = field(default=50, metadata={"help": "The b of max output length = floor(a * source length + b)."})
+    nbest: int = field(
+        default=1,
+        metadata={
+            "help": "Hypotheses per input (at most the beam; samples when sampling), "
+            "printed as INDEX<TAB>K<TAB>SCORE<TAB>TEXT."
+        },
+    )
+    early_stop: bool = field(  # as fairseq and CTranslate2
+        default=True, metadata={"help": "Stop a sentence once it has `beam` finished hypotheses."}
+    )
+    sampling: bool = field(default=False, metadata={"help": "Sample instead of beam search (back-translation)."})
+    top_k: int = field(default=0, metadata={"help": "Sample from the k likeliest tokens only (0: all)."})
+    top_p: float = field(
+        default=1.0, metadata={"help": "Sample from the smallest set of tokens whose probability reaches p (1.0: all)."}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "Divide the logits by this before sampling."})
+    seed: int = field(default=1, metadata={"help": "Random seed of sampling."})
+    batch_tokens: int = field(  # used by the engines' batching, not by search
+        default=4000, metadata={"help": "Source tokens per batch."}
+    )
+    workers: int = field(  # used by the engines, not by search
+        default=1, metadata={"help": "Batches decoded at once on CPU, each on its share of the threads."}
+    )
+    target_lang: str | None = field(  # used by the engines' encoding (mtkit.engines.contract), not by search
+        default=None,
+        metadata={
+            "help": "The language a multilingual model translates into (one of its >>xx<< "
+            "codes, e.g. fr; a model of one code uses it). A line may instead begin "
+            "with its own code, as >>fr<< for opus-mt models."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("beam", "nbest", "batch_tokens", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        if not self.sampling and self.nbest > self.beam:
+            raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ValueError(f"max_len_a and max_len_b must be >= 0; got {self.max_len_a}, {self.max_len_b}")
+        if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or not self.temperature > 0.0:
+            raise ValueError(
+                f"need top_k >= 0, 0 < top_p <= 1, temperature > 0; got {self.top_k}, {self.top_p}, {self.temperature}"
+            )
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without bos and eos; a forced target prefix included
+    score: float  # logprob / length_penalty(len(tokens) + 1, alpha)
+    logprob: float  # sum of the decoder's log-probs, eos included
+
+
+def length_penalty(length: Any, alpha: float) -> Any:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14); 1 for alpha = 0.
+
+    |Y| counts the eos, as fairseq does. Plain arithmetic: works on an int or a tensor of lengths.
+    """
+    return ((5 + length) / 6) ** alpha
+
+
+def max_length(src_len: int, a: float, b: int, max_positions: int | None = None) -> int:
+    """Most output tokens (eos excluded) of one sentence: floor(a * src_len + b), clipped to the decoder.
+
+    src_len counts the source's own tokens (no eos). The decoder sees bos + tokens and predicts eos at position
+    max_len, so max_len <= max_positions - 1. The same float64 arithmetic as mtkit.search.beam.max_lengths.
+    """
+    length = max(math.floor(a * src_len + b), 0)
+    return length if max_positions is None else min(length, max_positions - 1)

@@ -1,0 +1,122 @@
+"""What every search does through the decoder contract: the Decoder protocol and ModelDecoder (its adapter for
+mtkit's Transformer), per-sentence maximum lengths, the tokens a step may not or must emit, forced prefixes.
+Imports torch only: never mtkit.model.transformer, IO or data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor
+
+# Shape letters: B sentences, b sentences still searching, N decoder rows, V vocab, P prefix tokens.
+
+# A forced eos that the decoder calls impossible (-inf) still ends the hypothesis, at this log-prob,
+# so every sentence gets an output; real decoders (a softmax) never return -inf.
+FORCED_EOS_FLOOR = -1e4
+
+
+class Decoder(Protocol):
+    """What search needs from a model; translate.py adapts the Transformer to it."""
+
+    def start(self, src: Tensor) -> Any:
+        """Encode src [B, S] once; return a decode state with B rows."""
+        ...
+
+    def step(self, tokens: Tensor, state: Any) -> Any:
+        """Feed each row's last token [N] (bos first); advance state; return the step's output, which
+        `log_probs` turns into log-probs."""
+        ...
+
+    def log_probs(self, output: Any, rows: slice) -> Tensor:
+        """Fresh log-probs [r, V] float32 of the output's rows `rows` (search writes into them)."""
+        ...
+
+    def reorder(self, state: Any, order: Tensor) -> Any:
+        """Return the state whose row n is row order[n] (LongTensor [N']; rows may repeat or go)."""
+        ...
+
+
+def _log_softmax_(logits: Tensor) -> Tensor:
+    """log_softmax over the last dim, in place: decode_step's logits are fresh (1.4x F.log_softmax at [1200, 8000])."""
+    return torch.ops.aten._log_softmax.out(logits, -1, False, out=logits)
+
+
+class ModelDecoder:
+    """The search contract over models with init_decode_state / decode_hidden / project /
+    reorder_decode_state (mtkit.model.transformer.Transformer), one or an ensemble.
+
+    An ensemble averages the members' log-probabilities at every step. project must return fresh
+    logits: they are turned into log-probs in place.
+    """
+
+    def __init__(self, models: list[Any]) -> None:
+        self.models = models
+
+    def start(self, src: Tensor) -> list[Any]:
+        return [model.init_decode_state(src) for model in self.models]
+
+    def step(self, tokens: Tensor, state: list[Any]) -> list[Tensor]:
+        return [m.decode_hidden(tokens, s) for m, s in zip(self.models, state)]  # [N, D] per model
+
+    def log_probs(self, output: list[Tensor], rows: slice) -> Tensor:
+        logps = [_log_softmax_(m.project(hidden[rows]).float()) for m, hidden in zip(self.models, output)]
+        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [r, V]
+
+    def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
+        return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]
+
+
+def max_lengths(src_lens: Tensor, a: float, b: int, max_positions: int | None = None) -> Tensor:
+    """Most output tokens (eos excluded) per sentence: floor(a * src_len + b), clipped to the decoder.
+
+    src_lens [B] counts each source's own tokens: no padding, no eos (what a reader calls its length).
+    The decoder sees bos + tokens and predicts eos at position max_len, so max_len <= max_positions - 1.
+    """
+    lens = torch.floor(a * src_lens.double() + b).long().clamp(min=0)  # double: same floor as Python
+    return lens if max_positions is None else lens.clamp(max=max_positions - 1)
+
+
+def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
+    """src_lens [B] for a padded src [B, S]: tokens that are neither pad nor eos."""
+    return ((src != pad_id) & (src != eos_id)).sum(dim=1)
+
+
+def mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_id: int) -> Tensor:
+    """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
+    rows where `forced` [b] (at max length) may emit only eos. Writes into logp (fresh each step):
+    two column writes instead of a masked copy of [N, V], which cost twice the log-softmax."""
+    logp[..., pad_id] = -math.inf
+    logp[..., bos_id] = -math.inf
+    if not bool(forced.any()):  # most steps: skip building the eos-only table
+        return logp
+    only_eos = torch.full_like(logp, -math.inf)
+    only_eos[..., eos_id] = logp[..., eos_id].clamp(min=FORCED_EOS_FLOOR)
+    forced = forced.view(forced.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
+    return torch.where(forced, only_eos, logp)
+
+
+def force_tokens(logp: Tensor, token: Tensor | None) -> Tensor:
+    """Rows whose `token` [b] is >= 0 may emit only that token, at log-prob 0: a forced target prefix adds nothing
+    to the score, as in CTranslate2's target_prefix (its search resets the score to 0 at each prefix step). Rows
+    with -1, or token None, are unchanged."""
+    if token is None or not bool((token >= 0).any()):
+        return logp
+    shape = token.shape + (1,) * (logp.dim() - 1)  # [b, 1] or [b, 1, 1]
+    index = token.clamp(min=0).view(shape).expand(*logp.shape[:-1], 1)
+    only = torch.full_like(logp, -math.inf).scatter_(-1, index, 0.0)
+    return torch.where((token >= 0).view(shape), only, logp)
+
+
+def prefix_step(prefixes: Tensor | None, rows: Tensor, t: int) -> Tensor | None:
+    """The token forced at step t on each of `rows` (-1: none), or None once every prefix has ended."""
+    if prefixes is None or t >= prefixes.size(1):
+        return None
+    return prefixes[rows, t]
+
+
+def with_prefixes(max_len: Tensor, prefixes: Tensor | None) -> Tensor:
+    """A prefix longer than a sentence's maximum length raises that maximum to the prefix's length."""
+    return max_len if prefixes is None else torch.maximum(max_len, (prefixes >= 0).sum(dim=1))

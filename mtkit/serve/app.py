@@ -1,0 +1,424 @@
+"""`mtkit serve`: an HTTP translation service over either engine's translator (FastAPI on uvicorn).
+
+One worker thread owns the model: it collects queued requests up to a token budget or a delay, decodes
+them together and answers each. Every bad input is a 4xx JSON error; a full queue is a 503 with Retry-After.
+No training code here; fastapi and uvicorn are the optional extra `mtkit[serve]`, imported when serving.
+Imports no torch: the torch engine brings it when it is loaded, --engine ctranslate2 never does.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoints' annotations (Request) as objects.
+import asyncio
+import copy
+import dataclasses
+import signal
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mtkit import __version__
+from mtkit.console import log
+from mtkit.engines.contract import Translating, encode_prefixes
+from mtkit.engines.factory import load_translator
+from mtkit.engines.output import best_lines, scored_texts
+from mtkit.errors import UserError
+from mtkit.search.config import Hypothesis
+from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
+from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
+from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, settings
+from mtkit.serve.libre_request import looks_like_json, request_fields
+from mtkit.serve.request import ClientGone, RequestError, check_request, decode_json, language_codes
+from mtkit.serve.router import Router, ServedModel, expand_runs, model_pairs
+from mtkit.serve.worker import BatchWorker
+
+INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
+RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
+# GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
+PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf-8")
+
+
+def format_translations(translator: Translating, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
+    """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first."""
+    if nbest == 1:
+        return best_lines(translator.tokenizer, results)
+    return [
+        [{"text": text, "score": score} for text, score in scored_texts(translator.tokenizer, hyps)] for hyps in results
+    ]
+
+
+def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
+    """GET /info: the model, its languages, sizes and recipe, and this server's settings and limits."""
+    manifest = translator.info.get("manifest", {})
+    configs = translator.info.get("configs", {})
+    facts = translator.describe()
+    return {
+        "mtkit": __version__,
+        "checkpoint": translator.info.get("checkpoint"),
+        "source_lang": manifest.get("source_lang"),
+        "target_lang": manifest.get("target_lang"),
+        "language_codes": translator.tokenizer.language_codes(),  # a multilingual model's targets ([] for others)
+        "vocab_size": translator.tokenizer.vocab_size,
+        "model": {"arch": facts["arch"], "parameters": facts["parameters"], **configs.get("model", {})},
+        "translate": dataclasses.asdict(translator.cfg),
+        "recipe": configs,
+        "engine": cfg.engine,
+        "device": str(translator.device),
+        "dtype": facts["dtype"],
+        "workers": translator.workers,
+        "limits": {
+            key: getattr(cfg, key)
+            for key in ("max_lines", "max_bytes", "max_beam", "queue_size", "max_delay_ms", "strict")
+        }
+        | {"max_batch_tokens": translator.cfg.batch_tokens, "api_keys": cfg.api_keys is not None},
+    }
+
+
+async def collect_body(request: Any, max_bytes: int) -> bytes:
+    """The request body, refused (413) as soon as it is known to be over max_bytes."""
+    from starlette.requests import ClientDisconnect
+
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(
+            413, f"request body of {declared} bytes, over this server's limit of {max_bytes} (--max-bytes)"
+        )
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:  # a chunked body declares no length: count as it comes
+                raise RequestError(413, f"request body over this server's limit of {max_bytes} bytes (--max-bytes)")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone(f"{client_address(request)} closed the connection after {size} body bytes") from None
+    return b"".join(chunks)
+
+
+async def after_grace(stopping: asyncio.Event, grace_seconds: float) -> None:
+    """Returns `grace_seconds` after the server was asked to stop."""
+    await stopping.wait()
+    await asyncio.sleep(grace_seconds)
+
+
+async def read_body(request: Any, cfg: ServeConfig, stopping: asyncio.Event) -> bytes:
+    """The body, bounded in time: 408 after --body-timeout, 503 once the grace after SIGTERM has passed.
+
+    Without a bound, a client that sends headers and part of a body and then stalls holds its connection (and,
+    after SIGTERM, the whole process) for as long as it stays connected. Both answers close the connection.
+    """
+    body = asyncio.ensure_future(collect_body(request, cfg.max_bytes))
+    stop = asyncio.ensure_future(after_grace(stopping, cfg.grace_seconds))
+    try:
+        done, _ = await asyncio.wait((body, stop), timeout=cfg.body_timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        body.cancel()  # no-op when finished; else stops waiting on the socket
+    if body in done:
+        return body.result()
+    if stop in done:
+        raise RequestError(503, "server stopping: the request body did not arrive in time", close=True)
+    raise RequestError(408, f"request body not received within {cfg.body_timeout:g} s (--body-timeout)", close=True)
+
+
+def client_address(request: Any) -> str:
+    host, port = request.client if request.client else ("unknown client", "")
+    return f"{host}:{port}" if port else host
+
+
+def encode_prefix_lines(translator: Translating, prefixes: list[str] | None) -> list[list[int]] | None:
+    """Target ids of each line's prefix; one longer than the model's positions is refused (422 naming it)."""
+    ids = encode_prefixes(translator.tokenizer, prefixes)
+    for index, tokens in enumerate(ids or []):
+        if len(tokens) > translator.max_source_tokens:
+            raise RequestError(
+                422, f"prefix[{index}]: {len(tokens)} tokens, over the model's {translator.max_source_tokens}"
+            )
+    return ids
+
+
+async def read_fields(
+    request: Any,
+    cfg: ServeConfig,
+    stopping: asyncio.Event,
+    limiter: KeyLimiter | None,
+) -> tuple[dict[str, Any], bool]:
+    """The request's fields and whether they are mtkit's own body (JSON without LibreTranslate's `q`); the API
+    key checked first when the server has keys (403 / 429), whichever API the request speaks."""
+    body = await read_body(request, cfg, stopping)
+    if looks_like_json(body):
+        data = decode_json(body)
+        own = not (isinstance(data, dict) and "q" in data)
+    else:
+        data, own = request_fields(body, request.headers.get("content-type", ""), request.url.query), False
+    if limiter is not None:
+        key = data.get("api_key") if isinstance(data, dict) else None
+        limiter.admit(key if key is not None else request.query_params.get("api_key"), time.monotonic())
+    return data, own
+
+
+async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict:
+    """mtkit's POST /translate: {"text": [...]} checked, encoded (warnings collected), decoded by its model."""
+    model = router.route(*language_codes(data)) if isinstance(data, dict) else router.models[0]
+    translator = model.translator
+    parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
+    warnings: list[str] = []
+    prefixes = encode_prefix_lines(translator, parsed.prefixes)
+    results = await model.decode(parsed.lines, parsed.beam, parsed.nbest, cfg.strict, warnings, prefixes, parsed.target)
+    answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.nbest)}
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
+def build_app(
+    router: Router,
+    cfg: ServeConfig,
+    info: dict[str, Any],
+    stopping: asyncio.Event,
+    detectors: Detectors,
+    limiter: KeyLimiter | None,
+    name: Callable[[str], str],
+) -> Any:
+    """The FastAPI app: mtkit's POST /translate, GET /health, GET /info, and LibreTranslate's POST /translate
+    (`q`), POST /detect, GET /languages, GET /frontend/settings; every error is {"error": message}.
+
+    `stopping` is set when the server is asked to stop (see run_until_stopped).
+    """
+    from fastapi import FastAPI, Request
+    from fastapi.responses import HTMLResponse, JSONResponse
+    from starlette.exceptions import HTTPException
+
+    app = FastAPI(title="mtkit", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+
+    def error(status: int, message: str, close: bool = False) -> JSONResponse:
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
+        if close:
+            headers["Connection"] = "close"
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+    @app.exception_handler(RequestError)
+    async def refused(request: Request, exc: RequestError) -> JSONResponse:
+        return error(exc.status, str(exc), exc.close)
+
+    @app.exception_handler(ClientGone)
+    async def gone(request: Request, exc: ClientGone) -> JSONResponse:
+        log(str(exc))
+        return error(400, str(exc), close=True)  # the server drops it: nobody is listening
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405 in the same shape
+        return error(exc.status_code, str(exc.detail))
+
+    @app.post("/translate")
+    async def translate(request: Request) -> JSONResponse:
+        data, own = await read_fields(request, cfg, stopping, limiter)
+        if own:
+            return JSONResponse(await translate_request(data, router, cfg))
+        return JSONResponse(await libre_translate(data, router, detectors, cfg.max_lines, cfg.max_beam, cfg.strict))
+
+    @app.post("/detect")
+    async def detect(request: Request) -> JSONResponse:
+        data, _ = await read_fields(request, cfg, stopping, limiter)
+        return JSONResponse(await libre_detect(data if isinstance(data, dict) else {}, router, detectors))
+
+    @app.get("/languages")
+    async def languages() -> JSONResponse:  # no key needed: Discourse asks without one
+        return JSONResponse(router.describe_languages(name))
+
+    @app.get("/frontend/settings")
+    async def frontend_settings() -> JSONResponse:
+        return JSONResponse(settings(router, cfg.max_bytes, limiter is not None, name))
+
+    @app.get("/")
+    @app.post("/")  # Nextcloud's LibreTranslate client tests its connection with a POST /
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        status = 200 if router.alive else 503
+        return JSONResponse({"status": "ok" if router.alive else "worker stopped", "pending": router.pending}, status)
+
+    @app.get("/info")
+    async def model_information() -> dict:
+        return info
+
+    return app
+
+
+def headers_within(seconds: float) -> Callable[..., Any]:
+    """uvicorn's HTTP/1.1 connections, each closed if its first request's headers have not arrived in `seconds`.
+
+    uvicorn bounds neither a new connection's wait for its request nor headers that stop half-way (a client
+    can hold a connection open that way for as long as it likes); read_body bounds the body once they are in.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    def close_if_no_request(protocol: Any) -> None:
+        if protocol.cycle is None and not protocol.transport.is_closing():  # cycle: made when the headers are in
+            protocol.transport.close()
+
+    def connection(**kwargs: Any) -> Any:
+        protocol = H11Protocol(**kwargs)
+        asyncio.get_running_loop().call_later(seconds, close_if_no_request, protocol)
+        return protocol
+
+    return connection
+
+
+def import_uvicorn() -> Any:
+    """The uvicorn module (FastAPI checked too), or a one-line UserError saying how to install them."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        raise UserError(INSTALL_HINT) from None
+    return uvicorn
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, so a taken port or unknown host is a one-line error before serving starts.
+
+    Made with proto IPPROTO_TCP, not socket.create_server's 0: asyncio sets TCP_NODELAY only on connections
+    whose proto says TCP, and without it every response waited ~40 ms (Nagle against the client's delayed ACK).
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restart at once after a stop
+        sock.bind((host, port))
+        sock.listen(1024)
+        return sock
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
+
+
+async def run_until_stopped(
+    server: Any,
+    sock: socket.socket,
+    stopping: asyncio.Event,
+    router: Router,
+    grace_seconds: float,
+) -> None:
+    """Run the uvicorn server; set `stopping` once it has been told to exit (SIGTERM, SIGINT).
+
+    uvicorn notices a signal by polling `should_exit` every 0.1 s; this does the same, so request handlers
+    still waiting for a body learn of the stop and give it --grace-seconds. uvicorn then waits for every
+    connection to close, which a client that never reads its answer would put off for as long as it stays
+    connected: once the bodies' grace is over and every admitted request is answered, the connections still
+    open get --grace-seconds more to take their answers, and are then closed.
+    """
+
+    async def watch() -> None:
+        while not server.should_exit:
+            await asyncio.sleep(0.1)
+        stopping.set()
+        await asyncio.sleep(grace_seconds)
+        while router.pending:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(grace_seconds)
+        unread = list(server.server_state.connections)
+        if unread:
+            log(f"closing {len(unread)} connection(s) whose answer was not read within --grace-seconds")
+            for connection in unread:  # uvicorn's shutdown then goes on as after any closed connection
+                connection.transport.abort()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+
+
+def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translating:
+    """The engine's translator with the CLI's defaults and this server's batch budget, workers and threads."""
+    options = dict(CLI_DEFAULTS)
+    if cfg.max_batch_tokens:
+        options["batch_tokens"] = cfg.max_batch_tokens
+    if cfg.workers:
+        options["workers"] = cfg.workers
+    if cfg.engine == "ctranslate2":
+        options["threads"] = cfg.threads  # CTranslate2's intra_threads per batch; workers are its inter_threads
+    elif cfg.threads:
+        import torch  # the torch engine is loading it anyway
+
+        torch.set_num_threads(cfg.threads)
+    return load_translator(
+        run_dir, engine=cfg.engine, device=cfg.device, dtype=cfg.dtype, ct2_search=cfg.ct2_search, **options
+    )
+
+
+def load_models(run_dirs: list[Path], cfg: ServeConfig) -> Router:
+    """Every RUN_DIR's model with its worker (a RUN that is a file lists run directories, one per line)."""
+    models = []
+    for run_dir in expand_runs(run_dirs):
+        translator = load_service_translator(run_dir, cfg)
+        worker = BatchWorker(translator, translator.cfg.batch_tokens, cfg.max_delay_ms, cfg.queue_size)
+        models.append(ServedModel(str(run_dir), translator, worker, model_pairs(translator)))
+    return Router(models)
+
+
+def load_detectors(router: Router) -> tuple[Detectors, Callable[[str], str]]:
+    """Language identification for source "auto" and /detect, and language names; without the detector
+    installed the server still runs, and those requests are answered 500 with the install hint."""
+    try:
+        from mtkit.language_id import LanguageDetector, language_name
+
+        detectors = Detectors(LanguageDetector)
+        detectors.get(router.languages())  # /detect's, made now: an unknown code fails at start-up, not per request
+    except (ImportError, UserError) as exc:
+        log(f"language detection disabled: {exc}")
+        return Detectors(None, str(exc)), lambda code: code
+    return detectors, language_name
+
+
+def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:
+    """GET /info: the first model's facts at the top (a server of one model), every model under "models"."""
+    models = [
+        {"run": model.run_dir, "pairs": [f"{s}->{t}" for s, t in model.pairs], **model_info(model.translator, cfg)}
+        for model in router.models
+    ]
+    return {**models[0], "models": models}
+
+
+def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
+    """Load the models of RUN_DIRs and serve them until SIGTERM or SIGINT, which finish the requests in flight."""
+    uvicorn = import_uvicorn()
+    limiter = load_limiter(cfg.api_keys)
+    router = load_models(run_dirs if isinstance(run_dirs, list) else [run_dirs], cfg)
+    detectors, name = load_detectors(router)
+    info = server_info(router, cfg)
+    sock = bind(cfg.host, cfg.port)
+    stopping = asyncio.Event()
+    app = build_app(router, cfg, info, stopping, detectors, limiter, name)
+    # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
+    # read_body instead, and uvicorn closes idle connections at once when it stops.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"  # uvicorn's default is stdout: logs go to stderr
+    config = uvicorn.Config(
+        app,
+        log_level="info",
+        access_log=cfg.access_log,
+        timeout_graceful_shutdown=None,
+        http=headers_within(cfg.body_timeout),
+        log_config=log_config,
+    )
+    server = uvicorn.Server(config)
+    hide_keys_in_access_log()
+    # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
+    # no-op (so we exit 0), and a SIGTERM just before uvicorn took over still stops it at once.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
+    router.start()
+    host, port = sock.getsockname()[:2]
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    for model in router.models:
+        pairs = ", ".join(f"{source}->{target}" for source, target in model.pairs) or "no languages named"
+        log(f"serving {model.translator.info.get('checkpoint')} ({pairs})")
+    log(f"on http://{address} ({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
+    try:
+        asyncio.run(run_until_stopped(server, sock, stopping, router, cfg.grace_seconds))
+    finally:
+        router.stop()
+        signal.signal(signal.SIGTERM, previous)
+    log("stopped: every request answered")

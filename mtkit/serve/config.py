@@ -1,0 +1,96 @@
+"""ServeConfig, what `mtkit serve` is told (each option's default and help declared once, in its field), and
+CLI_DEFAULTS, the search options `mtkit translate` sets when given none. Plain data and its checks; no serving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtkit.engines.config import ENGINES, EngineConfig, same_field
+from mtkit.errors import check
+from mtkit.search.config import TranslateConfig
+
+# `mtkit translate` leaves beam, length rules, batch size and workers to the run's recipe and sets these to
+# TranslateConfig's defaults; the service passes the same, so it answers as the command line does.
+CLI_DEFAULTS: dict[str, Any] = {
+    f.name: f.default
+    for f in dataclasses.fields(TranslateConfig)
+    if f.name in ("nbest", "sampling", "top_k", "top_p", "temperature")
+}
+
+
+@dataclass
+class ServeConfig:
+    """How the service listens, what it runs on, and the limits it holds every request to."""
+
+    host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on (loopback unless told otherwise)."})
+    port: int = field(default=8080, metadata={"help": "TCP port (0: any free port, printed on stderr)."})
+    engine: str = same_field(EngineConfig, "engine")
+    device: str = same_field(EngineConfig, "device")
+    dtype: str = same_field(EngineConfig, "dtype")
+    ct2_search: str = same_field(EngineConfig, "ct2_search")
+    workers: int | None = field(
+        default=None,
+        metadata={
+            "help": "Batches decoded at once on CPU (CTranslate2's inter_threads; "
+            f"default: the run's translate.workers, {TranslateConfig.workers})."
+        },
+    )
+    threads: int = field(
+        default=0,
+        metadata={
+            "help": "Threads per batch (CTranslate2's intra_threads; torch: its thread count); 0: the cores (or "
+            "OMP_NUM_THREADS) shared by the workers."
+        },
+    )
+    max_batch_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": f"Source tokens decoded together (default: the run's translate.batch_tokens, "
+            f"{TranslateConfig.batch_tokens})."
+        },
+    )
+    max_delay_ms: float = field(
+        default=5.0, metadata={"help": "Wait this long after a request for others to batch with it."}
+    )
+    max_lines: int = field(default=1000, metadata={"help": "Most lines per request (413 above)."})
+    max_bytes: int = field(default=1 << 20, metadata={"help": "Largest request body in bytes (413 above)."})
+    max_beam: int = field(default=16, metadata={"help": "Largest beam a request may ask for (422 above)."})
+    queue_size: int = field(
+        default=64, metadata={"help": "Requests waiting or decoding at once; more get 503 + Retry-After."}
+    )
+    strict: bool = field(
+        default=False, metadata={"help": "Refuse over-long lines (413) instead of truncating them with a warning."}
+    )
+    access_log: bool = field(default=False, metadata={"help": "Log every request on stderr."})
+    body_timeout: float = field(
+        default=10.0,
+        metadata={  # 1 MiB arrives in 10 s at ~100 KB/s
+            "help": "Seconds a request body may take to arrive, from the end of its headers (408 after)."
+        },
+    )
+    grace_seconds: float = field(
+        default=5.0,
+        metadata={"help": "After SIGTERM, seconds a body still arriving may take before the connection is closed."},
+    )
+    api_keys: str | None = field(
+        default=None,
+        metadata={
+            "help": "File of API keys, one per line, each optionally followed by its requests per minute (KEY 60): "
+            "translate and detect then need a key (403 without, 429 over its limit)."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
+        check(self.workers is None or self.workers >= 1, "--workers must be at least 1")
+        check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")
+        for name in ("max_lines", "max_bytes", "max_beam", "queue_size"):
+            check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
+        check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")
+        check(self.max_delay_ms >= 0, "--max-delay-ms must be >= 0")
+        check(self.body_timeout > 0, "--body-timeout must be > 0")
+        check(self.grace_seconds >= 0, "--grace-seconds must be >= 0")
+        check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")

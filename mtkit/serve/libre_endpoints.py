@@ -1,0 +1,176 @@
+"""LibreTranslate's endpoints on mtkit serve: POST /translate with `q` (text or HTML, source "auto" detected),
+POST /detect, GET /languages and GET /frontend/settings, answered by the models of a Router.
+
+Request parsing and answer shapes live in mtkit.serve.libre_request, markup in mtkit.serve.markup; no HTTP framework
+here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from mtkit.engines.output import scored_texts
+from mtkit.serve.libre_request import (
+    LibreRequest,
+    detection,
+    frontend_settings,
+    parse_translate,
+    text_field,
+    translate_answer,
+    unique_alternatives,
+)
+from mtkit.serve.markup import HtmlTranslation
+from mtkit.serve.request import RequestError
+from mtkit.serve.router import Router, ServedModel
+
+
+class Detecting(Protocol):
+    """mtkit.language_id.LanguageDetector as used here: candidates best first, per text."""
+
+    def detect(self, texts: Sequence[str]) -> list[list[Any]]: ...
+
+
+class Detectors:
+    """Language identification restricted to the languages that matter for a request, made once per set."""
+
+    def __init__(self, make: Callable[[Sequence[str]], Detecting] | None, why_not: str = "") -> None:
+        self._make = make
+        self._why_not = why_not
+        self._made: dict[tuple[str, ...], Detecting] = {}
+
+    def get(self, languages: Sequence[str]) -> Detecting:
+        if self._make is None:
+            raise RequestError(500, f"language detection is not available on this server: {self._why_not}")
+        key = tuple(sorted(languages))
+        if key not in self._made:
+            self._made[key] = self._make(key)
+        return self._made[key]
+
+    async def best(self, texts: list[str], languages: Sequence[str]) -> list[Any]:
+        """The most likely of `languages` for each text (off the event loop: detection is CPU work)."""
+        if len(languages) == 1:  # nothing to choose between
+            return [_Sure(languages[0]) for _ in texts]
+        found = await asyncio.to_thread(self.get(languages).detect, texts)
+        return [candidates[0] if candidates else _Sure(languages[0], 0.0) for candidates in found]
+
+
+class _Sure:
+    def __init__(self, language: str, confidence: float = 100.0) -> None:
+        self.language, self.confidence = language, confidence
+
+
+def split_lines(text: str) -> list[str]:
+    """A text's lines ("\\r\\n" and "\\r" count as "\\n"): each is translated as one input line of the CLI."""
+    return text.splitlines() or [""]
+
+
+async def translate_texts(
+    model: ServedModel,
+    texts: list[str],
+    alternatives: int,
+    strict: bool,
+    warnings: list[str],
+    target: str | None = None,
+) -> tuple[list[str], list[list[str]]]:
+    """Plain texts, each line translated (empty lines kept empty); with alternatives, the n-best's others."""
+    lines = [line for text in texts for line in split_lines(text)]
+    wanted = [line for line in lines if line.strip()]
+    cfg = model.translator.cfg
+    nbest = alternatives + 1
+    results = await model.decode(wanted, max(cfg.beam, nbest), nbest, strict, warnings, target=target) if wanted else []
+    options = iter([[text for text, _ in scored_texts(model.translator.tokenizer, hyps)] or [""] for hyps in results])
+    per_line = [next(options) if line.strip() else [""] for line in lines]
+    best, others, start = [], [], 0
+    for text in texts:
+        count = len(split_lines(text))
+        chunk, start = per_line[start : start + count], start + count
+        best.append("\n".join(texts_[0] for texts_ in chunk))
+        candidates = ["\n".join(texts_[min(rank, len(texts_) - 1)] for texts_ in chunk) for rank in range(1, nbest)]
+        others.append(unique_alternatives(best[-1], candidates))
+    return best, others
+
+
+async def translate_html_documents(
+    model: ServedModel, documents: list[str], strict: bool, warnings: list[str], target: str | None = None
+) -> list[str]:
+    """HTML documents, their text translated in two batches (see mtkit.serve.markup), their markup kept."""
+    jobs = [HtmlTranslation(document) for document in documents]
+    first = await model.translate([text for job in jobs for text in job.first], strict, warnings, target)
+    needed = [job.second(take(first, len(job.first))) for job in jobs]
+    second = await model.translate([text for texts in needed for text in texts], strict, warnings, target)
+    return [job.result(take(second, len(texts))) for job, texts in zip(jobs, needed)]
+
+
+def take(values: list[str], count: int) -> list[str]:
+    """The first `count` values, removed from the list."""
+    taken = values[:count]
+    del values[:count]
+    return taken
+
+
+async def libre_translate(
+    fields: dict[str, Any], router: Router, detectors: Detectors, max_lines: int, max_beam: int, strict: bool
+) -> dict[str, Any]:
+    """POST /translate in LibreTranslate's shape; texts of one request may go to several models (source auto)."""
+    request = parse_translate(fields, max_lines, max_beam - 1)
+    detected = None
+    if request.source == "auto":
+        sources = router.sources(request.target)
+        if not sources:
+            raise RequestError(
+                400,
+                f"nothing translates into {request.target} here; targets served: "
+                f"{', '.join(sorted({t for _, t in router.pairs})) or 'none'}",
+            )
+        found = await detectors.best(request.texts, sources)
+        languages = [item.language for item in found]
+        detected = [detection(item.language, item.confidence) for item in found]
+    else:
+        router.route(request.source, request.target)  # 400 naming the pairs served
+        languages = [request.source] * len(request.texts)
+    translations, alternatives = await translate_grouped(request, languages, router, strict)
+    return translate_answer(translations, request, detected, alternatives if request.alternatives else None)
+
+
+async def translate_grouped(
+    request: LibreRequest, languages: list[str], router: Router, strict: bool
+) -> tuple[list[str], list[list[str]]]:
+    """Each text translated by the model of its source language, the models decoding side by side."""
+    groups: dict[str, list[int]] = {}
+    for index, language in enumerate(languages):
+        groups.setdefault(language, []).append(index)
+    warnings: list[str] = []
+
+    async def one(language: str, indexes: list[int]) -> tuple[list[str], list[list[str]]]:
+        model = router.route(language, request.target)
+        texts = [request.texts[i] for i in indexes]
+        if request.format == "html":  # as LibreTranslate: no alternatives for HTML
+            return await translate_html_documents(model, texts, strict, warnings, request.target), [[] for _ in texts]
+        return await translate_texts(model, texts, request.alternatives, strict, warnings, request.target)
+
+    done = await asyncio.gather(*(one(language, indexes) for language, indexes in groups.items()))
+    translations, alternatives = [""] * len(languages), [[] for _ in languages]
+    for indexes, (texts, others) in zip(groups.values(), done):
+        for i, text, other in zip(indexes, texts, others):
+            translations[i], alternatives[i] = text, other
+    return translations, alternatives
+
+
+async def libre_detect(fields: dict[str, Any], router: Router, detectors: Detectors) -> list[dict[str, Any]]:
+    """POST /detect: the candidates for q among every language this server serves, best first."""
+    q = fields.get("q")
+    text = "\n".join(q) if isinstance(q, list) and all(isinstance(t, str) for t in q) else text_field(fields, "q")
+    if not text.strip():
+        raise RequestError(400, "Invalid request: missing q parameter")
+    found = await asyncio.to_thread(detectors.get(router.languages()).detect, [text])
+    return [detection(item.language, item.confidence) for item in found[0]]
+
+
+def settings(router: Router, max_bytes: int, keys_required: bool, name: Callable[[str], str]) -> dict[str, Any]:
+    """GET /frontend/settings: source "auto", the first model's target; charLimit is --max-bytes."""
+    target = router.pairs[0][1] if router.pairs else "en"
+    return frontend_settings(
+        max_bytes, keys_required, {"code": "auto", "name": "Auto Detect"}, {"code": target, "name": name(target)}
+    )

@@ -1,0 +1,184 @@
+"""LibreTranslate's HTTP API as mtkit serve speaks it: a request's fields from JSON, a urlencoded or multipart
+form, or the query string; its checks (400 naming the field, as LibreTranslate words them); the answers' shapes.
+
+Pure functions of bytes and strings: no HTTP framework, no model, no detector.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from mtkit.serve.request import RequestError, decode_json
+
+FORMATS = ("text", "html")
+
+
+@dataclass
+class LibreRequest:
+    """A POST /translate in LibreTranslate's words: `q` one text or a list (`batch`) and what to do with it."""
+
+    texts: list[str]
+    batch: bool
+    source: str  # a language code or "auto"
+    target: str
+    format: str = "text"
+    alternatives: int = 0
+
+
+def looks_like_json(body: bytes) -> bool:
+    """A body that opens as JSON is read as JSON whatever its Content-Type (curl -d sends form's type)."""
+    return body.lstrip()[:1] in (b"{", b"[")
+
+
+def form_fields(body: bytes, content_type: str) -> dict[str, str]:
+    """A urlencoded or multipart/form-data body's fields (the first of a repeated name); file parts refused."""
+    if not body.strip():
+        return {}
+    if content_type.lower().startswith("multipart/form-data"):
+        return multipart_fields(body, content_type)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
+    fields: dict[str, str] = {}
+    for name, value in parse_qsl(text, keep_blank_values=True):
+        fields.setdefault(name, value)
+    return fields
+
+
+def multipart_fields(body: bytes, content_type: str) -> dict[str, str]:
+    """multipart/form-data's text fields, parsed by the standard library's MIME parser."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode("latin-1", "replace") + b"\r\n\r\n" + body
+    )
+    if not message.is_multipart():
+        raise RequestError(400, "malformed multipart/form-data body (no boundary or no parts)")
+    fields: dict[str, str] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str):
+            raise RequestError(400, "malformed multipart/form-data body: a part without a name")
+        if part.get_filename() is not None:
+            raise RequestError(400, f"{name}: files are not accepted here; send text fields")
+        payload = part.get_payload(decode=True) or b""
+        try:
+            fields.setdefault(name, payload.decode(part.get_content_charset() or "utf-8"))
+        except (UnicodeDecodeError, LookupError):
+            raise RequestError(400, f"{name}: not valid UTF-8 text") from None
+    return fields
+
+
+def request_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
+    """The request's fields: a JSON object's, else the form's, with query parameters filling in (as Flask's
+    request.values does for LibreTranslate: deep-translator sends everything in the query of an empty POST)."""
+    if looks_like_json(body):
+        data = decode_json(body)
+        if not isinstance(data, dict):
+            raise RequestError(400, "Invalid JSON format: the body must be a JSON object")
+        return data
+    fields: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    for name, value in form_fields(body, content_type).items():
+        fields.setdefault(name, value)
+    return fields
+
+
+def text_field(fields: dict[str, Any], name: str, required: bool = True) -> str:
+    """A string field; missing or empty is LibreTranslate's 400 "Invalid request: missing NAME parameter"."""
+    value = fields.get(name)
+    if value in (None, ""):
+        if required:
+            raise RequestError(400, f"Invalid request: missing {name} parameter")
+        return ""
+    if not isinstance(value, str):
+        raise RequestError(400, f"Invalid request: {name} must be a string")
+    return value
+
+
+def texts_field(fields: dict[str, Any], max_lines: int) -> tuple[list[str], bool]:
+    """`q`: one text or a list of texts (then `batch`), each valid Unicode; at most max_lines of them."""
+    q = fields.get("q")
+    if q in (None, "", []):
+        raise RequestError(400, "Invalid request: missing q parameter")
+    batch = isinstance(q, list)
+    texts = q if batch else [q]
+    if len(texts) > max_lines:
+        raise RequestError(400, f"Invalid request: request ({len(texts)}) exceeds text limit ({max_lines})")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise RequestError(400, f"Invalid request: q[{index}] must be a string")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RequestError(400, f"Invalid request: q[{index}] is not valid Unicode (a lone surrogate)") from None
+    return texts, batch
+
+
+def parse_translate(fields: dict[str, Any], max_lines: int, max_alternatives: int) -> LibreRequest:
+    """A LibreTranslate POST /translate: q, source, target, format (text or html), alternatives."""
+    texts, batch = texts_field(fields, max_lines)
+    source = text_field(fields, "source").lower()
+    target = text_field(fields, "target").lower()
+    text_format = text_field(fields, "format", required=False) or "text"
+    if text_format not in FORMATS:
+        raise RequestError(400, f"{text_format} format is not supported")
+    alternatives = fields.get("alternatives", 0)
+    try:
+        alternatives = max(0, int(alternatives))
+    except (TypeError, ValueError):
+        raise RequestError(400, "Invalid request: alternatives parameter is not a number") from None
+    if alternatives > max_alternatives:
+        raise RequestError(400, f"Invalid request: alternatives parameter must be <= {max_alternatives}")
+    return LibreRequest(texts, batch, source, target, text_format, alternatives)
+
+
+def detection(language: str, confidence: float) -> dict[str, Any]:
+    """LibreTranslate's detectedLanguage object."""
+    return {"confidence": round(float(confidence), 1), "language": language}
+
+
+def translate_answer(
+    translations: list[str],
+    request: LibreRequest,
+    detected: list[dict] | None,
+    alternatives: list[list[str]] | None,
+) -> dict[str, Any]:
+    """{"translatedText": str or list, "detectedLanguage"?: ..., "alternatives"?: ...} shaped as q was."""
+
+    def shaped(values: list) -> Any:
+        return values if request.batch else values[0]
+
+    answer: dict[str, Any] = {"translatedText": shaped(translations)}
+    if detected is not None:
+        answer["detectedLanguage"] = shaped(detected)
+    if alternatives is not None:
+        answer["alternatives"] = shaped(alternatives)
+    return answer
+
+
+def unique_alternatives(best: str, others: list[str]) -> list[str]:
+    """The n-best's other texts, without repeats, the best or empty ones (LibreTranslate's filter_unique)."""
+    seen = {best, ""}
+    kept = []
+    for text in others:
+        if text not in seen:
+            seen.add(text)
+            kept.append(text)
+    return kept
+
+
+def frontend_settings(char_limit: int, keys_required: bool, source: dict, target: dict) -> dict[str, Any]:
+    """GET /frontend/settings: what LibreTranslate's own page and Nextcloud read before translating."""
+    return {
+        "charLimit": char_limit,
+        "frontendTimeout": 500,
+        "apiKeys": keys_required,
+        "keyRequired": keys_required,
+        "suggestions": False,
+        "filesTranslation": False,
+        "supportedFilesFormat": [],
+        "language": {"source": source, "target": target},
+    }

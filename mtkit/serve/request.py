@@ -1,0 +1,112 @@
+"""mtkit serve's requests: a POST /translate body checked field by field, and the errors a client is answered.
+
+Pure functions of the body's bytes: no HTTP framework, no model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+REQUEST_KEYS = ("text", "beam", "nbest", "prefix", "source", "target", "api_key")
+
+
+class RequestError(Exception):
+    """A request the service refuses: HTTP status and a one-line message for the client.
+
+    `close`: the connection is closed after the answer (a body that never came leaves the stream unusable).
+    """
+
+    def __init__(self, status: int, message: str, close: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.close = close
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its request was read; logged in one line, nothing to answer."""
+
+
+@dataclass
+class TranslateRequest:
+    lines: list[str]
+    beam: int
+    nbest: int
+    prefixes: list[str] | None = None  # text each line's translation must begin with ("" for none)
+    source: str | None = None  # language codes that pick the model of a server of several
+    target: str | None = None
+
+
+def decode_json(body: bytes) -> Any:
+    """The body as JSON; not UTF-8, malformed or absurdly nested is a 400 saying which."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RequestError(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise RequestError(400, "malformed JSON: nested too deeply") from None
+
+
+def int_option(data: dict, name: str, default: int, low: int, high: int) -> int:
+    """An optional integer field in [low, high]; bools and floats are refused (422)."""
+    value = data.get(name, default)
+    if type(value) is not int:
+        raise RequestError(422, f"{name} must be an integer; got {json.dumps(value)}")
+    if not low <= value <= high:
+        raise RequestError(422, f"{name} must be between {low} and {high}; got {value}")
+    return value
+
+
+def text_list(data: dict, name: str) -> list[str] | None:
+    """An optional field that must be a list of valid Unicode strings (422 / 400 naming it)."""
+    lines = data.get(name)
+    if lines is None and name not in data:
+        return None
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise RequestError(422, f"{name} must be a list of strings")
+    for index, line in enumerate(lines):
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # JSON's \ud800 escapes decode to lone surrogates, which are not text
+            raise RequestError(400, f"{name}[{index}] is not valid Unicode (a lone surrogate)") from None
+    return lines
+
+
+def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
+    """parse_request's checks of a decoded body (also "source"/"target" codes and "api_key", checked elsewhere)."""
+    if not isinstance(data, dict):
+        raise RequestError(422, 'the body must be a JSON object such as {"text": ["A sentence."]}')
+    unknown = sorted(set(data) - set(REQUEST_KEYS))
+    if unknown:
+        raise RequestError(422, f"unknown field {unknown[0]!r}; valid fields: {', '.join(REQUEST_KEYS)}")
+    if "text" not in data:
+        raise RequestError(422, "text must be a list of strings")
+    if len(data["text"] if isinstance(data["text"], list) else ()) > max_lines:  # before looking at each line
+        raise RequestError(413, f"{len(data['text'])} lines, over this server's limit of {max_lines} (--max-lines)")
+    lines = text_list(data, "text")
+    if not lines:
+        raise RequestError(422, "text is an empty list; send at least one line")
+    prefixes = text_list(data, "prefix")
+    if prefixes is not None and len(prefixes) != len(lines):
+        raise RequestError(
+            422, f'prefix must have one string per line of text ({len(lines)}, "" for none); got {len(prefixes)}'
+        )
+    beam = int_option(data, "beam", default_beam, 1, max_beam)
+    nbest = int_option(data, "nbest", 1, 1, beam)
+    return TranslateRequest(lines, beam, nbest, prefixes, *language_codes(data))
+
+
+def language_codes(data: dict) -> tuple[str | None, str | None]:
+    """The body's "source" and "target" codes, lower-cased (None where absent); not a string is a 422."""
+    codes = []
+    for name in ("source", "target"):
+        code = data.get(name)
+        if code is not None and not isinstance(code, str):
+            raise RequestError(422, f'{name} must be a language code such as "en"')
+        codes.append(code.lower() if code else None)
+    return codes[0], codes[1]

@@ -1,0 +1,150 @@
+"""The one thread that runs the model for mtkit serve: collect queued requests up to a token budget or a delay,
+decode them together (one search per beam/nbest setting) and answer each request's future.
+
+Works over either engine's translator (mtkit.engines.contract.Translating); stdlib threads only, no HTTP.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+import traceback
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mtkit.console import warn
+
+if TYPE_CHECKING:
+    from mtkit.engines.contract import Translating
+
+
+@dataclass
+class Job:
+    """One request's source ids on their way through the worker; `future` gets its hypotheses."""
+
+    ids: list[list[int]]
+    beam: int
+    nbest: int
+    future: Future = field(default_factory=Future)
+    prefixes: list[list[int]] | None = None  # forced target ids per line ([] for none)
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(seq) + 1 for seq in self.ids)  # + eos, as the batches count them
+
+
+def group_by_options(jobs: list[Job]) -> list[list[Job]]:
+    """Jobs split by (beam, nbest), first-come order kept within and across groups: one search per group."""
+    groups: dict[tuple[int, int], list[Job]] = {}
+    for job in jobs:
+        groups.setdefault((job.beam, job.nbest), []).append(job)
+    return list(groups.values())
+
+
+class BatchWorker:
+    """The one thread that runs the model: collect, decode together, answer each job's future."""
+
+    def __init__(self, translator: Translating, max_batch_tokens: int, max_delay_ms: float, queue_size: int) -> None:
+        self.translator = translator
+        self.max_batch_tokens = max_batch_tokens
+        self.max_delay_s = max_delay_ms / 1000
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._slots = threading.BoundedSemaphore(queue_size)  # bounds memory: admitted, unanswered requests
+        self._pending = 0
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="mtkit-serve-worker", daemon=True)
+
+    @property
+    def pending(self) -> int:
+        """Requests admitted and not yet answered."""
+        return self._pending
+
+    @property
+    def alive(self) -> bool:
+        """Taking work: not stopped, and its thread has not died (jobs submitted before start() wait for it)."""
+        return not self._stopped and (self._thread.ident is None or self._thread.is_alive())
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Answer everything queued, then end the thread."""
+        self._stopped = True
+        self._queue.put(None)
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def submit(self, job: Job) -> bool:
+        """Queue a job; False (nothing queued) when the queue is full or the worker has stopped."""
+        if not self.alive or not self._slots.acquire(blocking=False):
+            return False
+        with self._lock:
+            self._pending += 1
+        self._queue.put(job)
+        return True
+
+    def _run(self) -> None:
+        while (first := self._queue.get()) is not None:
+            for group in group_by_options(self._collect(first)):
+                self._decode(group)
+
+    def _collect(self, first: Job) -> list[Job]:
+        """`first` and whatever arrives until the token budget is reached or the delay has passed."""
+        jobs, tokens = [first], first.tokens
+        deadline = time.monotonic() + self.max_delay_s
+        while tokens < self.max_batch_tokens:
+            try:
+                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                break
+            if job is None:  # stop() asked: decode what was collected, then end
+                self._queue.put(None)
+                break
+            jobs.append(job)
+            tokens += job.tokens
+        return jobs
+
+    def _decode(self, jobs: list[Job]) -> None:
+        """One search over the jobs' lines (same beam and nbest); each future gets its own lines' hypotheses."""
+        jobs = [job for job in jobs if self._claim(job)]
+        if not jobs:
+            return
+        cfg = dataclasses.replace(self.translator.cfg, beam=jobs[0].beam, nbest=jobs[0].nbest)
+        translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
+        error: Exception | None = None
+        try:
+            results = translator.search_ids([seq for job in jobs for seq in job.ids], joined_prefixes(jobs))
+        except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
+            warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
+            error = exc
+        start = 0
+        for job in jobs:
+            if error is None:
+                job.future.set_result(results[start : start + len(job.ids)])
+            else:
+                job.future.set_exception(error)
+            start += len(job.ids)
+            self._release()
+
+    def _claim(self, job: Job) -> bool:
+        """Mark a job running (it can no longer be cancelled); a cancelled one is dropped and its slot freed."""
+        if job.future.set_running_or_notify_cancel():
+            return True
+        self._release()
+        return False
+
+    def _release(self) -> None:
+        with self._lock:
+            self._pending -= 1
+        self._slots.release()
+
+
+def joined_prefixes(jobs: list[Job]) -> list[list[int]] | None:
+    """The jobs' forced prefixes, one per line ([] where a job has none), or None when no job has any."""
+    if not any(job.prefixes for job in jobs):
+        return None
+    return [prefix for job in jobs for prefix in (job.prefixes or [[] for _ in job.ids])]

@@ -1,0 +1,76 @@
+"""What a training run reads from DATA_DIR: its training corpora (one split as is; several as one MixedData that each
+epoch draws from, mtkit.corpus.mixing) with the weights the run uses, and one valid set per language pair.
+Opens and checks only: the loop, batching and validation are elsewhere (mtkit.training.loop, mtkit.training.step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtkit.console import log
+from mtkit.corpus.binarized import MixedData, ParallelData, split_languages, training_corpora, valid_splits
+from mtkit.corpus.mixing import Mixture, plan_mixture, resolve_weights
+from mtkit.corpus.subword_sampling import BatchResampler, SubwordSampler, SubwordSampling
+from mtkit.errors import check
+from mtkit.tokenizer import Tokenizer, tokenizer_from_bytes
+
+
+@dataclass
+class TrainingData:
+    data: ParallelData | MixedData
+    mixture: Mixture | None  # None: one corpus, read as is
+    valid: dict[str, ParallelData]  # language pair "src-tgt" -> its valid set
+    resample: BatchResampler | None = None  # subword regularization (subword_resampler); None: off
+
+
+def open_training_data(
+    data_dir: Path, manifest: dict, recipe_corpora: list[dict[str, Any]] | None, cfg: Any, is_main: bool
+) -> TrainingData:
+    """Map the corpora and valid sets of `data_dir`; `recipe_corpora` are the run's recipe's [[preprocess.corpora]]
+    (their weights replace the manifest's), `cfg` the TrainConfig (sampling, temperature, corpus_weights). Every
+    check happens here, before the run directory is touched."""
+    corpora = training_corpora(manifest)
+    weights = resolve_weights(corpora, recipe_corpora, cfg.corpus_weights)
+    if not corpora:  # the reader's own error names the missing split
+        ParallelData.open(data_dir, "train", manifest["source_lang"], manifest["target_lang"])
+    parts = [
+        ParallelData.open(data_dir, entry["split"], entry["source_lang"], entry["target_lang"])
+        for entry in corpora.values()
+    ]
+    mixture = plan_mixture(corpora, weights, cfg.sampling, cfg.sampling_temperature)
+    if mixture is not None and is_main:
+        shares = ", ".join(
+            f"{name} {size:,} x {weights[name]:g} -> {count:,}"
+            for name, size, count in zip(mixture.names, mixture.sizes, mixture.counts)
+        )
+        how = f"temperature {cfg.sampling_temperature:g}" if cfg.sampling == "temperature" else "weights"
+        log(f"{len(parts)} corpora by {how}, pairs per epoch: {shares}")
+    valid = {
+        pair: ParallelData.open(data_dir, split, *split_languages(manifest, split))
+        for pair, split in valid_splits(manifest).items()
+    }
+    return TrainingData(parts[0] if mixture is None else MixedData(parts), mixture, valid)
+
+
+def subword_resampler(data_dir: Path, manifest: dict, cfg: Any, max_len: int, rank: int) -> BatchResampler | None:
+    """Subword regularization of the training batches when train.subword_alpha > 0 (None otherwise): the run's
+    sentencepiece model, and per training sentence the ids preprocess put before it (language token, corpus tag),
+    in the order of the training data (the corpora as training_corpora lists them)."""
+    if cfg.subword_alpha == 0:
+        return None
+    sampling = SubwordSampling(cfg.subword_alpha, cfg.subword_sides)
+    spm_model = (data_dir / "spm.model").read_bytes()
+    check(
+        isinstance(tokenizer_from_bytes(spm_model), Tokenizer),
+        f"train.subword_alpha: {data_dir / 'spm.model'} is an imported vocabulary, not a sentencepiece BPE model",
+    )
+    tokens = int(bool(manifest.get("language_tokens")))
+    leads = [
+        np.full(entry["pairs"], tokens + int(bool(entry.get("tag"))), dtype=np.int64)
+        for entry in training_corpora(manifest).values()
+    ]
+    return BatchResampler(SubwordSampler(spm_model, sampling, max_len), np.concatenate(leads), cfg.seed, rank)

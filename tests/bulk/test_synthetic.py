@@ -1,0 +1,234 @@
+"""Back-translation (mtkit.bulk.synthetic, `mtkit back-translate`) with the tiny German -> English model: outputs
+line-aligned with the input and the copied side byte for byte the input, beam output as `mtkit translate` prints
+it; and, sampling with the English -> German tiny_run, a run killed half-way that goes on to exactly the bytes of a
+run never stopped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from mtkit.bulk import resumable
+from mtkit.bulk.synthetic import FAULT_PAUSE, BackTranslateConfig, back_translate
+from mtkit.errors import LockedError, UserError
+from tests.conftest import read_gz_lines, run_mtkit_in_process
+from tests.reliability.common import cli_env, mtkit_command, run_cli
+
+
+@pytest.fixture(scope="module")
+def mono(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """40 German lines of Multi30k's validation set, one of them empty and one only spaces."""
+    lines = read_gz_lines(multi30k / "val.de.gz", 38)
+    lines[4:4] = [""]
+    lines[20:20] = ["   "]
+    path = tmp_path_factory.mktemp("mono") / "mono.de"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def mono_en(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
+    """`mono`'s layout in English (38 Multi30k validation lines, an empty one and one only spaces), for the English ->
+    German tiny_run: the exactness tests sample from it, whose distributions are flatter than those of de_en_run (a
+    model that memorized 64 pairs), so seeded draws decide more tokens; and the AVX2 pass of `make test` then needs
+    no de_en_run."""
+    lines = read_gz_lines(multi30k / "val.en.gz", 38)
+    lines[4:4] = [""]
+    lines[20:20] = ["   "]
+    path = tmp_path_factory.mktemp("mono-en") / "mono.en"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def config(
+    run: Path, mono: Path, out: Path, engine: str = "ctranslate2", chunk_lines: int = 8, **options: object
+) -> BackTranslateConfig:
+    return BackTranslateConfig(run, mono, out, engine, chunk_lines, device="cpu", **options)  # type: ignore[arg-type]
+
+
+def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mono: Path, tmp_path: Path) -> None:
+    summary = back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3))
+    assert summary == {
+        "read": 40,
+        "written": 40,
+        "empty": 2,
+        "resumed_from": 0,
+        "engine": "ctranslate2",
+        "search": "sampling",
+        "outputs": [str(tmp_path / "bt.en"), str(tmp_path / "bt.de")],
+    }
+    assert (tmp_path / "bt.de").read_bytes() == mono.read_bytes()
+    synthetic = (tmp_path / "bt.en").read_text(encoding="utf-8").split("\n")
+    assert len(synthetic) == 41 and synthetic[-1] == ""  # 40 lines, each ended by "\n"
+    assert synthetic[4] == synthetic[20] == "" and all(synthetic[:4]) and all(synthetic[21:40])
+    assert not (tmp_path / "bt.progress.json").exists()
+    # Finished outputs are replaced only when asked.
+    with pytest.raises(UserError, match=r"bt.en exists and no bt.progress.json says how far it got; --overwrite"):
+        back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3))
+    again = back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3, overwrite=True))
+    assert again["written"] == 40 and (tmp_path / "bt.en").read_text(encoding="utf-8") == "\n".join(synthetic)
+
+
+@pytest.mark.parametrize("engine", ["torch", "ctranslate2"])
+def test_beam_output_is_what_mtkit_translate_prints(de_en_run: Path, mono: Path, tmp_path: Path, engine: str) -> None:
+    """torch: in chunks of 7 lines (its lines do not depend on the batch); CTranslate2's own search, the default of
+    back-translation, in one chunk, as `mtkit translate` batches the 40 lines (its lines can depend on the batch)."""
+    back_translate(
+        config(de_en_run, mono, tmp_path / "bt", engine, chunk_lines=7 if engine == "torch" else 100, beam=3)
+    )
+    search = ["--ct2-search", "native"] if engine == "ctranslate2" else []
+    printed = run_mtkit_in_process(
+        "translate",
+        de_en_run,
+        "--engine",
+        engine,
+        *search,
+        "--beam",
+        "3",
+        "--device",
+        "cpu",
+        "--input",
+        mono,
+        "--quiet",
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert (tmp_path / "bt.en").read_text(encoding="utf-8") == printed.stdout
+
+
+def interrupt_after(monkeypatch: pytest.MonkeyPatch, chunks: int) -> None:
+    """The next run stops (KeyboardInterrupt) once `chunks` chunks are recorded."""
+    append = resumable.ResumableOutputs.append
+    recorded = []
+
+    def append_then_stop(self: resumable.ResumableOutputs, texts: list[str], lines: int) -> None:
+        append(self, texts, lines)
+        recorded.append(lines)
+        if len(recorded) == chunks:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(resumable.ResumableOutputs, "append", append_then_stop)
+
+
+def cut_chunk(prefix: Path) -> None:
+    """What a kill inside a write leaves: bytes of a chunk that no state records."""
+    for lang in ("en", "de"):
+        with open(f"{prefix}.{lang}", "ab") as handle:
+            handle.write(b"halbe Zei")
+
+
+@pytest.mark.exactness
+def test_torch_sampling_goes_on_to_the_same_bytes(
+    tiny_run: Path, mono_en: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    back_translate(config(tiny_run, mono_en, tmp_path / "whole", "torch", seed=5, top_k=10))
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 2)
+        with pytest.raises(KeyboardInterrupt):
+            back_translate(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
+    cut_chunk(tmp_path / "bt")
+    summary = back_translate(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
+    assert summary["resumed_from"] == 16 and summary["written"] == 24
+    for lang in ("de", "en"):
+        assert Path(f"{tmp_path}/bt.{lang}").read_bytes() == Path(f"{tmp_path}/whole.{lang}").read_bytes()
+
+
+def test_a_state_of_other_options_or_input_is_refused(
+    de_en_run: Path, mono: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 1)
+        with pytest.raises(KeyboardInterrupt):
+            back_translate(config(de_en_run, mono, tmp_path / "bt", seed=5))
+    for options, differs in [
+        ({"seed": 6}, "seed"),
+        ({"seed": 5, "top_k": 10}, "top_k"),
+        ({"seed": 5, "chunk_lines": 4}, "chunk_lines"),
+        ({"seed": 5, "ct2_search": "exact"}, "ct2_search"),
+        ({"beam": 2}, "beam, sampling, seed"),
+    ]:
+        with pytest.raises(UserError, match=rf"bt.progress.json: an unfinished job with other {differs} wrote"):
+            back_translate(config(de_en_run, mono, tmp_path / "bt", **options))
+    changed = tmp_path / "mono.de"
+    changed.write_bytes(mono.read_bytes() + b"Noch eine Zeile.\n")
+    with pytest.raises(UserError, match="with other input wrote"):
+        back_translate(config(de_en_run, changed, tmp_path / "bt", seed=5))
+    assert back_translate(config(de_en_run, mono, tmp_path / "bt", seed=5))["resumed_from"] == 8
+    with pytest.raises(UserError, match="--beam N is beam search; --sampling, --top-k"):
+        config(de_en_run, mono, tmp_path / "bt", beam=2, top_k=10)
+    changed.write_bytes(b"Ein Hund.\nein \xff Byte\n")
+    with pytest.raises(UserError, match=r"mono.de:2: invalid UTF-8"):
+        back_translate(config(de_en_run, changed, tmp_path / "bad"))
+
+
+def state_lines(path: Path) -> int:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["done"]
+    except (OSError, ValueError):
+        return 0  # not written yet, or being replaced
+
+
+@pytest.mark.exactness
+def test_killed_run_goes_on_to_the_bytes_of_a_run_never_stopped(tiny_run: Path, mono_en: Path, tmp_path: Path) -> None:
+    """kill -9 after a recorded chunk (a second run on the same PREFIX, meanwhile, is refused), a cut write, then
+    the same command: the bytes of an uninterrupted run, sampling with a seed on CTranslate2."""
+    options = ["--seed", "7", "--chunk-lines", "8", "--device", "cpu"]
+    back_translate(config(tiny_run, mono_en, tmp_path / "whole", seed=7))
+    command = mtkit_command("back-translate", tiny_run, "--input", mono_en, "--out", tmp_path / "bt", *options)
+    first = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=cli_env({FAULT_PAUSE: "1500"}),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while state_lines(tmp_path / "bt.progress.json") < 8:
+            if first.poll() is not None or time.monotonic() > deadline:
+                first.kill()
+                pytest.fail(f"no chunk recorded: {first.communicate()[1].decode()}")
+            time.sleep(0.02)
+        second = run_cli(*command[3:], "--json")
+        assert second.returncode == LockedError.exit_code
+        assert f"{tmp_path / 'bt'}: back-translation is locked by pid {first.pid}" in second.stderr
+        assert first.poll() is None, "the first run ended before it was killed"
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        first.stderr.close()  # type: ignore[union-attr]
+    done = state_lines(tmp_path / "bt.progress.json")
+    assert 8 <= done < 40
+    cut_chunk(tmp_path / "bt")
+    resumed = run_cli(*command[3:], "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["resumed_from"] == done
+    for lang in ("de", "en"):
+        assert Path(f"{tmp_path}/bt.{lang}").read_bytes() == Path(f"{tmp_path}/whole.{lang}").read_bytes()
+    assert not (tmp_path / "bt.progress.json").exists()
+
+
+def test_a_multilingual_reverse_model_back_translates_into_the_language_asked(
+    en_de_fr_run: Path, multi30k: Path, tmp_path: Path
+) -> None:
+    """--target-lang picks the code, as mtkit translate does, and names the output; without it a model of two
+    codes refuses in one line."""
+    from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
+
+    mono = tmp_path / "mono.en"
+    mono.write_text("\n".join(multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]) + "\n", encoding="utf-8")
+    back_translate(config(en_de_fr_run, mono, tmp_path / "bt", "torch", beam=2, target_lang="fr"))
+    printed = run_cli(
+        "translate", en_de_fr_run, "--beam", "2", "--target-lang", "fr", "--device", "cpu", "--input", mono, "--quiet"
+    )
+    assert printed.returncode == 0 and (tmp_path / "bt.fr").read_text(encoding="utf-8") == printed.stdout
+    with pytest.raises(UserError, match="--target-lang: this model translates into de, fr; choose one"):
+        back_translate(config(en_de_fr_run, mono, tmp_path / "bt2", "torch", beam=2))

@@ -1,0 +1,83 @@
+"""mtkit.cli.options: an option's default and help come from its dataclass field, and --help shows that default."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mtkit.cli.main import app
+from mtkit.cli.options import flag, option, recipe_option, values_of
+from mtkit.corpus.config import PreprocessConfig
+from mtkit.engines.config import EngineConfig
+from mtkit.search.config import TranslateConfig
+from mtkit.serve.config import ServeConfig
+
+
+@dataclass
+class Example:
+    max_len_a: float = field(default=1.5, metadata={"help": "Slope."})
+    no_help: int = 3
+
+
+def test_option_takes_the_field_default_and_help() -> None:
+    made = option(Example, "max_len_a", "-a")
+    assert (made.default, made.param_decls, made.help) == (1.5, ("--max-len-a", "-a"), "Slope.")
+    recipe = recipe_option(Example, "max_len_a")
+    assert recipe.default is None and recipe.help == "Slope. Default: the run's recipe (1.5)."
+    assert flag("max_batch_tokens") == "--max-batch-tokens"
+    with pytest.raises(AssertionError, match="no metadata help"):
+        option(Example, "no_help")
+    assert option(PreprocessConfig, "dedup", negatable=True).param_decls == ("--dedup/--no-dedup",)
+
+
+def test_values_of_keeps_the_config_fields_only() -> None:
+    assert values_of(Example, {"max_len_a": 2.0, "model": "run", "quiet": True}) == {"max_len_a": 2.0}
+
+
+def command_params(name: str) -> dict:
+    return {p.name: p for p in typer.main.get_command(app).commands[name].params}
+
+
+def test_every_serve_option_is_its_config_field() -> None:
+    params = command_params("serve")
+    for f in dataclasses.fields(ServeConfig):
+        assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
+    assert set(params) == {f.name for f in dataclasses.fields(ServeConfig)} | {"models"}
+
+
+def test_translate_options_are_translate_config_and_engine_config_fields() -> None:
+    params = command_params("translate")
+    for cls in (TranslateConfig, EngineConfig):
+        for f in (f for f in dataclasses.fields(cls) if f.name in params):
+            param = params[f.name]
+            help_text = f.metadata["help"]
+            if param.default is None:  # the run's recipe decides, and the help says what recipes default to
+                assert param.help == f"{help_text} Default: the run's recipe ({f.default}).", f.name
+            else:
+                assert (param.default, param.help) == (f.default, help_text), f.name
+    assert (
+        params["dtype"].help
+        == command_params("serve")["dtype"].help
+        == EngineConfig.__dataclass_fields__["dtype"].metadata["help"]
+    )
+
+
+def test_help_shows_the_dataclass_defaults() -> None:
+    serve_help = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).stdout
+    assert f"[default: {ServeConfig.port}]" in serve_help and f"[default: {ServeConfig.max_bytes}]" in serve_help
+    translate_help = CliRunner().invoke(app, ["translate", "--help"], env={"COLUMNS": "200"}).stdout
+    assert f"Default: the run's recipe ({TranslateConfig.beam})." in translate_help
+    assert f"[default: {TranslateConfig.temperature}]" in translate_help
+
+
+def test_preprocess_options_with_a_default_are_preprocess_config_fields() -> None:
+    """Every preprocess option whose field has a help text takes its default and help from PreprocessConfig."""
+    params = command_params("preprocess")
+    documented = [f for f in dataclasses.fields(PreprocessConfig) if "help" in f.metadata]
+    assert {f.name for f in documented} >= {"vocab_size", "max_len", "max_ratio", "input_sentence_size", "on_bad_utf8"}
+    for f in documented:
+        assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name

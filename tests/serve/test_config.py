@@ -1,0 +1,66 @@
+"""mtkit.serve.config: serve's defaults (those the README documents), its one-line refusals, and CLI_DEFAULTS
+taken from TranslateConfig."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mtkit.errors import UserError
+from mtkit.search.config import TranslateConfig
+from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
+
+
+def test_the_documented_defaults() -> None:
+    assert dataclasses.asdict(ServeConfig()) == {
+        "host": "127.0.0.1",
+        "port": 8080,
+        "engine": "torch",
+        "device": "auto",
+        "dtype": "fp32",
+        "workers": None,
+        "threads": 0,
+        "max_batch_tokens": None,
+        "max_delay_ms": 5.0,
+        "max_lines": 1000,
+        "max_bytes": 1 << 20,
+        "max_beam": 16,
+        "queue_size": 64,
+        "strict": False,
+        "access_log": False,
+        "body_timeout": 10.0,
+        "grace_seconds": 5.0,
+        "api_keys": None,
+        "ct2_search": "exact",
+    }
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"engine": "onnx"}, "--engine onnx"),
+        ({"port": 70000}, "--port 70000"),
+        ({"workers": 0}, "--workers"),
+        ({"threads": -1}, "--threads"),
+        ({"max_lines": 0}, "--max-lines"),
+        ({"max_batch_tokens": 0}, "--max-batch-tokens"),
+        ({"max_delay_ms": -1.0}, "--max-delay-ms"),
+        ({"body_timeout": 0.0}, "--body-timeout"),
+        ({"grace_seconds": -1.0}, "--grace-seconds"),
+    ],
+)
+def test_bad_values_are_one_line_user_errors(bad: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        ServeConfig(**bad)
+
+
+def test_cli_defaults_are_translate_config_defaults() -> None:
+    defaults = TranslateConfig()
+    assert CLI_DEFAULTS == {
+        name: getattr(defaults, name) for name in ("nbest", "sampling", "top_k", "top_p", "temperature")
+    }
+
+
+def test_every_field_has_help() -> None:
+    assert all(f.metadata.get("help") for f in dataclasses.fields(ServeConfig))

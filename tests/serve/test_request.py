@@ -1,0 +1,82 @@
+"""mtkit serve's request checking (mtkit.serve.request) as pure functions of the body's bytes: no server process.
+
+Every refusal a client can provoke with a POST /translate body, its status and the words it is told. The
+server's side (the status reaches the client as JSON, the service keeps working) is proved once per engine in
+tests/serve/test_app.py and tests/serve/test_app_ct2.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mtkit.serve.request import RequestError, TranslateRequest, check_request, decode_json
+
+
+def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
+    """A POST /translate body decoded and checked as the server does it."""
+    return check_request(decode_json(body), max_lines, max_beam, default_beam)
+
+
+MAX_LINES, MAX_BEAM, DEFAULT_BEAM = 16, 16, 4
+TOO_DEEP = b"[" * 5000  # json.loads would recurse past Python's limit
+
+BAD_BODIES = [
+    (b'{"text": ["A dog."', 400, "malformed JSON"),
+    (b"", 400, "malformed JSON"),
+    (TOO_DEEP, 400, "nested too deeply"),
+    (b'{"text": ["A \xff dog."]}', 400, "not valid UTF-8 (byte 13)"),
+    (b'{"text": ["A \\ud800 dog."]}', 400, "text[0] is not valid Unicode (a lone surrogate)"),
+    (b'["A dog."]', 422, "JSON object"),
+    (b'{"text": "A dog."}', 422, "text must be a list of strings"),
+    (b'{"text": ["A dog.", 3]}', 422, "text must be a list of strings"),
+    (b'{"text": null}', 422, "text must be a list of strings"),
+    (b'{"lines": ["A dog."]}', 422, "unknown field 'lines'"),
+    (b"{}", 422, "text must be a list of strings"),
+    (b'{"text": []}', 422, "empty list"),
+    (b'{"text": ["A dog."], "beam": "4"}', 422, 'beam must be an integer; got "4"'),
+    (b'{"text": ["A dog."], "beam": true}', 422, "beam must be an integer; got true"),
+    (b'{"text": ["A dog."], "beam": 2.0}', 422, "beam must be an integer; got 2.0"),
+    (b'{"text": ["A dog."], "beam": 0}', 422, "beam must be between 1 and 16; got 0"),
+    (b'{"text": ["A dog."], "beam": 17}', 422, "beam must be between 1 and 16; got 17"),
+    (b'{"text": ["A dog."], "nbest": 5}', 422, "nbest must be between 1 and 4; got 5"),  # at most the default beam
+    (b'{"text": ["A dog."], "beam": 2, "nbest": 3}', 422, "nbest must be between 1 and 2"),
+    (json.dumps({"text": ["A dog."] * 17}).encode(), 413, "17 lines, over this server's limit of 16 (--max-lines)"),
+    (json.dumps({"text": [3] * 17}).encode(), 413, "--max-lines"),  # counted before any line is looked at
+    (b'{"text": ["A dog.", "A cat."], "prefix": ["Ein"]}', 422, "prefix must have one string per line of text (2"),
+    (b'{"text": ["A dog."], "prefix": "Ein"}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "prefix": [null]}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "prefix": null}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "prefix": ["\\ud800"]}', 400, "prefix[0] is not valid Unicode"),
+]
+
+
+@pytest.mark.parametrize("body, status, message", BAD_BODIES, ids=lambda v: v if isinstance(v, int) else None)
+def test_a_bad_body_is_refused_with_its_status_and_reason(body: bytes, status: int, message: str) -> None:
+    with pytest.raises(RequestError) as refused:
+        parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+    assert (refused.value.status, refused.value.close) == (status, False)
+    assert message in str(refused.value)
+    assert "\n" not in str(refused.value)  # one line for the client
+
+
+def test_a_good_body_keeps_every_line_and_fills_the_defaults() -> None:
+    lines = ["A dog.", "", "   ", "Ein Hund läuft. ✓"]
+    assert parse_request(json.dumps({"text": lines}).encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
+        lines, DEFAULT_BEAM, 1, None
+    )
+    body = json.dumps({"text": ["A dog.", "A cat."], "beam": 3, "nbest": 3, "prefix": ["Ein", ""]}).encode()
+    assert parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
+        ["A dog.", "A cat."], 3, 3, ["Ein", ""]
+    )
+    at_limits = json.dumps({"text": ["x"] * MAX_LINES, "beam": MAX_BEAM, "nbest": MAX_BEAM}).encode()
+    assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).nbest == MAX_BEAM
+
+
+def test_json_is_decoded_as_strict_utf8() -> None:
+    assert decode_json('{"text": ["Straße"]}'.encode()) == {"text": ["Straße"]}
+    with pytest.raises(RequestError, match="byte 0"):
+        decode_json("{}".encode("utf-16"))
+    with pytest.raises(RequestError, match="Extra data at line 2 column 2"):
+        decode_json(b'{"text": []\n}}')

@@ -1,0 +1,130 @@
+"""What training reads of a data directory: one corpus as is, several as a MixedData with their weights (the recipe's
+and train.corpus_weights replacing the manifest's), a valid set per pair; a tagged corpus's tag reaches the batches
+the model sees; a bad weight is one line before the run directory is touched."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mtkit.corpus.binarized import MixedData, ParallelData, prefetch_groups, read_manifest
+from mtkit.corpus.mixing import mixed_epoch_batches
+from mtkit.errors import UserError
+from mtkit.recipe import resolve_recipe
+from mtkit.tokenizer import Tokenizer
+from mtkit.training.data import open_training_data, subword_resampler
+
+
+def train_cfg(*overrides: str):
+    return resolve_recipe(None, "tiny", list(overrides), vocab_size=600).train
+
+
+def test_one_corpus_is_read_as_is(small_data: Path) -> None:
+    opened = open_training_data(small_data, read_manifest(small_data), None, train_cfg(), True)
+    assert isinstance(opened.data, ParallelData) and opened.mixture is None and list(opened.valid) == ["en-de"]
+
+
+def test_several_corpora_are_drawn_by_their_weights(multilingual_data: Path) -> None:
+    manifest = read_manifest(multilingual_data)
+    opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
+    assert isinstance(opened.data, MixedData) and opened.mixture is not None
+    assert (opened.mixture.names, opened.mixture.counts.tolist()) == (["de", "fr"], [120, 240])  # 360 pairs as 1:2
+    assert sorted(opened.valid) == ["en-de", "en-fr"]
+    recipe = [{"name": "de", "weight": 3.0}, {"name": "fr"}]  # the recipe given to `mtkit train --config`
+    assert open_training_data(multilingual_data, manifest, recipe, train_cfg(), True).mixture.counts.tolist() == [
+        270,
+        90,
+    ]
+    cfg = train_cfg("train.corpus_weights={'fr': 3.0}")
+    assert open_training_data(multilingual_data, manifest, recipe, cfg, True).mixture.counts.tolist() == [180, 180]
+    cfg = train_cfg("train.sampling='temperature'", "train.sampling_temperature=1e9")  # flat over the two pairs
+    assert open_training_data(multilingual_data, manifest, None, cfg, True).mixture.counts.tolist() == [180, 180]
+    with pytest.raises(UserError, match="no corpus 'es'"):
+        open_training_data(multilingual_data, manifest, None, train_cfg("train.corpus_weights={'es': 1.0}"), True)
+
+
+def test_the_tag_reaches_the_batches_the_model_sees(multilingual_data: Path) -> None:
+    """Each source starts with its target-language token; the tagged corpus's sources then carry the tag, in the
+    batches that training collates from the epoch's draw."""
+    manifest = read_manifest(multilingual_data)
+    pieces = {piece: i for i, piece in enumerate(Tokenizer.load(multilingual_data / "spm.model").pieces())}
+    de, fr, tag = pieces[">>de<<"], pieces[">>fr<<"], pieces["<bt>"]
+    opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
+    batches = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)
+    seen = {"de": 0, "fr": 0}
+    for (batch,), indices in zip(prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu")), batches):
+        from_fr = np.asarray(indices) >= manifest["corpora"]["de"]["pairs"]
+        src = batch.src.numpy()
+        assert (src[~from_fr, 0] == de).all() and (src[~from_fr, 1] != tag).all()
+        assert (src[from_fr, 0] == fr).all() and (src[from_fr, 1] == tag).all()
+        seen["de"] += int((~from_fr).sum())
+        seen["fr"] += int(from_fr.sum())
+    assert seen == {"de": 120, "fr": 240}
+
+
+def test_subword_regularization_segments_batches_again_behind_the_kept_tokens(multilingual_data: Path) -> None:
+    """train.subword_alpha: the collated sentences spell the stored text in other pieces, behind the language token
+    and tag kept in place; a batch's draws depend on (seed, epoch, position) alone; off, nothing is resampled."""
+    manifest = read_manifest(multilingual_data)
+    tokenizer = Tokenizer.load(multilingual_data / "spm.model")
+    opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
+    assert subword_resampler(multilingual_data, manifest, train_cfg(), 255, 0) is None
+    resample = subword_resampler(multilingual_data, manifest, train_cfg("train.subword_alpha=0.3"), 255, 0)
+    assert resample is not None and resample.leads.tolist() == [1] * 240 + [2] * 120  # >>de<<; >>fr<< and <bt>
+    batches = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)
+
+    def collated(epoch: int) -> list:
+        draw = lambda *args: resample(*args, epoch=epoch)  # noqa: E731
+        return [group[0] for group in prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu"), resample=draw)]
+
+    plain = [group[0] for group in prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu"))]
+    first, again, other = collated(1), collated(1), collated(2)
+    changed = 0
+    for stored, sampled, indices in zip(plain, first, batches):
+        tagged = torch.from_numpy(np.asarray(indices) >= manifest["corpora"]["de"]["pairs"])
+        assert torch.equal(stored.src[:, 0], sampled.src[:, 0]) and torch.equal(
+            stored.src[tagged, 1], sampled.src[tagged, 1]
+        )
+        for side in ("src", "tgt_out"):
+            texts = [tokenizer.decode([[i for i in row if i > 3]])[0] for row in getattr(stored, side).tolist()]
+            assert [
+                tokenizer.decode([[i for i in row if i > 3]])[0] for row in getattr(sampled, side).tolist()
+            ] == texts
+        changed += int(not torch.equal(stored.src, sampled.src)) + int(not torch.equal(stored.tgt_out, sampled.tgt_out))
+    assert changed > len(batches)  # both sides change
+    assert all(torch.equal(a.src, b.src) and torch.equal(a.tgt_in, b.tgt_in) for a, b in zip(first, again))
+    assert any(not torch.equal(a.src, b.src) for a, b in zip(first, other))
+    with pytest.raises(UserError, match=r"subword_alpha must be in \[0, 1\]"):
+        train_cfg("train.subword_alpha=-0.1")
+
+
+def test_a_bad_weight_is_one_line_and_writes_nothing(tmp_path: Path, multilingual_data: Path) -> None:
+    for weights, message in (
+        ("{'fr': 0.0}", "error: corpus fr: weight must be positive, got 0.0 (train.corpus_weights)"),
+        ("{'es': 1.0}", "error: train.corpus_weights: no corpus 'es' in the data (its corpora: de, fr)"),
+    ):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mtkit",
+                "train",
+                str(multilingual_data),
+                "--save-dir",
+                str(tmp_path / "run"),
+                "--arch",
+                "tiny",
+                "--set",
+                f"train.corpus_weights={weights}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [message], done.stderr
+        assert not (tmp_path / "run").exists()
