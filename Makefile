@@ -9,7 +9,8 @@ DEMO_MINUTES ?= 15
 # first and later runs do not reinstall (again only when pyproject.toml is newer than the last install).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install lint test test-fast demo bench bench-peers gpu-check gpu-check-tests gpu-check-bench clean
+.PHONY: install lint test test-fast demo bench bench-peers bench-peers-install gpu-check gpu-check-tests gpu-check-bench \
+  clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -58,7 +59,7 @@ test: $(INSTALLED)
 test-fast: $(INSTALLED)
 	$(TEST_ENV) $(PY) -m pytest -q -m 'not slow'
 
-demo: install
+demo: $(INSTALLED)
 	MINUTES=$(DEMO_MINUTES) PY=$(PY) bash recipes/multi30k-en-de/run.sh
 
 # The CPU scenarios of benchmarks/run.py (preprocess, train, translate, serve, finetune), small sizes, one round
@@ -66,8 +67,23 @@ demo: install
 bench: $(INSTALLED)
 	$(PY) benchmarks/run.py all --small
 
-# Training speed with fairseq and OpenNMT-py in the same rounds (installed by ../shared/bench/peers under $$PEERS).
-bench-peers: $(INSTALLED)
+# Training speed with fairseq and OpenNMT-py in the same rounds. benchmarks/peers/ installs each peer, when its
+# marker is missing, into a virtual environment of its own under $$PEERS, outside the clone and never into .venv:
+# their torch builds and pins are not mtkit's. Installing takes 1-3 minutes a peer (benchmarks/peers/README.md).
+export PEERS ?= $(HOME)/.cache/mtkit-peers
+PEER_NAMES := fairseq onmt
+PEER_INSTALLED := $(PEER_NAMES:%=$(PEERS)/%/.installed)
+PEER_PREPARED := $(PEER_NAMES:%=$(PEERS)/runs/%/.prepared)
+
+$(PEER_INSTALLED): $(PEERS)/%/.installed:
+	bash benchmarks/peers/bench_$*.sh install
+
+$(PEER_PREPARED): $(PEERS)/runs/%/.prepared: $(PEERS)/%/.installed
+	bash benchmarks/peers/bench_$*.sh prep
+
+bench-peers-install: $(PEER_PREPARED)
+
+bench-peers: $(INSTALLED) bench-peers-install
 	$(PY) benchmarks/run.py train --peers
 
 # On a machine with CUDA: tests/gpu, then the GPU benchmark; results in bench-out/gpu-check/summary.md (or

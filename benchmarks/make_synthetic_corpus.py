@@ -5,7 +5,7 @@ WMT-like lengths; the word vocabulary stays Multi30k's (~30k types), which flatt
 encoding caches against real text (BENCHMARKS.md says by how much where it matters). Seeded: the same
 arguments write the same bytes. Streams its output in chunks, so memory stays at the source corpus plus one chunk.
 
-  python benchmarks/make_synthetic_corpus.py --pairs 4500000 --out /tmp/synth --prefix train
+  python benchmarks/make_synthetic_corpus.py --pairs 4500000 --out synth --prefix train
   python benchmarks/make_synthetic_corpus.py --pairs 3000 --splits test_2016_flickr,val --out DIR --prefix test
 """
 
@@ -22,13 +22,8 @@ from typing import BinaryIO
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = (ROOT / "data" / "multi30k", Path("/work/shared/data/multi30k"))
+SOURCE = ROOT / "data" / "multi30k"
 CHUNK = 100_000  # pairs per write: ~15 MB of text a side
-
-
-def default_source() -> Path:
-    """The Multi30k copy shipped in the repository, else the shared one."""
-    return next((path for path in SOURCES if (path / "train.en.gz").is_file()), SOURCES[0])
 
 
 def read_split_lines(source: Path, splits: list[str], lang: str) -> list[bytes]:
@@ -92,7 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prefix", default="train", help="files OUT/PREFIX.<lang> (default train)")
     parser.add_argument("--pairs", type=int, default=4_500_000, help="pairs to write (default 4,500,000: WMT14 en-de)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--source", type=Path, default=default_source(), help="Multi30k directory (*.gz)")
+    parser.add_argument("--source", type=Path, default=SOURCE, help="Multi30k directory (*.gz; default data/multi30k)")
     parser.add_argument("--splits", default="train", help="comma-separated Multi30k splits to draw from")
     parser.add_argument("--langs", default="en,de", help="comma-separated languages (each split.<lang>.gz)")
     parser.add_argument("--gzip", action="store_true", help="write PREFIX.<lang>.gz (level 1) instead of plain text")

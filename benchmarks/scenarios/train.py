@@ -1,7 +1,7 @@
 """Training speed on the peers' "multi30k-small" workload: `mtkit train` fp32 (the baseline) and bf16 in
 alternating rounds; source+target tokens/s over the updates after the first `skip` (start-up and allocator
 warm-up), read from metrics.jsonl wall stamps as the peers' Measure A reads its logs. With --peers, the peers'
-own Measure A (fairseq, OpenNMT-py: ../shared/bench/peers, installed under $PEERS) runs in the same rounds.
+own Measure A (fairseq, OpenNMT-py: benchmarks/peers/, installed under $PEERS) runs in the same rounds.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import argparse
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from flops import measure_window, read_metrics
@@ -17,8 +18,23 @@ from harness import ROOT, WORK, alternate, checked, figures, measure, medians, r
 
 from scenarios.workload import RECIPE, WORKLOAD, data, mtkit
 
-PEER_SCRIPTS = ROOT.parent / "shared" / "bench" / "peers"
+PEER_SCRIPTS = ROOT / "benchmarks" / "peers"
 PEERS = Path(os.environ.get("PEERS", Path.home() / ".cache" / "mtkit-peers"))
+PEER_NAMES = ("fairseq", "onmt")
+
+
+def peer_script(peer: str) -> Path:
+    return PEER_SCRIPTS / f"bench_{peer}.sh"
+
+
+def peer_missing(peer: str, peers: Path = PEERS) -> str | None:
+    """None when the peer's install and prep stages have finished under `peers`, else one line saying how to run
+    them (each stage writes its marker last, so a stage stopped half way counts as missing)."""
+    if (peers / peer / ".installed").is_file() and (peers / "runs" / peer / ".prepared").is_file():
+        return None
+    script = peer_script(peer).relative_to(ROOT)
+    how = f"run `make bench-peers-install` (or `bash {script} install prep`)"
+    return f"{peer}: not installed and prepared under {peers}: {how}"
 
 
 def mtkit_program(precision: str, updates: int, skip: int):
@@ -56,7 +72,7 @@ def peer_program(peer: str, updates: int, skip: int):
     def once(round_: int) -> dict[str, float]:
         env = thread_env(2, PEERS=str(PEERS), UPDATES=str(updates))
         m = checked(
-            measure(["bash", str(PEER_SCRIPTS / f"bench_{peer}.sh"), "speed"], WORK / "logs" / f"peer-{peer}", env=env),
+            measure(["bash", str(peer_script(peer)), "speed"], WORK / "logs" / f"peer-{peer}", env=env),
             f"{peer} speed",
         )
         result = (PEERS / "runs" / peer / "A.result").read_text()
@@ -71,11 +87,12 @@ def run(args: argparse.Namespace) -> None:
     updates, skip = (60, 10) if args.small and not args.peers else (300, 50)
     programs = {"mtkit fp32": mtkit_program("fp32", updates, skip), "mtkit bf16": mtkit_program("bf16", updates, skip)}
     if args.peers:
-        for peer in ("fairseq", "onmt"):
-            if (PEERS / peer / "bin" / "python").is_file():
-                programs[peer] = peer_program(peer, updates, skip)
+        for peer in PEER_NAMES:
+            missing = peer_missing(peer)
+            if missing:
+                print(missing, file=sys.stderr)
             else:
-                print(f"{peer}: not installed under {PEERS} (run {PEER_SCRIPTS}/bench_{peer}.sh install prep)")
+                programs[peer] = peer_program(peer, updates, skip)
     results = alternate(programs, args.rounds)
     rel = ratios(results)
     rows = [
