@@ -106,22 +106,42 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
-def typed_values(cls: type, values: dict[str, Any], section: str) -> dict[str, Any]:
-    """`values` checked against dataclass `cls`'s fields: an unknown key or a wrong type is a UserError."""
+def section_keys(cls: type) -> dict[str, Any]:
+    """The keys of dataclass `cls`'s section -> their type hints: its fields, where a field is itself a config
+    (PreprocessConfig.cleaning) that config's keys in its place, flat in the section as they always were."""
     hints = typing.get_type_hints(cls)
-    valid = [f.name for f in dataclasses.fields(cls) if f.init]
+    keys: dict[str, Any] = {}
+    for f in (f for f in dataclasses.fields(cls) if f.init):
+        hint = hints[f.name]
+        keys.update(section_keys(hint) if dataclasses.is_dataclass(hint) else {f.name: hint})
+    return keys
+
+
+def typed_values(cls: type, values: dict[str, Any], section: str) -> dict[str, Any]:
+    """`values` checked against the keys of dataclass `cls`'s section: an unknown key or a wrong type is a UserError."""
+    hints = section_keys(cls)
     for key in values:
-        check(key in valid, f"unknown key {section}.{key}; valid keys: {', '.join(valid)}")
+        check(key in hints, f"unknown key {section}.{key}; valid keys: {', '.join(hints)}")
     return {k: coerce(v, hints[k], f"{section}.{k}") for k, v in values.items()}
 
 
 def build_config(cls: type, values: dict[str, Any], section: str, base: Any = None) -> Any:
-    """Instantiate dataclass `cls` from `values` over `base` (or defaults), strictly typed."""
+    """Instantiate dataclass `cls` from `values` over `base` (or defaults), strictly typed. A config refuses a bad
+    value itself (UserError naming the field); one it holds (cleaning) names the field after the section."""
     current = dataclasses.asdict(base) if base is not None else {}
     current.update(typed_values(cls, values, section))
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        inner = hints[f.name]
+        if f.init and dataclasses.is_dataclass(inner):
+            own = {key: current.pop(key) for key in section_keys(inner) if key in current}
+            try:
+                current[f.name] = inner(**own)
+            except UserError as exc:
+                raise UserError(f"{section}.{exc}") from None
     try:
         return cls(**current)
-    except (TypeError, ValueError) as exc:
+    except TypeError as exc:
         raise UserError(f"[{section}]: {exc}") from None
 
 
@@ -149,7 +169,7 @@ def resolve_recipe(
     )
     try:
         base_model = ModelConfig.preset(preset, vocab_size=int(vocab))
-    except ValueError as exc:
+    except (UserError, ValueError) as exc:  # ValueError: a vocab_size that is no number
         raise UserError(f"--arch {preset}: {exc}") from None
     train = build_config(TrainConfig, sections["train"], "train")
     return Recipe(

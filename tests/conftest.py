@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -339,6 +340,19 @@ def _trainers_are_killed():
     if common is not None:
         while common.STARTED:
             common.STARTED.pop().kill()
+
+
+@pytest.fixture
+def arm_faults(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Arms fault points (mtkit/faults.py) in this process, as MTKIT_FAULTS="nan_steps=3,4;oom_steps=6" arms them in
+    a new one (a subprocess test sets that variable instead): each call replaces what was armed, "" disarms them all,
+    and the end of the test disarms them."""
+    from mtkit import faults
+
+    def arm(spec: str) -> None:
+        monkeypatch.setattr(faults, "_armed", faults.parse(spec))
+
+    return arm
 
 
 MULTILINGUAL_SLICES = {"de": (0, 240), "fr": (240, 360)}  # Multi30k train lines of each direction's corpus

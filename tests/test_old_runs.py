@@ -8,6 +8,7 @@ forced-AVX2 kernels and at 1 and 2 threads (AMD EPYC, 2026-11-26), so the compar
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -48,3 +49,19 @@ def test_an_old_run_exports_to_ctranslate2_and_translates_as_it_did(old_run: Pat
     result = run_mtkit_in_process("translate", old_run, "--engine", "ctranslate2", "-i", EXPECTED / "input.en")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (EXPECTED / "ct2.de").read_text(encoding="utf-8")
+
+
+def test_an_old_data_manifests_options_read_back_and_are_written_as_they_were() -> None:
+    """The options the run's data recorded at 0681275 (the cleaning keys flat among the others) build today's
+    PreprocessConfig, and today's preprocess would record them key for key, in the same order."""
+    from mtkit.corpus.config import PreprocessConfig, manifest_options
+    from mtkit.recipe import build_config
+
+    old = json.loads((OLD_RUN / "manifest.json").read_text(encoding="utf-8"))["options"]
+    cfg = build_config(PreprocessConfig, old, "preprocess")
+    assert (cfg.cleaning.max_len, cfg.cleaning.filter_scripts, cfg.vocab_size) == (
+        old["max_len"],
+        old["filter_scripts"],
+        old["vocab_size"],
+    )
+    assert list(manifest_options(cfg).items()) == list(old.items())

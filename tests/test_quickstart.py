@@ -1,5 +1,6 @@
-"""The documents cannot go stale: README.md's quick start runs exactly as printed, and the tests, files,
-headings, command options and recipe keys that README.md and docs/ name exist.
+"""The documents' commands cannot go stale: README.md's quick start runs exactly as printed, and the command
+options and recipe keys that README.md and docs/ show exist (their links, files, tests and make targets:
+tests/test_docs.py).
 
 The quick start's commands (the ```bash blocks between `<!-- quickstart -->` and `<!-- /quickstart -->`) run
 unchanged, each through `bash -o pipefail -c`, with the virtual environment's `mtkit` first on PATH, in a
@@ -105,51 +106,8 @@ def test_quickstart_runs_as_printed(tmp_path: Path) -> None:
     assert "BLEU = " in outputs[-1] and "signature: nrefs:1" in outputs[-1], outputs[-1]
 
 
-LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-TEST_NAME = re.compile(r"((?:tests/)?(?:\w+/)?test_\w+\.py)?::(\w+)")
-
-
 def documents() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
-
-
-def anchor(heading: str) -> str:
-    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-
-
-def anchors(path: Path) -> set[str]:
-    return {anchor(line.lstrip("#")) for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("#")}
-
-
-def test_links_between_the_documents_reach_a_file_and_heading() -> None:
-    """Relative links of README.md and docs/ point to files that exist, and to headings that exist in README.md
-    and docs/ (BENCHMARKS.md's anchors are its own)."""
-    broken = []
-    for doc in documents():
-        for target in LINK.findall(doc.read_text(encoding="utf-8")):
-            if re.match(r"[a-z]+:", target):
-                continue
-            file, _, fragment = target.partition("#")
-            path = (doc.parent / file).resolve() if file else doc
-            if not path.exists():
-                broken.append(f"{doc.name}: {target}: no such file")
-            elif fragment and (path == README or path.parent == DOCS) and fragment not in anchors(path):
-                broken.append(f"{doc.name}: {target}: no such heading")
-    assert not broken, "\n".join(broken)
-
-
-def test_every_test_the_documents_name_exists() -> None:
-    """`tests/test_x.py::test_name` in README.md or docs/ names a test function that is there."""
-    missing = []
-    for doc in documents():
-        current = None
-        for file, name in TEST_NAME.findall(doc.read_text(encoding="utf-8")):
-            current = file or current
-            path = ROOT / (current if current.startswith("tests/") else f"tests/{current}")
-            if not path.exists() or not re.search(rf"def {name}\b", path.read_text(encoding="utf-8")):
-                missing.append(f"{doc.name}: {current}::{name}")
-    assert not missing, "tests named in the documents but not found:\n" + "\n".join(missing)
 
 
 def shown_options() -> dict[str, set[str]]:

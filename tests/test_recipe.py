@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.corpus.config import PreprocessConfig
+from mtkit.corpus.config import CleaningConfig, PreprocessConfig, corpus_configs
 from mtkit.errors import UserError
 from mtkit.recipe import parse_override, resolve_recipe
 
@@ -155,6 +155,22 @@ def test_cli_bad_recipe_is_one_line(tmp_path: Path) -> None:
     assert run.returncode == 2 and "bad.toml: invalid TOML" in run.stderr and "Traceback" not in run.stderr
 
 
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.d_model=-1", "model.d_model must be at least 1; got -1"),
+        ("model.dropout=1.0", "model.dropout must be in [0, 1); got 1.0"),
+        ("train.log_interval=0", "train.log_interval must be at least 1, got 0"),
+        ("train.lr_schedule=cosine", "train.lr_schedule must be one of inverse_sqrt, noam, got 'cosine'"),
+        ("translate.beam=0", "translate.beam must be at least 1; got 0"),
+        ("translate.top_p=1.5", "translate.top_p must be in (0, 1]; got 1.5"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_its_key(override: str, message: str) -> None:
+    code, _, err = run_in_process("train", "d", "--save-dir", "r", "--set", override, "--dry-run")
+    assert code == 2 and err.strip().splitlines() == [f"error: {message}"], err
+
+
 # ---- [preprocess]: `mtkit preprocess --config RECIPE` -------------------------------------------------------
 
 
@@ -236,7 +252,7 @@ def test_every_recipe_describes_its_data(name: str, monkeypatch: pytest.MonkeyPa
         for prefix in [cfg.train, cfg.valid, *cfg.test]:
             assert resolve_prefix(prefix, "en").is_file() and resolve_prefix(prefix, "de").is_file()
     else:
-        assert cfg.hf_config == f"{cfg.target_lang}-en" and cfg.max_ratio == 1.5
+        assert cfg.hf_config == f"{cfg.target_lang}-en" and cfg.cleaning.max_ratio == 1.5
 
 
 def test_bad_preprocess_sections_are_one_line_errors(tmp_path: Path) -> None:
@@ -245,9 +261,12 @@ def test_bad_preprocess_sections_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nvocab = 8000\n')
     code, _, err = run_preprocess_cli("--config", str(bad), "--out", str(tmp_path / "out"))
+    cleaning = [f.name for f in dataclasses.fields(CleaningConfig)]
+    keys = [
+        key for f in dataclasses.fields(PreprocessConfig) for key in (cleaning if f.name == "cleaning" else [f.name])
+    ]
     assert code == 2 and err.strip().splitlines() == [
-        "error: unknown key preprocess.vocab; valid keys: "
-        + ", ".join(f.name for f in dataclasses.fields(PreprocessConfig))
+        "error: unknown key preprocess.vocab; valid keys: " + ", ".join(keys)
     ]
     code, _, err = run_in_process("train", "d", "--save-dir", "r", "--config", str(bad), "--dry-run")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "error: unknown key preprocess.vocab" in err, err
@@ -256,4 +275,41 @@ def test_bad_preprocess_sections_are_one_line_errors(tmp_path: Path) -> None:
         resolve_preprocess(bad, {})
     with pytest.raises(UserError, match="no languages"):
         resolve_preprocess(None, {"train": "x"})
+    assert not (tmp_path / "out").exists()
+
+
+def test_cleaning_keys_stand_flat_in_the_section_and_in_each_corpus(tmp_path: Path) -> None:
+    """[preprocess]'s max_len, dedup, ... are the run's CleaningConfig (the command line's over them); a corpus's
+    table sets its own over the run's, key by key; `cleaning` itself is no key."""
+    from mtkit.recipe import resolve_preprocess
+
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        '[preprocess]\nsource_lang = "en"\nmax_len = 40\nmax_ratio = 3\ndedup = true\n'
+        '[[preprocess.corpora]]\nname = "a"\ntrain = "x"\ntarget_lang = "de"\nfilter_scripts = false\n'
+        '[[preprocess.corpora]]\nname = "b"\ntrain = "y"\ntarget_lang = "fr"\nmax_len = 12\n'
+    )
+    cfg = resolve_preprocess(recipe, {"max_ratio": 2.0})
+    assert cfg.cleaning == CleaningConfig(max_len=40, max_ratio=2.0, dedup=True)
+    a, b = corpus_configs(cfg)
+    assert a.cleaning == dataclasses.replace(cfg.cleaning, filter_scripts=False)
+    assert b.cleaning == dataclasses.replace(cfg.cleaning, max_len=12)
+    recipe.write_text('[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\n[preprocess.cleaning]\nmax_len = 40\n')
+    with pytest.raises(UserError, match="^unknown key preprocess.cleaning; valid keys: .*, max_len, "):
+        resolve_preprocess(recipe, {})
+
+
+def test_a_bad_cleaning_value_is_one_line_naming_its_key(tmp_path: Path) -> None:
+    given = ("-s", "en", "-t", "de", "--train", str(tmp_path / "x"), "--max-ratio", "0.5", "--out", str(tmp_path / "o"))
+    code, _, err = run_preprocess_cli(*given)
+    assert code == 2 and err.strip().splitlines() == ["error: preprocess.max_ratio must be >= 1, got 0.5"], err
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        '[preprocess]\nsource_lang = "en"\ntarget_lang = "de"\nmax_len = 20\n'
+        '[[preprocess.corpora]]\nname = "a"\ntrain = "x"\nmin_len = 30\n'
+    )
+    code, _, err = run_preprocess_cli("--config", str(recipe), "--out", str(tmp_path / "out"))
+    assert code == 2 and err.strip().splitlines() == [
+        "error: corpus a: min_len must be at least 1 and at most max_len (20), got 30"
+    ], err
     assert not (tmp_path / "out").exists()

@@ -9,85 +9,83 @@ and a chunk's random draws depend only on the seed and its index. Torch-free: th
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from mtkit.bulk.resumable import ResumableOutputs
 from mtkit.console import log, warn
+from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating, language_pair
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines
 from mtkit.errors import check
+from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
 from mtkit.files import DirectoryLock, file_identity, read_lines
+from mtkit.search.config import TranslateConfig
 
-# Test hook: sleep this long after each recorded chunk, so that a test can stop a run, or race it, between chunks.
-FAULT_PAUSE = "MTKIT_FAULT_BACKTRANSLATE_PAUSE_MS"
+# The TranslateConfig fields only sampling reads: any of them off its default asks for sampling.
+SAMPLING_FIELDS = ("sampling", "top_k", "top_p", "temperature")
 
 
 @dataclass
-class BackTranslateConfig:
-    """What `mtkit back-translate` or `mtkit distill` was asked (their options' defaults are the CLI's); `beam` None
-    samples (the recipe's beam when `beam_by_default`), a number searches with that beam."""
+class SyntheticCorpusConfig:
+    """What `mtkit back-translate` or `mtkit distill` was asked (their options' defaults are the CLI's): the job's own
+    settings, the engine that runs the model, and `search`, TranslateConfig fields set over the run's recipe. A beam
+    searches with that beam; without one (None) the job samples, or searches with the recipe's beam when
+    `beam_by_default`."""
 
     run: Path  # the model: translates the input's language (a reverse model, or a distillation's teacher)
     input: Path
     out: Path  # PREFIX
-    engine: str
     chunk_lines: int  # lines translated and recorded together: a kill loses at most one chunk's work
-    beam: int | None = None
-    length_penalty: float | None = None  # beam search's; None: the recipe's translate.length_penalty
-    sampling: bool = False  # given explicitly; sampling is also what no --beam means
-    top_k: int = 0
-    top_p: float = 1.0
-    temperature: float = 1.0
-    seed: int = 1
-    device: str = "auto"
-    dtype: str | None = None  # None: the engine's default (float32)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    # beam and length_penalty (None or absent: the recipe's); sampling, top_k, top_p, temperature and seed (absent:
+    # TranslateConfig's defaults); target_lang (None or absent: none, whatever the recipe says)
+    search: dict[str, Any] = field(default_factory=dict)
     on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
     overwrite: bool = False
-    ct2_search: str = "native"  # --engine ctranslate2's search: its own (bulk work's default, fastest) or exact
-    target_lang: str | None = None  # a multilingual reverse model's target (its >>xx<< code before each line)
     beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
     ensemble: tuple[Path, ...] = ()  # more models whose log-probabilities are averaged with run's (torch engine)
 
     def __post_init__(self) -> None:
-        sampled = self.sampling or self.top_k != 0 or self.top_p != 1.0 or self.temperature != 1.0
+        beam = self.search.get("beam")
+        asks_sampling = any(self.given(name) != getattr(TranslateConfig, name) for name in SAMPLING_FIELDS)
         check(
-            self.beam is None or not sampled,
+            beam is None or not asks_sampling,
             "--beam N is beam search; --sampling, --top-k, --top-p and --temperature sample: give one or the other",
         )
-        check(self.beam is None or self.beam >= 1, f"--beam {self.beam}: at least 1")
+        check(beam is None or beam >= 1, f"--beam {beam}: at least 1")
         check(
-            self.length_penalty is None or not self.sampled,
+            self.search.get("length_penalty") is None or not self.sampled,
             "--length-penalty ranks beam search's hypotheses; give it with --beam, not when sampling",
         )
         check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
 
     @property
     def sampled(self) -> bool:
-        return self.beam is None and not self.beam_by_default
+        return self.search.get("beam") is None and not self.beam_by_default
 
-    def search(self) -> dict:
+    @property
+    def seed(self) -> int:
+        """The seed each chunk's own is made from (chunk_seed)."""
+        return self.given("seed")
+
+    def given(self, name: str) -> Any:
+        """The search field `name` as asked, else TranslateConfig's default."""
+        return self.search.get(name, getattr(TranslateConfig, name))
+
+    def overrides(self) -> dict[str, Any]:
         """TranslateConfig overrides: one output per line, by beam (--beam's or the recipe's) or by unrestricted (or
-        top-k/top-p) sampling."""
-        if not self.sampled:
-            return {
-                "sampling": False,
-                "nbest": 1,
-                **({"beam": self.beam} if self.beam is not None else {}),
-                **({"length_penalty": self.length_penalty} if self.length_penalty is not None else {}),
-            }
-        return {
-            "sampling": True,
-            "beam": 1,
-            "nbest": 1,
-            "top_k": self.top_k,
-            "top_p": self.top_p,
-            "temperature": self.temperature,
-        }
+        top-k/top-p) sampling; target_lang as given, None included."""
+        target = {"target_lang": self.search.get("target_lang")}
+        if self.sampled:
+            drawn = {name: self.given(name) for name in ("top_k", "top_p", "temperature")}
+            return {"sampling": True, "beam": 1, "nbest": 1, **drawn, **target}
+        chosen = {name: self.search[name] for name in ("beam", "length_penalty") if self.search.get(name) is not None}
+        return {"sampling": False, "nbest": 1, **chosen, **target}
 
 
 def chunk_seed(seed: int, index: int) -> int:
@@ -96,36 +94,33 @@ def chunk_seed(seed: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "little")
 
 
-def load_job_translator(cfg: BackTranslateConfig, index: int) -> Translating:
+def load_job_translator(cfg: SyntheticCorpusConfig, index: int) -> Translating:
     """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
     which of several threads takes a batch would change its draws."""
-    options = {
-        **cfg.search(),
-        "target_lang": cfg.target_lang,
-        **({"ensemble": list(cfg.ensemble)} if cfg.ensemble else {}),
-    }
-    if cfg.engine == "ctranslate2":
-        options["ct2_search"] = cfg.ct2_search
+    engine = cfg.engine
+    options = {**cfg.overrides(), **({"ensemble": list(cfg.ensemble)} if cfg.ensemble else {})}
+    if engine.engine == "ctranslate2":
+        options["ct2_search"] = engine.ct2_search
         if options["sampling"]:
             options["workers"] = 1
     return load_translator(
-        cfg.run, cfg.engine, device=cfg.device, dtype=cfg.dtype, seed=chunk_seed(cfg.seed, index), **options
+        cfg.run, engine.engine, device=engine.device, dtype=engine.dtype, seed=chunk_seed(cfg.seed, index), **options
     )
 
 
-def reseeded(translator: Translating, cfg: BackTranslateConfig, index: int) -> Translating:
+def reseeded(translator: Translating, cfg: SyntheticCorpusConfig, index: int) -> Translating:
     """The torch engine seeds each batch's generator from cfg.seed: the same model, seeded for chunk `index`."""
     return replace(translator, cfg=replace(translator.cfg, seed=chunk_seed(cfg.seed, index)))  # type: ignore[type-var]
 
 
-def opens_per_chunk(cfg: BackTranslateConfig) -> bool:
+def opens_per_chunk(cfg: SyntheticCorpusConfig) -> bool:
     """CTranslate2 (4.8) seeds a worker thread's generator at that thread's first draw only, and set_random_seed
     does not restart it: a model opened afresh (new threads) per chunk draws from the chunk's seed whatever ran
     before, so a resumed run draws what an uninterrupted one drew."""
-    return cfg.engine == "ctranslate2" and cfg.sampled
+    return cfg.engine.engine == "ctranslate2" and cfg.sampled
 
 
-def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str]:
+def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, str]:
     """What a resumed run must share with the one it continues for the same bytes: model, input, engine and
     search (each named in the refusal)."""
     checkpoint = Path(str(translator.info.get("checkpoint")))
@@ -136,8 +131,8 @@ def identity(cfg: BackTranslateConfig, translator: Translating) -> dict[str, str
         "input": file_identity(cfg.input),
         "on_bad_utf8": cfg.on_bad_utf8,
         "chunk_lines": str(cfg.chunk_lines),
-        "engine": cfg.engine,
-        "ct2_search": cfg.ct2_search if cfg.engine == "ctranslate2" else "",
+        "engine": cfg.engine.engine,
+        "ct2_search": cfg.engine.ct2_search if cfg.engine.engine == "ctranslate2" else "",
         # only with an ensemble: a progress file written before ensembles existed still resumes
         **(
             {"ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble)}
@@ -176,7 +171,7 @@ def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
     return Path(f"{prefix}.{target}"), Path(f"{prefix}.{source}")
 
 
-def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
+def back_translate(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
     """Translate cfg.input into PREFIX.Y beside PREFIX.X, going on from an unfinished run's last recorded chunk;
     returns the summary `mtkit back-translate` prints. `on_chunk(lines)` after each chunk (resumed past ones too)."""
     check(cfg.input.is_file(), f"{cfg.input}: no such file")
@@ -193,7 +188,8 @@ def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | N
             )
         outputs = ResumableOutputs(state, list(paths), identity(cfg, translator), cfg.overwrite)
         resumed, read, empty = outputs.done, 0, 0
-        pause_s = int(os.environ.get(FAULT_PAUSE, "0")) / 1000
+        # A test's pause after each recorded chunk, so that it can stop a run, or race it, between chunks.
+        pause_s = (armed(BACKTRANSLATE_PAUSE_MS) or 0) / 1000
         unused_for: int | None = 0  # the chunk whose seed `translator` holds before any draw
         if resumed:
             log(f"{state}: going on after line {resumed}")
@@ -223,7 +219,7 @@ def back_translate(cfg: BackTranslateConfig, on_chunk: Callable[[int], None] | N
         "empty": empty,
         "resumed_from": resumed,
         "outputs": [str(path) for path in paths],
-        "engine": cfg.engine,
+        "engine": cfg.engine.engine,
         "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}",
         **({} if cfg.sampled else {"length_penalty": translator.cfg.length_penalty}),
     }

@@ -21,7 +21,7 @@ from mtkit.errors import check
 from mtkit.search.config import TranslateConfig
 
 if TYPE_CHECKING:
-    from mtkit.bulk.synthetic import BackTranslateConfig
+    from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
 MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
 # Options back-translate and distill share (declared once: typer reads an option's declaration, never changes it).
@@ -192,27 +192,26 @@ def back_translate(
     """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
     goes on from the last chunk written, with the same bytes as a run never stopped."""
     with start_up_without_gc():
-        from mtkit.bulk.synthetic import BackTranslateConfig
+        from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
-        cfg = BackTranslateConfig(
+        cfg = SyntheticCorpusConfig(
             model,
             input,
             out,
-            engine,
             chunk_lines,
-            beam=beam,
-            length_penalty=length_penalty,
-            sampling=sampling,
-            top_k=top_k,
-            top_p=top_p,
-            temperature=temperature,
-            seed=seed,
-            device=device,
-            dtype=dtype,
+            EngineConfig(engine=engine, device=device, dtype=dtype, ct2_search=ct2_search),
+            search={
+                "beam": beam,
+                "length_penalty": length_penalty,
+                "sampling": sampling,
+                "top_k": top_k,
+                "top_p": top_p,
+                "temperature": temperature,
+                "seed": seed,
+                "target_lang": target_lang,
+            },
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
-            ct2_search=ct2_search,
-            target_lang=target_lang,
         )
     translate_corpus(cfg, "back-translate", as_json)
 
@@ -259,29 +258,29 @@ def distill(
     """Sequence-level knowledge distillation (Kim and Rush 2016): a teacher, or an ensemble, translates the training
     sources with beam search into the corpus a student trains on; killed, it goes on from the last chunk written."""
     with start_up_without_gc():
-        from mtkit.bulk.synthetic import BackTranslateConfig
+        from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
-        cfg = BackTranslateConfig(
+        cfg = SyntheticCorpusConfig(
             teacher,
             input,
             out,
-            engine or ("torch" if ensemble else "ctranslate2"),
             chunk_lines,
-            beam=beam,
-            length_penalty=length_penalty,
-            beam_by_default=True,
-            ensemble=tuple(ensemble),
-            device=device,
-            dtype=dtype,
+            EngineConfig(
+                engine=engine or ("torch" if ensemble else "ctranslate2"),
+                device=device,
+                dtype=dtype,
+                ct2_search=ct2_search,
+            ),
+            search={"beam": beam, "length_penalty": length_penalty, "target_lang": target_lang},
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
-            ct2_search=ct2_search,
-            target_lang=target_lang,
+            beam_by_default=True,
+            ensemble=tuple(ensemble),
         )
     translate_corpus(cfg, "distill", as_json)
 
 
-def translate_corpus(cfg: BackTranslateConfig, what: str, as_json: bool) -> None:
+def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> None:
     """Run cfg's model over its input with progress on stderr, then print the summary."""
     from mtkit.bulk.synthetic import back_translate as run_back_translate
     from mtkit.console import progress

@@ -18,9 +18,9 @@ import typer
 from mtkit.cli import data_commands as cli_data
 from mtkit.cli.command import emit, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import option, recipe_option, values_of
+from mtkit.cli.options import field_options, option, recipe_option, values_of
 from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
-from mtkit.corpus.config import PreprocessConfig
+from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
 from mtkit.score import TOKENIZE
@@ -39,6 +39,7 @@ app = typer.Typer(
 
 @app.command()
 @user_errors
+@field_options(CleaningConfig, before="character_coverage")  # --max-len, --dedup/--no-dedup, --filter-same, ...
 def preprocess(
     ctx: typer.Context,
     config: Path | None = typer.Option(
@@ -60,12 +61,6 @@ def preprocess(
         "--spm-model",
         help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it).",
     ),
-    max_len: int = option(PreprocessConfig, "max_len"),
-    max_ratio: float = option(PreprocessConfig, "max_ratio"),
-    dedup: bool = option(PreprocessConfig, "dedup", negatable=True),
-    filter_same: bool = option(PreprocessConfig, "filter_same", negatable=True),
-    filter_scripts: bool = option(PreprocessConfig, "filter_scripts", negatable=True),
-    filter_langid: bool = option(PreprocessConfig, "filter_langid", negatable=True),
     character_coverage: float = option(PreprocessConfig, "character_coverage"),
     input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
@@ -79,6 +74,7 @@ def preprocess(
         help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+    **cleaning: Any,  # read through ctx.params with the other options
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
     from mtkit.corpus.preprocess import preprocess as run_preprocess
@@ -354,7 +350,7 @@ def import_model(
         result,
         as_json,
         f"{result['out']} <- {result['source']}; fine-tune with -c {result['out']}/recipe.toml "
-        f"--init-from {result['out']} (README: From and to Hugging Face)",
+        f"--init-from {result['out']} (docs/huggingface.md)",
     )
 
 

@@ -1,6 +1,7 @@
 """What `mtkit preprocess` reads and how it cleans: PreprocessConfig, whose fields declare each option's default
-and help once (the CLI, the recipe's [preprocess] section and the Python API all read them here), and the
-training corpora of a run ([[preprocess.corpora]]) as CorpusConfig, each resolved against the section.
+and help once (the CLI, the recipe's [preprocess] section and the Python API all read them here), CleaningConfig,
+the cleaning of a training corpus, and the training corpora of a run ([[preprocess.corpora]]) as CorpusConfig, each
+resolved against the section. Each config checks itself in __post_init__ and refuses a bad value naming the field.
 
 Stdlib and mtkit.errors/files only: the CLI imports it before any command runs.
 """
@@ -12,15 +13,55 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtkit.errors import check
+from mtkit.errors import UserError, check
 from mtkit.files import BAD_UTF8_MODES
 
 DEFAULT_HF_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 LANGUAGE_TOKENS = ("auto", "always", "never")  # auto: on when the corpora have more than one target language
 CORPUS_NAME = re.compile(r"[A-Za-z0-9_-]+")
 LEGACY_CORPUS = "train"  # the one corpus of a section without [[preprocess.corpora]]: split "train", as always
-# Cleaning settings a corpus may set for itself; the section's values are the default.
-CLEANING_KEYS = ("max_len", "max_ratio", "min_len", "dedup", "filter_same", "filter_scripts", "filter_langid")
+
+
+@dataclass
+class CleaningConfig:
+    """How a training corpus is cleaned. Each field is a key of [preprocess] (the run's cleaning) and of a corpus's
+    [[preprocess.corpora]] table (that corpus's own, the run's where it sets none), and, where it has a help text,
+    a `mtkit preprocess` flag. A message begins with the field's name; the config holding this one puts its place
+    before it (preprocess.max_len, corpus NAME: max_len)."""
+
+    max_len: int = field(default=256, metadata={"help": "Drop training pairs longer than this (pieces)."})
+    max_ratio: float = field(
+        default=9.0, metadata={"help": "Drop training pairs with a longer/shorter ratio above this."}
+    )
+    dedup: bool = field(default=False, metadata={"help": "Drop exact duplicate training pairs."})
+    # The built-in filters (mtkit.corpus.filters). On Multi30k's 29,000 train pairs they drop none (2026-11-25).
+    filter_same: bool = field(
+        default=True, metadata={"help": "Drop training pairs whose source equals the target (case and spacing aside)."}
+    )
+    filter_scripts: bool = field(
+        default=True,
+        metadata={
+            "help": "Drop training pairs with letters outside their languages' scripts "
+            "(Latin letters are always allowed)."
+        },
+    )
+    filter_langid: bool = field(
+        default=False,
+        metadata={
+            "help": "Drop training pairs with a side that reads as the pair's other language (py3langid, offline: "
+            "pip install -e '.[langid]')."
+        },
+    )
+    min_len: int = 1  # a recipe key only: without a help text it is no flag
+
+    def __post_init__(self) -> None:
+        self.max_ratio = float(self.max_ratio)  # a TOML table may spell it 2
+        check(self.max_len >= 1, f"max_len must be at least 1, got {self.max_len}")
+        check(
+            1 <= self.min_len <= self.max_len,
+            f"min_len must be at least 1 and at most max_len ({self.max_len}), got {self.min_len}",
+        )
+        check(self.max_ratio >= 1.0, f"max_ratio must be >= 1, got {self.max_ratio}")
 
 
 @dataclass
@@ -45,30 +86,9 @@ class PreprocessConfig:
         default=2_000_000, metadata={"help": "Sentences (both sides) sampled to train BPE."}
     )
     spm_model: str | None = None  # reuse this model instead of training one
-    max_len: int = field(default=256, metadata={"help": "Drop training pairs longer than this (pieces)."})
-    max_ratio: float = field(
-        default=9.0, metadata={"help": "Drop training pairs with a longer/shorter ratio above this."}
-    )
-    dedup: bool = field(default=False, metadata={"help": "Drop exact duplicate training pairs."})
-    # The built-in filters (mtkit.corpus.filters). On Multi30k's 29,000 train pairs they drop none (2026-11-25).
-    filter_same: bool = field(
-        default=True, metadata={"help": "Drop training pairs whose source equals the target (case and spacing aside)."}
-    )
-    filter_scripts: bool = field(
-        default=True,
-        metadata={
-            "help": "Drop training pairs with letters outside their languages' scripts "
-            "(Latin letters are always allowed)."
-        },
-    )
-    filter_langid: bool = field(
-        default=False,
-        metadata={
-            "help": "Drop training pairs with a side that reads as the pair's other language (py3langid, offline: "
-            "pip install -e '.[langid]')."
-        },
-    )
-    min_len: int = 1
+    # The run's cleaning. Its keys stand flat in [preprocess] and in manifest.json's "options" (manifest_options),
+    # here, between spm_model and workers, as before CleaningConfig held them.
+    cleaning: CleaningConfig = field(default_factory=CleaningConfig)
     workers: int = field(default=1, metadata={"help": "Encoding worker processes."})
     on_bad_utf8: str = field(default="error", metadata={"help": "Undecodable bytes in the text: error or replace."})
     seed: int = 1
@@ -78,18 +98,29 @@ class PreprocessConfig:
         self.corpora = [dict(corpus) for corpus in self.corpora]
         check(
             self.corpora or (self.source_lang and self.target_lang and self.source_lang != self.target_lang),
-            f"source and target languages must be two different codes, got {self.source_lang!r}, {self.target_lang!r}",
+            "preprocess.source_lang and preprocess.target_lang must be two different codes, got "
+            f"{self.source_lang!r}, {self.target_lang!r}",
         )
         check(
             self.language_tokens in LANGUAGE_TOKENS,
-            f"language_tokens must be one of {', '.join(LANGUAGE_TOKENS)}, got {self.language_tokens!r}",
+            f"preprocess.language_tokens must be one of {', '.join(LANGUAGE_TOKENS)}, got {self.language_tokens!r}",
         )
-        check(self.vocab_size > 0, f"vocab_size must be positive, got {self.vocab_size}")
-        check(1 <= self.min_len <= self.max_len, f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
-        check(self.max_ratio >= 1.0, f"max_ratio must be >= 1, got {self.max_ratio}")
-        check(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
-        check(self.on_bad_utf8 in BAD_UTF8_MODES, f"on_bad_utf8 must be one of {BAD_UTF8_MODES}")
+        check(self.vocab_size > 0, f"preprocess.vocab_size must be positive, got {self.vocab_size}")
+        check(self.workers >= 1, f"preprocess.workers must be >= 1, got {self.workers}")
+        check(
+            self.on_bad_utf8 in BAD_UTF8_MODES,
+            f"preprocess.on_bad_utf8 must be one of {', '.join(BAD_UTF8_MODES)}, got {self.on_bad_utf8!r}",
+        )
         corpus_configs(self)  # every corpus is checked before anything is read
+
+
+def manifest_options(cfg: PreprocessConfig) -> dict[str, Any]:
+    """`cfg` as manifest.json's "options" records it: asdict's, with the cleaning keys in the place of `cleaning`,
+    as [preprocess] spells them, so data directories written before and after CleaningConfig read alike."""
+    options: dict[str, Any] = {}
+    for key, value in dataclasses.asdict(cfg).items():
+        options.update(value if key == "cleaning" else {key: value})
+    return options
 
 
 @dataclass
@@ -108,13 +139,25 @@ class CorpusConfig:
         1.0  # share of each epoch (mtkit.corpus.mixing); `mtkit train` may change it without preprocessing again
     )
     tag: str | None = None  # e.g. "<bt>" for back-translated text: one piece of the vocabulary
-    max_len: int = 256
-    max_ratio: float = 9.0
-    min_len: int = 1
-    dedup: bool = False
-    filter_same: bool = True
-    filter_scripts: bool = True
-    filter_langid: bool = False
+    cleaning: CleaningConfig = field(default_factory=CleaningConfig)  # its table's keys stand flat beside the others
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        where = f"corpus {self.name}"
+        self.weight = float(self.weight)
+        check(
+            self.source_lang and self.target_lang and self.source_lang != self.target_lang,
+            f"{where}: source_lang and target_lang must be two different codes, got {self.source_lang!r}, "
+            f"{self.target_lang!r}",
+        )
+        check(
+            bool(self.train) != bool(self.hf_dataset), f"{where}: give train (a file prefix) or hf_dataset, one of them"
+        )
+        check(self.weight > 0, f"{where}: weight must be positive, got {self.weight}")
+        check(
+            self.tag is None or (self.tag and not any(c.isspace() for c in self.tag)),
+            f"{where}: tag {self.tag!r} must be one word without spaces",
+        )
 
     @property
     def pair(self) -> str:
@@ -124,11 +167,10 @@ class CorpusConfig:
 def corpus_configs(cfg: PreprocessConfig) -> list[CorpusConfig]:
     """The run's training corpora, each key the corpus leaves out taken from the section; without
     [[preprocess.corpora]], the section's own train file or Hugging Face corpus as one corpus named "train"."""
-    section = {key: getattr(cfg, key) for key in CLEANING_KEYS}
     langs = {"source_lang": cfg.source_lang, "target_lang": cfg.target_lang}
     if not cfg.corpora:
         if cfg.train:
-            return [CorpusConfig(LEGACY_CORPUS, **langs, train=cfg.train, **section)]
+            return [CorpusConfig(LEGACY_CORPUS, **langs, train=cfg.train, cleaning=cfg.cleaning)]
         if cfg.hf_dataset and "train" in cfg.hf_splits:
             return [
                 CorpusConfig(
@@ -137,7 +179,7 @@ def corpus_configs(cfg: PreprocessConfig) -> list[CorpusConfig]:
                     hf_dataset=cfg.hf_dataset,
                     hf_config=cfg.hf_config,
                     hf_split=cfg.hf_splits["train"],
-                    **section,
+                    cleaning=cfg.cleaning,
                 )
             ]
         return []
@@ -145,45 +187,35 @@ def corpus_configs(cfg: PreprocessConfig) -> list[CorpusConfig]:
         not (cfg.train or cfg.hf_dataset),
         "[preprocess]: give the training data either as [[preprocess.corpora]] or as train/hf_dataset, not both",
     )
-    corpora = [_corpus(values, {**langs, **section}) for values in cfg.corpora]
+    corpora = [_corpus(values, langs, cfg.cleaning) for values in cfg.corpora]
     names = [corpus.name for corpus in corpora]
     repeated = sorted({name for name in names if names.count(name) > 1})
     check(not repeated, f"corpus {', '.join(repeated)}: two corpora have this name; names must be unique")
     return corpora
 
 
-def _corpus(values: dict[str, Any], defaults: dict[str, Any]) -> CorpusConfig:
-    name = values.get("name")
+def _corpus(values: dict[str, Any], langs: dict[str, str], cleaning: CleaningConfig) -> CorpusConfig:
+    """A corpus from its table: the keys it leaves out are the section's (its languages, the run's cleaning)."""
+    _check_name(values.get("name"))  # first: every later message names the corpus
+    where = f"corpus {values['name']}"
+    keys = {f.name: f for f in dataclasses.fields(CorpusConfig) if f.name != "cleaning"}
+    cleaning_keys = {f.name: f for f in dataclasses.fields(CleaningConfig)}
+    valid = {**keys, **cleaning_keys}
+    for key, value in values.items():
+        check(key in valid, f"{where}: unknown key {key!r}; valid keys: {', '.join(valid)}")
+        _check_type(where, key, value, valid[key].default)
+    try:
+        own = dataclasses.replace(cleaning, **{key: value for key, value in values.items() if key in cleaning_keys})
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return CorpusConfig(**{**langs, **{key: value for key, value in values.items() if key in keys}, "cleaning": own})
+
+
+def _check_name(name: Any) -> None:
     check(
         isinstance(name, str) and CORPUS_NAME.fullmatch(name),
         f"[[preprocess.corpora]]: every corpus needs a name of letters, digits, _ and - (got {name!r})",
     )
-    where = f"corpus {name}"
-    fields = {f.name: f for f in dataclasses.fields(CorpusConfig)}
-    for key, value in values.items():
-        check(key in fields, f"{where}: unknown key {key!r}; valid keys: {', '.join(fields)}")
-        _check_type(where, key, value, fields[key].default)
-    corpus = CorpusConfig(**{**defaults, **values})
-    corpus.weight, corpus.max_ratio = float(corpus.weight), float(corpus.max_ratio)
-    check(
-        corpus.source_lang and corpus.target_lang and corpus.source_lang != corpus.target_lang,
-        f"{where}: source_lang and target_lang must be two different codes, got {corpus.source_lang!r}, "
-        f"{corpus.target_lang!r}",
-    )
-    check(
-        bool(corpus.train) != bool(corpus.hf_dataset), f"{where}: give train (a file prefix) or hf_dataset, one of them"
-    )
-    check(corpus.weight > 0, f"{where}: weight must be positive, got {corpus.weight}")
-    check(
-        corpus.tag is None or (corpus.tag and not any(c.isspace() for c in corpus.tag)),
-        f"{where}: tag {corpus.tag!r} must be one word without spaces",
-    )
-    check(
-        1 <= corpus.min_len <= corpus.max_len,
-        f"{where}: need 1 <= min_len <= max_len, got {corpus.min_len}, {corpus.max_len}",
-    )
-    check(corpus.max_ratio >= 1.0, f"{where}: max_ratio must be >= 1, got {corpus.max_ratio}")
-    return corpus
 
 
 def _check_type(where: str, key: str, value: Any, default: Any) -> None:

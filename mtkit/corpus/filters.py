@@ -12,11 +12,12 @@ import re
 import sys
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from mtkit.console import warn
+from mtkit.corpus.config import CleaningConfig
 from mtkit.errors import check
 from mtkit.language_id import NAMES, LanguageDetector
 
@@ -179,33 +180,32 @@ def _detector(languages: tuple[str, str]) -> LanguageDetector:
 
 @dataclass(frozen=True)
 class PairFilters:
-    """The filters one preprocess run applies, ready to run (patterns compiled, detector loaded)."""
+    """The filters a training corpus is cleaned by, ready to run (patterns compiled, detector loaded)."""
 
     languages: tuple[str, str]  # source, target
-    same: bool
-    scripts: bool
+    cleaning: CleaningConfig  # which filters are on: the corpus's, less a script filter its languages turned off
     detector: LanguageDetector | None
 
     @classmethod
-    def build(cls, source_lang: str, target_lang: str, same: bool, scripts: bool, langid: bool) -> PairFilters:
+    def build(cls, source_lang: str, target_lang: str, cleaning: CleaningConfig) -> PairFilters:
         """Raises UserError, before any text is read, for a language the language filter does not know; the
         script filter, on by default, is turned off with a warning for a language outside its table."""
         unknown = [language for language in (source_lang, target_lang) if language not in SCRIPTS]
-        if scripts and unknown:
+        if cleaning.filter_scripts and unknown:
             warn(
                 f"the script filter does not know language {unknown[0]!r}: it is off for this corpus "
                 "(--no-filter-scripts, or filter_scripts = false in [preprocess], says so)"
             )
-            scripts = False
-        if langid:
+            cleaning = replace(cleaning, filter_scripts=False)
+        if cleaning.filter_langid:
             for language in (source_lang, target_lang):
                 check(
                     language in NAMES,
                     f"the language filter does not know language {language!r}; turn it off: "
                     "--no-filter-langid, or filter_langid = false in [preprocess]",
                 )
-        detector = _detector((source_lang, target_lang)) if langid else None
-        return cls((source_lang, target_lang), same, scripts, detector)
+        detector = _detector((source_lang, target_lang)) if cleaning.filter_langid else None
+        return cls((source_lang, target_lang), cleaning, detector)
 
     def narrow(self, src: Sequence[str], tgt: Sequence[str], keep: np.ndarray) -> dict[str, int]:
         """Clear `keep` where a filter drops the pair, each filter reading only the pairs still kept (FILTER_REASONS'
@@ -213,8 +213,11 @@ class PairFilters:
         source_lang, target_lang = self.languages
         detector = self.detector
         passes = {  # reason -> whether it is on, and which of the given pairs it keeps; in FILTER_REASONS' order
-            "same_text": (self.same, lambda s, t: ~same_text(s, t)),
-            "unexpected_script": (self.scripts, lambda s, t: scripts_ok(s, source_lang) & scripts_ok(t, target_lang)),
+            "same_text": (self.cleaning.filter_same, lambda s, t: ~same_text(s, t)),
+            "unexpected_script": (
+                self.cleaning.filter_scripts,
+                lambda s, t: scripts_ok(s, source_lang) & scripts_ok(t, target_lang),
+            ),
             "wrong_language": (
                 detector is not None,
                 lambda s, t: language_ok(detector, s, source_lang) & language_ok(detector, t, target_lang),

@@ -15,7 +15,7 @@ import json
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from rich.progress import Progress
 
 from mtkit.console import log, progress
 from mtkit.corpus.binarized import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
-from mtkit.corpus.config import CorpusConfig, PreprocessConfig
+from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, manifest_options
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
 from mtkit.corpus.plan import Plan, Split, plan_splits
 from mtkit.errors import check
@@ -101,7 +101,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
             },
             "valid_splits": plan.valid_splits,
             "split_langs": {split.name: list(split.langs) for split in plan.splits},
-            "options": asdict(cfg),
+            "options": manifest_options(cfg),
         }
         write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
@@ -117,10 +117,7 @@ class _Cleaning:
 
 
 def _cleaning(corpus: CorpusConfig) -> _Cleaning:
-    filters = PairFilters.build(
-        corpus.source_lang, corpus.target_lang, corpus.filter_same, corpus.filter_scripts, corpus.filter_langid
-    )
-    return _Cleaning(corpus, filters)
+    return _Cleaning(corpus, PairFilters.build(corpus.source_lang, corpus.target_lang, corpus.cleaning))
 
 
 def _corpus_entry(corpus: CorpusConfig, split: str, stats: dict) -> dict:
@@ -230,7 +227,7 @@ def _write_split(
     """Stream one split through the encoders into its two binary files; returns its statistics."""
     source = split.source
     task = bar.add_task(split.name, total=source.count, info="")
-    seen = _DigestSet() if split.corpus is not None and split.corpus.dedup else None
+    seen = _DigestSet() if split.corpus is not None and split.corpus.cleaning.dedup else None
     stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
     dropped = dict.fromkeys(DROP_REASONS, 0)
     with (
@@ -290,9 +287,9 @@ class _ChunkEncoder:
         if cleaning >= 0:
             # The rules see the sentence's own pieces: a corpus cleans alike with or without a tag.
             corpus, filters = self.cleanings[cleaning].corpus, self.cleanings[cleaning].filters
-            keep, dropped = _filter(src_lens, tgt_lens, corpus)
+            keep, dropped = _filter(src_lens, tgt_lens, corpus.cleaning)
             dropped.update(filters.narrow(src_text, tgt_text, keep))
-            if corpus.dedup:
+            if corpus.cleaning.dedup:
                 digests = _pair_digests(itertools.compress(zip(src_text, tgt_text), keep))
         src = _flatten(src_ids, src_lens, keep, self.dtype)
         src_lens = src_lens[keep]
@@ -318,7 +315,7 @@ def _encode_in_worker(task: _Task) -> _EncodedChunk:
     return _worker_encoder(task)
 
 
-def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: CorpusConfig) -> tuple[np.ndarray, dict[str, int]]:
+def _filter(src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: CleaningConfig) -> tuple[np.ndarray, dict[str, int]]:
     """Keep mask and drop counts; a pair is counted under the first reason that applies."""
     shorter, longer = np.minimum(src_lens, tgt_lens), np.maximum(src_lens, tgt_lens)
     reasons = {

@@ -1,5 +1,6 @@
 """EngineConfig: which engine, device and precision run a model, the settings `mtkit translate` and `mtkit serve`
-share; each default and help is declared here once. Plain data: it imports no mtkit module and loads nothing.
+share; each default and help is declared here once. Plain data and its checks: it imports mtkit.errors only and
+loads nothing.
 """
 
 from __future__ import annotations
@@ -8,13 +9,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtkit.errors import check
+
 ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines.factory loads each
 CT2_SEARCHES = ("exact", "native")  # what --ct2-search takes; mtkit.engines.ct2 runs each
 
 
 @dataclass
 class EngineConfig:
-    """The engine factory's choices; the engine checks its own names when it loads."""
+    """The engine factory's choices: the engine and its search are checked here; the device and dtype by the engine
+    when it loads, which knows what the machine runs."""
 
     engine: str = field(
         default="torch",
@@ -39,6 +43,12 @@ class EngineConfig:
             "maximum length per batch; faster, for bulk work such as back-translation)."
         },
     )
+
+    def __post_init__(self) -> None:
+        check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
+        check(
+            self.ct2_search in CT2_SEARCHES, f"--ct2-search {self.ct2_search}: choose one of {', '.join(CT2_SEARCHES)}"
+        )
 
 
 def same_field(cls: type, name: str) -> Any:

@@ -130,7 +130,7 @@ class CT2Translator:
         metadata = read_metadata(directory)
         try:
             cfg = replace(TranslateConfig(**metadata.get("translate", metadata.get("search", {}))), **overrides)
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:  # an unknown key; a bad value is TranslateConfig's own UserError, naming it
             raise UserError(f"translate options: {exc}") from None
         check(
             cfg.early_stop,

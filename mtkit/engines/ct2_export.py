@@ -127,7 +127,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     spec.optimize(quantization=quantization)
     try:
         search = TranslateConfig(**configs.get("translate", {}))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, UserError) as exc:
         raise UserError(f"{source}: translate options: {exc}") from None
     metadata = _metadata(source, step, model.cfg, quantization, search)
     metadata |= {"configs": configs, "manifest": manifest}  # what the run says of itself (mtkit serve's /info)

@@ -86,7 +86,7 @@ def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: boo
     try:
         model = Transformer(ModelConfig(**payload["configs"]["model"]))
         model.load_state_dict(payload["model"])
-    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+    except (KeyError, TypeError, ValueError, UserError, RuntimeError) as exc:
         raise UserError(f"{path}: checkpoint does not match its configuration ({type(exc).__name__})") from None
     model.to(device=device, dtype=dtype).eval()
     if packed:
@@ -135,7 +135,7 @@ class Translator:
         tokenizer = tokenizer_from_bytes(payload["spm_model"])
         try:
             cfg = replace(TranslateConfig(**payload["configs"].get("translate", {})), **overrides)
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:  # an unknown key; a bad value is TranslateConfig's own UserError, naming it
             raise UserError(f"translate options: {exc}") from None
         info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
@@ -246,17 +246,17 @@ class Translator:
     def _search(self, ids: list[list[int]], prefixes: list[list[int]] | None) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
         c = self.model_cfg
-        # Rows start from the decoder start token, which search also never emits (for mtkit's models: bos).
+        # Search's bos is what rows start from and never emit: the decoder's start token (for mtkit's models: bos).
         return search(
             self.decoder,
             src,
             src_lens,
             self.cfg,
-            c.start_id,
-            c.eos_id,
-            c.pad_id,
-            c.max_positions,
-            prefix_batch(prefixes, self.device),
+            pad_id=c.pad_id,
+            bos_id=c.start_id,
+            eos_id=c.eos_id,
+            max_positions=c.max_positions,
+            prefixes=prefix_batch(prefixes, self.device),
         )
 
 

@@ -259,7 +259,7 @@ def config_to_mtkit(config: Any, where: str, bias_nonzero: bool = True) -> Model
             decoder_start_id=start,
             tgt_vocab_size=None if target_size == config.vocab_size else target_size,
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, UserError) as exc:
         raise UserError(f"{where}: cannot be represented in mtkit: {exc}") from None
 
 

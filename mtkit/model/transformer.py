@@ -1,7 +1,7 @@
 """The Transformer of "Attention Is All You Need": ModelConfig and presets, attention (spelled out on CPU,
 scaled_dot_product_attention elsewhere), padding masks, and the encoder-decoder wired from mtkit.model.layers' parts,
 decoding through mtkit.model.kvcache's key/value cache.
-Imports torch only: no IO, data, recipe or search code.
+Imports torch and mtkit.errors (a bad ModelConfig value is a UserError) only: no IO, data, recipe or search code.
 """
 
 # Shape letters: B batch, S source length, T target length, D d_model, H n_heads, V vocab_size,
@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtkit.errors import check
 from mtkit.model.kvcache import DecodeState, LayerCache, grow, reorder_state
 from mtkit.model.layers import (
     Embedding,
@@ -88,31 +89,32 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
-            if getattr(self, name) not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            check(value in choices, f"model.{name} must be one of {', '.join(choices)}; got {value!r}")
         sizes = ("vocab_size", "d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions")
         for name in sizes:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+            check(getattr(self, name) >= 1, f"model.{name} must be at least 1; got {getattr(self, name)}")
+        check(
+            self.d_model % self.n_heads == 0,
+            f"model.d_model ({self.d_model}) must be divisible by model.n_heads ({self.n_heads})",
+        )
         for name in ("dropout", "attention_dropout", "activation_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1); got {getattr(self, name)}")
-        if self.target_vocab_size < 1:
-            raise ValueError(f"tgt_vocab_size must be at least 1; got {self.tgt_vocab_size}")
-        if self.share_embeddings == "all" and self.target_vocab_size != self.vocab_size:
-            raise ValueError("share_embeddings='all' needs tgt_vocab_size equal to vocab_size (or unset)")
+            check(0.0 <= getattr(self, name) < 1.0, f"model.{name} must be in [0, 1); got {getattr(self, name)}")
+        check(self.target_vocab_size >= 1, f"model.tgt_vocab_size must be at least 1; got {self.tgt_vocab_size}")
+        check(
+            self.share_embeddings != "all" or self.target_vocab_size == self.vocab_size,
+            "model.share_embeddings='all' needs model.tgt_vocab_size equal to vocab_size (or unset)",
+        )
         for name in ("pad_id", "bos_id", "eos_id", "decoder_start_id"):
             value, size = getattr(self, name), min(self.vocab_size, self.target_vocab_size)
-            if value is not None and not 0 <= value < size:
-                raise ValueError(f"{name} ({value}) must be below the vocabulary size ({size})")
+            check(
+                value is None or 0 <= value < size, f"model.{name} ({value}) must be below the vocabulary size ({size})"
+            )
 
     @classmethod
     def preset(cls, name: str, **overrides: int | float | str) -> ModelConfig:
         """A named size ("base", "big", "small", "tiny") with optional field overrides."""
-        if name not in PRESETS:
-            raise ValueError(f"unknown model preset {name!r}; valid presets: {', '.join(PRESETS)}")
+        check(name in PRESETS, f"unknown model preset {name!r}; valid presets: {', '.join(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import re
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import torch
 
 from mtkit.errors import UserError, check
+from mtkit.faults import SAVE_DELAY_MS, SAVE_FAIL_AFTER_BYTES, armed
 from mtkit.files import atomic_write
 
 # Names of a run's checkpoint files and their trailer: mtkit.runs.checkpoint_files, which reads them without torch.
@@ -38,10 +38,6 @@ WEIGHTS_KIND = "weights"  # the model only: kept for averaging once it is too ol
 _TEMP_FILE = re.compile(r"^\.(step_\d+\.pt|average\.pt)\..*\.tmp$")
 # What a model-only payload (average, weights-only checkpoint) keeps of a training checkpoint besides the weights.
 _MODEL_FIELDS = ("configs", "spm_model", "spm_sha256", "manifest")
-# Fault injection for the reliability tests: the save fails with ENOSPC after this many bytes;
-# or pauses this many milliseconds once its first 4 KiB are written (so a kill lands inside a save).
-FAULT_SAVE_BYTES = "MTKIT_FAULT_SAVE_FAIL_AFTER_BYTES"
-FAULT_SAVE_DELAY = "MTKIT_FAULT_SAVE_DELAY_MS"
 # Model options added after checkpoints existed, with their defaults (mtkit.model.transformer.ModelConfig's, checked by
 # tests/model/test_transformer.py): a checkpoint written before an option existed was trained with its default.
 ADDED_MODEL_DEFAULTS = {"activation": "relu", "output_bias": False, "decoder_start_id": None, "tgt_vocab_size": None}
@@ -93,9 +89,9 @@ class _HashingWriter:
     def __init__(self, handle: Any) -> None:
         self.handle, self.hasher, self.written = handle, hashlib.sha256(), 0
         self.error: OSError | None = None
-        limit, delay = os.environ.get(FAULT_SAVE_BYTES), os.environ.get(FAULT_SAVE_DELAY)
-        self.limit = int(limit) if limit is not None else None
-        self.delay_ms = int(delay) if delay is not None else None
+        # The reliability tests' faults: a full disk, or a pause that lets a kill land inside the save.
+        self.limit: int | None = armed(SAVE_FAIL_AFTER_BYTES)
+        self.delay_ms: int | None = armed(SAVE_DELAY_MS)
 
     def write(self, data: Any) -> int:
         if self.error is not None:

@@ -7,7 +7,6 @@ on), checkpoints/step_*.pt, average.pt and metrics.jsonl, so translate and avera
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from mtkit.console import log, warn
 from mtkit.errors import UserError, check
+from mtkit.faults import STALE_CHECKPOINT_RANK, armed
 from mtkit.files import write_text
 from mtkit.runs.checkpoint import latest_valid_checkpoint, load_checkpoint, model_options, remove_stale_temporaries
 from mtkit.runs.checkpoint_files import list_checkpoints
@@ -26,9 +26,6 @@ MANIFEST_NAME = "manifest.json"
 METRICS_NAME = "metrics.jsonl"
 # Manifest fields that identify the data; resuming on anything else is refused.
 DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")
-# Fault injection for the rank-agreement test: this rank, when it loads the checkpoint rank 0 chose, reads the one
-# listed before it, as a node whose file-system cache still shows an older file would.
-FAULT_STALE_RANK = "MTKIT_FAULT_STALE_CHECKPOINT_RANK"
 # Model fields that regularise rather than shape the parameters: a fine-tuning run may change them.
 REGULARISATION_FIELDS = ("dropout", "attention_dropout", "activation_dropout")
 
@@ -134,8 +131,9 @@ def agreed_checkpoint(run_dir: Path, ctx: Any) -> tuple[Path, dict] | None:
 
 
 def _stale_view(path: Path, rank: int) -> Path:
-    """`path`, or under FAULT_STALE_RANK the checkpoint listed before it (what a stale cache would show)."""
-    if os.environ.get(FAULT_STALE_RANK, "") != str(rank):
+    """`path`, or when the rank-agreement test arms stale_checkpoint_rank for this rank, the checkpoint listed before
+    it: what a node whose file-system cache still shows an older file would read."""
+    if armed(STALE_CHECKPOINT_RANK) != rank:
         return path
     older = [p for p in list_checkpoints(path.parent.parent) if p.name < path.name]
     return older[-1] if older else path

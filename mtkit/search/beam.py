@@ -37,8 +37,9 @@ def _after_prefix(
     cand: tuple[Tensor, Tensor, Tensor],
     first_free: Tensor,
     beam: int,
-    eos_id: int,
+    *,
     pad_id: int,
+    eos_id: int,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """CTranslate2's rule at the first step after a forced prefix (sentences `first_free` [b]), kept so that both
     engines agree: only the best candidate may end; an </s> ranked 2..K keeps its beam slot as a dead beam, and a
@@ -122,9 +123,10 @@ def _candidates(
     scores: Tensor,
     count: int,
     forced: Tensor,
-    eos_id: int,
+    *,
     pad_id: int,
     bos_id: int,
+    eos_id: int,
     prefix: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
@@ -137,7 +139,7 @@ def _candidates(
     for first in range(0, b, per_chunk):
         last = min(first + per_chunk, b)
         logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
-        logp = mask_logprobs(logp, forced[first:last], eos_id, pad_id, bos_id)
+        logp = mask_logprobs(logp, forced[first:last], pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         logp = force_tokens(logp, None if prefix is None else prefix[first:last])
         parts.append(_top_candidates(scores[first:last], logp, count))
     return parts[0] if len(parts) == 1 else tuple(torch.cat(x) for x in zip(*parts))  # type: ignore[return-value]
@@ -211,9 +213,10 @@ def beam_search(
     src: Tensor,
     src_lens: Tensor,
     cfg: TranslateConfig,
+    *,
+    pad_id: int,
     bos_id: int,
     eos_id: int,
-    pad_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
@@ -237,9 +240,12 @@ def beam_search(
     for t in range(int(max_len.max()) + 1 if n else 0):
         output = decoder.step(last, state)
         prefix = prefix_step(prefixes, active, t)
-        cand = _candidates(decoder, output, scores, 2 * beam, max_len[active] <= t, eos_id, pad_id, bos_id, prefix)
+        forced = max_len[active] <= t
+        cand = _candidates(
+            decoder, output, scores, 2 * beam, forced, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, prefix=prefix
+        )
         if prefix_len is not None:
-            cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, eos_id, pad_id)
+            cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, pad_id=pad_id, eos_id=eos_id)
         _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
@@ -259,16 +265,29 @@ def search(
     src: Tensor,
     src_lens: Tensor,
     cfg: TranslateConfig,
+    *,
+    pad_id: int,
     bos_id: int,
     eos_id: int,
-    pad_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; `prefixes` [B, P]
     (-1 past a prefix's end, None for none): tokens each translation must begin with."""
     if cfg.sampling:
-        return sample_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)
-    if cfg.beam == 1 and cfg.early_stop:
-        return greedy_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)
-    return beam_search(decoder, src, src_lens, cfg, bos_id, eos_id, pad_id, max_positions, prefixes)
+        run = sample_search
+    elif cfg.beam == 1 and cfg.early_stop:
+        run = greedy_search
+    else:
+        run = beam_search
+    return run(
+        decoder,
+        src,
+        src_lens,
+        cfg,
+        pad_id=pad_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        max_positions=max_positions,
+        prefixes=prefixes,
+    )

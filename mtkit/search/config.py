@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtkit.errors import check
+
 
 @dataclass
 class TranslateConfig:
@@ -59,16 +61,15 @@ class TranslateConfig:
 
     def __post_init__(self) -> None:
         for name in ("beam", "nbest", "batch_tokens", "workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
-        if not self.sampling and self.nbest > self.beam:
-            raise ValueError(f"nbest ({self.nbest}) must not exceed beam ({self.beam})")
-        if self.max_len_a < 0 or self.max_len_b < 0:
-            raise ValueError(f"max_len_a and max_len_b must be >= 0; got {self.max_len_a}, {self.max_len_b}")
-        if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or not self.temperature > 0.0:
-            raise ValueError(
-                f"need top_k >= 0, 0 < top_p <= 1, temperature > 0; got {self.top_k}, {self.top_p}, {self.temperature}"
-            )
+            check(getattr(self, name) >= 1, f"translate.{name} must be at least 1; got {getattr(self, name)}")
+        check(
+            self.sampling or self.nbest <= self.beam,
+            f"translate.nbest ({self.nbest}) must not exceed translate.beam ({self.beam})",
+        )
+        for name in ("max_len_a", "max_len_b", "top_k"):
+            check(getattr(self, name) >= 0, f"translate.{name} must be >= 0; got {getattr(self, name)}")
+        check(0.0 < self.top_p <= 1.0, f"translate.top_p must be in (0, 1]; got {self.top_p}")
+        check(self.temperature > 0.0, f"translate.temperature must be > 0; got {self.temperature}")
 
 
 @dataclass

@@ -23,9 +23,10 @@ def _decode_rows(
     state: Any,
     max_len: Tensor,
     pick: Callable[[Tensor], Tensor],
+    *,
+    pad_id: int,
     bos_id: int,
     eos_id: int,
-    pad_id: int,
     prefixes: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N].
@@ -41,7 +42,7 @@ def _decode_rows(
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     for t in range(longest + 1 if n else 0):
         logp = decoder.log_probs(decoder.step(last, state), slice(None))  # [N', V]
-        logp = mask_logprobs(logp, max_len[active] <= t, eos_id, pad_id, bos_id)
+        logp = mask_logprobs(logp, max_len[active] <= t, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         logp = force_tokens(logp, prefix_step(prefixes, active, t))
         token = pick(logp)  # [N']
         logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
@@ -80,16 +81,17 @@ def greedy_search(
     src: Tensor,
     src_lens: Tensor,
     cfg: TranslateConfig,
+    *,
+    pad_id: int,
     bos_id: int,
     eos_id: int,
-    pad_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
     max_len = with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
     tokens, length, logprob = _decode_rows(
-        decoder, decoder.start(src), max_len, _argmax, bos_id, eos_id, pad_id, prefixes
+        decoder, decoder.start(src), max_len, _argmax, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, prefixes=prefixes
     )
     return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
 
@@ -113,9 +115,10 @@ def sample_search(
     src: Tensor,
     src_lens: Tensor,
     cfg: TranslateConfig,
+    *,
+    pad_id: int,
     bos_id: int,
     eos_id: int,
-    pad_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
@@ -135,6 +138,13 @@ def sample_search(
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
     rows = _decode_rows(
-        decoder, state, max_len[expand], draw, bos_id, eos_id, pad_id, None if prefixes is None else prefixes[expand]
+        decoder,
+        state,
+        max_len[expand],
+        draw,
+        pad_id=pad_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        prefixes=None if prefixes is None else prefixes[expand],
     )
     return _to_hypotheses(*rows, cfg.length_penalty, per_sentence)

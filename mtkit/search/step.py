@@ -84,7 +84,7 @@ def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
     return ((src != pad_id) & (src != eos_id)).sum(dim=1)
 
 
-def mask_logprobs(logp: Tensor, forced: Tensor, eos_id: int, pad_id: int, bos_id: int) -> Tensor:
+def mask_logprobs(logp: Tensor, forced: Tensor, *, pad_id: int, bos_id: int, eos_id: int) -> Tensor:
     """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
     rows where `forced` [b] (at max length) may emit only eos. Writes into logp (fresh each step):
     two column writes instead of a masked copy of [N, V], which cost twice the log-softmax."""

@@ -164,8 +164,8 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
     parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
     prefixes = encode_prefix_lines(translator, parsed.prefixes)
-    results = await model.decode(parsed.lines, parsed.beam, parsed.nbest, cfg.strict, warnings, prefixes, parsed.target)
-    answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.nbest)}
+    results = await model.decode(parsed.lines, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
+    answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.search.nbest)}
     if warnings:
         answer["warnings"] = warnings
     return answer

@@ -22,7 +22,7 @@ from mtkit.serve.libre_request import (
     unique_alternatives,
 )
 from mtkit.serve.markup import HtmlTranslation
-from mtkit.serve.request import RequestError
+from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
 
 
@@ -77,9 +77,9 @@ async def translate_texts(
     """Plain texts, each line translated (empty lines kept empty); with alternatives, the n-best's others."""
     lines = [line for text in texts for line in split_lines(text)]
     wanted = [line for line in lines if line.strip()]
-    cfg = model.translator.cfg
     nbest = alternatives + 1
-    results = await model.decode(wanted, max(cfg.beam, nbest), nbest, strict, warnings, target=target) if wanted else []
+    search = SearchOverrides(beam=max(model.translator.cfg.beam, nbest), nbest=nbest)
+    results = await model.decode(wanted, search, strict, warnings, target=target) if wanted else []
     options = iter([[text for text, _ in scored_texts(model.translator.tokenizer, hyps)] or [""] for hyps in results])
     per_line = [next(options) if line.strip() else [""] for line in lines]
     best, others, start = [], [], 0

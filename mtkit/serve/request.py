@@ -5,11 +5,23 @@ Pure functions of the body's bytes: no HTTP framework, no model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
-REQUEST_KEYS = ("text", "beam", "nbest", "prefix", "source", "target", "api_key")
+
+@dataclass(frozen=True)
+class SearchOverrides:
+    """What a request may set of its model's search: TranslateConfig fields, applied over the model's own in one
+    place (mtkit.serve.worker). Frozen, so hashable: the worker searches the jobs of equal overrides together."""
+
+    beam: int
+    nbest: int
+
+
+# The search fields sit where beam and nbest always stood: the refusal of an unknown field lists them in this order.
+REQUEST_KEYS = ("text", *(f.name for f in dataclasses.fields(SearchOverrides)), "prefix", "source", "target", "api_key")
 
 
 class RequestError(Exception):
@@ -31,8 +43,7 @@ class ClientGone(Exception):
 @dataclass
 class TranslateRequest:
     lines: list[str]
-    beam: int
-    nbest: int
+    search: SearchOverrides
     prefixes: list[str] | None = None  # text each line's translation must begin with ("" for none)
     source: str | None = None  # language codes that pick the model of a server of several
     target: str | None = None
@@ -97,8 +108,8 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
             422, f'prefix must have one string per line of text ({len(lines)}, "" for none); got {len(prefixes)}'
         )
     beam = int_option(data, "beam", default_beam, 1, max_beam)
-    nbest = int_option(data, "nbest", 1, 1, beam)
-    return TranslateRequest(lines, beam, nbest, prefixes, *language_codes(data))
+    search = SearchOverrides(beam=beam, nbest=int_option(data, "nbest", 1, 1, beam))
+    return TranslateRequest(lines, search, prefixes, *language_codes(data))
 
 
 def language_codes(data: dict) -> tuple[str | None, str | None]:

@@ -15,7 +15,7 @@ from mtkit.engines.contract import Translating, encode_texts, language_pairs, so
 from mtkit.engines.output import best_lines
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis
-from mtkit.serve.request import RequestError
+from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.worker import BatchWorker, Job
 
 
@@ -37,8 +37,7 @@ class ServedModel:
     async def decode(
         self,
         lines: list[str],
-        beam: int,
-        nbest: int,
+        search: SearchOverrides,
         strict: bool,
         warnings: list[str],
         prefixes: list[list[int]] | None = None,
@@ -67,7 +66,7 @@ class ServedModel:
             )
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
-        job = Job(ids, beam, nbest, prefixes=prefixes)
+        job = Job(ids, search, prefixes=prefixes)
         if not self.worker.submit(job):
             raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
         try:
@@ -81,7 +80,8 @@ class ServedModel:
         """The best translation of each line with the model's own search options (as `mtkit translate`)."""
         if not lines:
             return []
-        results = await self.decode(lines, self.translator.cfg.beam, 1, strict, warnings, target=target)
+        search = SearchOverrides(beam=self.translator.cfg.beam, nbest=1)
+        results = await self.decode(lines, search, strict, warnings, target=target)
         return best_lines(self.translator.tokenizer, results)
 
 

@@ -1,5 +1,5 @@
 """The one thread that runs the model for mtkit serve: collect queued requests up to a token budget or a delay,
-decode them together (one search per beam/nbest setting) and answer each request's future.
+decode them together (one search per set of search overrides) and answer each request's future.
 
 Works over either engine's translator (mtkit.engines.contract.Translating); stdlib threads only, no HTTP.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mtkit.console import warn
+from mtkit.serve.request import SearchOverrides
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -26,8 +27,7 @@ class Job:
     """One request's source ids on their way through the worker; `future` gets its hypotheses."""
 
     ids: list[list[int]]
-    beam: int
-    nbest: int
+    search: SearchOverrides
     future: Future = field(default_factory=Future)
     prefixes: list[list[int]] | None = None  # forced target ids per line ([] for none)
 
@@ -37,10 +37,10 @@ class Job:
 
 
 def group_by_options(jobs: list[Job]) -> list[list[Job]]:
-    """Jobs split by (beam, nbest), first-come order kept within and across groups: one search per group."""
-    groups: dict[tuple[int, int], list[Job]] = {}
+    """Jobs split by their search overrides, first-come order kept within and across groups: one search per group."""
+    groups: dict[SearchOverrides, list[Job]] = {}
     for job in jobs:
-        groups.setdefault((job.beam, job.nbest), []).append(job)
+        groups.setdefault(job.search, []).append(job)
     return list(groups.values())
 
 
@@ -109,11 +109,11 @@ class BatchWorker:
         return jobs
 
     def _decode(self, jobs: list[Job]) -> None:
-        """One search over the jobs' lines (same beam and nbest); each future gets its own lines' hypotheses."""
+        """One search over the jobs' lines (same overrides); each future gets its own lines' hypotheses."""
         jobs = [job for job in jobs if self._claim(job)]
         if not jobs:
             return
-        cfg = dataclasses.replace(self.translator.cfg, beam=jobs[0].beam, nbest=jobs[0].nbest)
+        cfg = dataclasses.replace(self.translator.cfg, **dataclasses.asdict(jobs[0].search))
         translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
         error: Exception | None = None
         try:

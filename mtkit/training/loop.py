@@ -2,11 +2,10 @@
 stop condition, validates, saves and averages.
 
 `train()` reads top to bottom: start_run -> update_until_stopped (batches -> update -> log -> validate -> save)
--> finish. One update and the validation set are in mtkit/training/step.py, what the loop keeps between updates (state,
-log window, stop votes, the injected fault) in mtkit/training/state.py, the criterion in mtkit/training/loss.py,
-torchrun plumbing in mtkit/training/distributed.py, run-directory bookkeeping in mtkit/runs/directory.py, the corpora
-and valid sets a run reads in mtkit/training/data.py. About 450 lines: the config, the schedule and the loop stay
-together, as the layout of STYLE.md puts them."""
+-> finish. One update and the validation set are in mtkit.training.step, what the loop keeps between updates in
+mtkit.training.state, the criterion in mtkit.training.loss, torchrun plumbing in mtkit.training.distributed,
+run-directory bookkeeping in mtkit.runs.directory, the corpora and valid sets a run reads in mtkit.training.data.
+About 450 lines: the config, the schedule and the loop stay together (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ import torch.distributed as dist
 from torch import nn
 
 from mtkit.corpus.mixing import SAMPLINGS
+from mtkit.errors import check
 from mtkit.model.precision import PRECISIONS
 from mtkit.model.transformer import ModelConfig, configure_cuda_kernels
 from mtkit.runs.checkpoint import BackgroundSaver, HostSnapshot
@@ -111,21 +111,19 @@ class TrainConfig:
     subword_sides: str = "both"
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {SCHEDULES}, got {self.lr_schedule!r}")
-        if self.update_freq < 1 or self.max_tokens < 1:
-            raise ValueError("update_freq and max_tokens must be positive")
-        if self.log_interval < 1:
-            raise ValueError(f"log_interval must be at least 1, got {self.log_interval}")
-        if not 0.0 <= self.subword_alpha <= 1.0:
-            raise ValueError(f"subword_alpha must be in [0, 1] (0: off), got {self.subword_alpha}")
-        if self.sampling not in SAMPLINGS or self.sampling_temperature <= 0:
-            raise ValueError(
-                f"sampling must be one of {SAMPLINGS} and sampling_temperature positive, got "
-                f"{self.sampling!r}, {self.sampling_temperature}"
-            )
+        for name, choices in (("precision", PRECISIONS), ("lr_schedule", SCHEDULES), ("sampling", SAMPLINGS)):
+            value = getattr(self, name)
+            check(value in choices, f"train.{name} must be one of {', '.join(choices)}, got {value!r}")
+        for name in ("update_freq", "max_tokens", "log_interval"):
+            check(getattr(self, name) >= 1, f"train.{name} must be at least 1, got {getattr(self, name)}")
+        check(
+            0.0 <= self.subword_alpha <= 1.0,
+            f"train.subword_alpha must be in [0, 1] (0: off), got {self.subword_alpha}",
+        )
+        check(
+            self.sampling_temperature > 0,
+            f"train.sampling_temperature must be positive, got {self.sampling_temperature}",
+        )
         self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
 
     def resolved(self, d_model: int) -> TrainConfig:

@@ -17,8 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-# "RANK:ATTEMPT": that rank SIGKILLs itself at that update attempt, once per run directory.
-FAULT_KILL_RANK = "MTKIT_FAULT_KILL_RANK_AT"
+from mtkit.faults import KILL_RANK_AT, armed
 
 
 @dataclass
@@ -106,15 +105,12 @@ class SignalFlag:
 
 
 def fault_kill_attempt(rank: int, run_dir: Path) -> int | None:
-    """The update attempt at which this rank is to die like a crashed node (FAULT_KILL_RANK names it), read once
+    """The update attempt at which this rank is to die like a crashed node (the kill_rank_at fault point), read once
     at start-up; None when no fault is asked of this rank or it already happened in this run directory."""
-    wanted = os.environ.get(FAULT_KILL_RANK, "").replace(" ", "")
-    if not wanted.startswith(f"{rank}:"):
+    wanted = armed(KILL_RANK_AT)
+    if wanted is None or wanted[0] != rank:
         return None
-    number = wanted.split(":", 1)[1]
-    if not number.isdigit():
-        return None
-    attempt = int(number)
+    attempt = wanted[1]
     return None if fault_marker(run_dir, rank, attempt).exists() else attempt
 
 

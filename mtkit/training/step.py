@@ -6,7 +6,6 @@ memory; validation loss and BLEU. Settings come as arguments: TrainConfig and th
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -15,12 +14,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from mtkit.faults import NAN_STEPS, OOM_STEPS, armed
 from mtkit.training.distributed import DistContext
 from mtkit.training.loss import LossModule
-
-# Fault injection for tests: comma-separated update attempts (1-based, skipped ones counted).
-FAULT_NAN = "MTKIT_FAULT_NAN_STEPS"
-FAULT_OOM = "MTKIT_FAULT_OOM_STEPS"
 
 
 def autocast_context(precision: str, device: torch.device) -> Any:
@@ -28,11 +24,6 @@ def autocast_context(precision: str, device: torch.device) -> Any:
         return nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def fault_steps(name: str) -> set[int]:
-    raw = os.environ.get(name, "")
-    return {int(x) for x in raw.split(",") if x.strip()}
 
 
 @dataclass
@@ -66,8 +57,9 @@ def train_step(
     optimizer.zero_grad(set_to_none=True)
     sums = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # loss, nll of this rank's micro-batches
     src_tokens = tgt_tokens = 0
+    nan = attempt in (armed(NAN_STEPS) or ())  # asked once per update, not per micro-batch
     try:
-        if attempt in fault_steps(FAULT_OOM):
+        if attempt in (armed(OOM_STEPS) or ()):
             raise torch.OutOfMemoryError(f"injected out-of-memory at update attempt {attempt}")
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
@@ -75,7 +67,7 @@ def train_step(
             with sync:
                 with autocast_context(precision, ctx.device):
                     loss, nll = module(batch.src, batch.tgt_in, batch.tgt_out)
-                if attempt in fault_steps(FAULT_NAN):
+                if nan:
                     loss = loss * float("nan")
                 (scaler.scale(loss) if scaler is not None else loss).backward()
             sums += torch.stack([loss.detach(), nll.detach()]).double()
@@ -198,10 +190,10 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
             src,
             torch.as_tensor(data.src_lens[idx], device=device),
             tcfg,
-            c.start_id,
-            c.eos_id,
-            c.pad_id,
-            c.max_positions,
+            pad_id=c.pad_id,
+            bos_id=c.start_id,
+            eos_id=c.eos_id,
+            max_positions=c.max_positions,
         )
         hyps = tokenizer.decode([h[0].tokens if h else [] for h in found])
         return list(zip(hyps, tokenizer.decode([data.tgt(i).tolist() for i in idx])))
@@ -223,7 +215,8 @@ class Validation:
 
 
 def token_ids(mcfg: Any) -> tuple[int, int, int]:
-    """pad, decoder start and eos: what collate writes around each sentence."""
+    """(pad, bos, eos), bos the decoder's start token (ModelConfig.start_id): what collate writes around each
+    sentence."""
     return mcfg.pad_id, mcfg.start_id, mcfg.eos_id
 
 

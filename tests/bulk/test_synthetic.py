@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from mtkit.bulk import resumable
-from mtkit.bulk.synthetic import FAULT_PAUSE, BackTranslateConfig, back_translate
+from mtkit.bulk.synthetic import SyntheticCorpusConfig, back_translate
+from mtkit.engines.config import EngineConfig
 from mtkit.errors import LockedError, UserError
+from mtkit.faults import FAULTS_ENV
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.reliability.common import cli_env, mtkit_command, run_cli
 
@@ -46,9 +48,18 @@ def mono_en(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
 
 
 def config(
-    run: Path, mono: Path, out: Path, engine: str = "ctranslate2", chunk_lines: int = 8, **options: object
-) -> BackTranslateConfig:
-    return BackTranslateConfig(run, mono, out, engine, chunk_lines, device="cpu", **options)  # type: ignore[arg-type]
+    run: Path,
+    mono: Path,
+    out: Path,
+    engine: str = "ctranslate2",
+    chunk_lines: int = 8,
+    ct2_search: str = "native",
+    overwrite: bool = False,
+    **search: object,
+) -> SyntheticCorpusConfig:
+    """`mtkit back-translate` on the CPU, with its defaults (CTranslate2's native search) and `search`'s options."""
+    engine_cfg = EngineConfig(engine=engine, device="cpu", ct2_search=ct2_search)
+    return SyntheticCorpusConfig(run, mono, out, chunk_lines, engine_cfg, search=search, overwrite=overwrite)
 
 
 def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mono: Path, tmp_path: Path) -> None:
@@ -184,7 +195,7 @@ def test_killed_run_goes_on_to_the_bytes_of_a_run_never_stopped(tiny_run: Path, 
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=cli_env({FAULT_PAUSE: "1500"}),
+        env=cli_env({FAULTS_ENV: "backtranslate_pause_ms=1500"}),
         start_new_session=True,
     )
     try:

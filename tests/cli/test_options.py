@@ -10,8 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from mtkit.cli.main import app
-from mtkit.cli.options import flag, option, recipe_option, values_of
-from mtkit.corpus.config import PreprocessConfig
+from mtkit.cli.options import field_options, flag, option, recipe_option, values_of
+from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.config import ServeConfig
@@ -31,7 +31,7 @@ def test_option_takes_the_field_default_and_help() -> None:
     assert flag("max_batch_tokens") == "--max-batch-tokens"
     with pytest.raises(AssertionError, match="no metadata help"):
         option(Example, "no_help")
-    assert option(PreprocessConfig, "dedup", negatable=True).param_decls == ("--dedup/--no-dedup",)
+    assert option(CleaningConfig, "dedup", negatable=True).param_decls == ("--dedup/--no-dedup",)
 
 
 def test_values_of_keeps_the_config_fields_only() -> None:
@@ -75,9 +75,37 @@ def test_help_shows_the_dataclass_defaults() -> None:
 
 
 def test_preprocess_options_with_a_default_are_preprocess_config_fields() -> None:
-    """Every preprocess option whose field has a help text takes its default and help from PreprocessConfig."""
+    """Every preprocess option whose field has a help text takes its default and help from PreprocessConfig or
+    CleaningConfig; every CleaningConfig field with a help text is an option, its booleans negatable."""
     params = command_params("preprocess")
-    documented = [f for f in dataclasses.fields(PreprocessConfig) if "help" in f.metadata]
+    documented = [
+        f for cls in (PreprocessConfig, CleaningConfig) for f in dataclasses.fields(cls) if "help" in f.metadata
+    ]
     assert {f.name for f in documented} >= {"vocab_size", "max_len", "max_ratio", "input_sentence_size", "on_bad_utf8"}
     for f in documented:
         assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
+    assert params["filter_langid"].opts == ["--filter-langid"] and params["filter_langid"].secondary_opts == [
+        "--no-filter-langid"
+    ]
+    assert "min_len" not in params  # no help text: a recipe key only
+
+
+def test_field_options_adds_an_option_per_documented_field_where_asked() -> None:
+    @dataclass
+    class Cleaning:
+        strict: bool = field(default=False, metadata={"help": "Be strict."})
+        limit: int = field(default=7, metadata={"help": "A limit."})
+        hidden: int = 1
+
+    seen: dict = {}
+    small = typer.Typer(add_completion=False)
+
+    @small.command()
+    @field_options(Cleaning, before="last")
+    def run(ctx: typer.Context, first: int = typer.Option(0), last: int = typer.Option(0), **options: int) -> None:
+        seen.update(ctx.params)
+
+    assert [p.name for p in typer.main.get_command(small).params] == ["first", "strict", "limit", "last"]
+    result = CliRunner().invoke(small, ["--strict", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"first": 0, "strict": True, "limit": 3, "last": 0}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mtkit.corpus import preprocess as preprocess_module
-from mtkit.corpus.config import PreprocessConfig
+from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters, language_ok, same_text, scripts_ok, unexpected_letters
 from mtkit.corpus.preprocess import preprocess
 from mtkit.errors import UserError
@@ -23,7 +23,7 @@ DE = [line.strip() for line in read_gz_lines(MULTI30K / "train.de.gz", 400)]
 
 @pytest.fixture(scope="module")
 def filters() -> PairFilters:
-    return PairFilters.build("en", "de", same=True, scripts=True, langid=True)
+    return PairFilters.build("en", "de", CleaningConfig(filter_same=True, filter_scripts=True, filter_langid=True))
 
 
 def test_same_text_ignores_case_and_spacing_only() -> None:
@@ -73,20 +73,21 @@ def test_each_pair_counts_under_the_first_filter_that_drops_it(filters: PairFilt
     dropped = filters.narrow(src, tgt, keep)
     assert dropped == {"same_text": 3, "unexpected_script": 1, "wrong_language": 0}
     assert keep.tolist() == [True, False, False, False, False, False]
-    off = PairFilters.build("en", "de", same=False, scripts=False, langid=False)
+    off = PairFilters.build("en", "de", CleaningConfig(filter_same=False, filter_scripts=False, filter_langid=False))
     keep = np.ones(len(src), dtype=bool)
     assert off.narrow(src, tgt, keep) == dict.fromkeys(FILTER_REASONS, 0) and keep.all()
 
 
 def test_a_language_a_filter_does_not_know_is_refused_or_for_scripts_turned_off(capsys: pytest.CaptureFixture) -> None:
-    assert PairFilters.build("en", "xx", same=True, scripts=True, langid=False).scripts is False
+    on = CleaningConfig(filter_scripts=True)
+    assert PairFilters.build("en", "xx", on).cleaning.filter_scripts is False and on.filter_scripts
     assert "script filter does not know language 'xx': it is off" in capsys.readouterr().err
     with pytest.raises(UserError, match=r"script filter does not know language 'xx' .*--no-filter-scripts") as error:
         unexpected_letters("xx")
     assert "\n" not in str(error.value)
     with pytest.raises(UserError, match=r"language filter does not know language 'qq'.*--no-filter-langid"):
-        PairFilters.build("qq", "de", same=True, scripts=False, langid=True)
-    PairFilters.build("en", "xx", same=True, scripts=False, langid=False)  # turned off: accepted
+        PairFilters.build("qq", "de", CleaningConfig(filter_scripts=False, filter_langid=True))
+    PairFilters.build("en", "xx", CleaningConfig(filter_scripts=False, filter_langid=False))  # turned off: accepted
 
 
 def corpus_with_bad_pairs() -> tuple[list[str], list[str], dict[str, int]]:
@@ -115,7 +116,13 @@ def test_preprocess_counts_the_injected_pairs_and_never_filters_valid(
     outputs = []
     for workers in (1, 2):
         cfg = PreprocessConfig(
-            "en", "de", train=train, valid=valid, spm_model=str(multi30k_spm), workers=workers, filter_langid=True
+            "en",
+            "de",
+            train=train,
+            valid=valid,
+            spm_model=str(multi30k_spm),
+            workers=workers,
+            cleaning=CleaningConfig(filter_langid=True),
         )
         outputs.append(preprocess(cfg, tmp_path / f"out{workers}"))
     one, two = outputs
@@ -138,9 +145,7 @@ def test_filters_off_keep_every_pair(tmp_path: Path, multi30k_spm: Path) -> None
         "de",
         train=train,
         spm_model=str(multi30k_spm),
-        filter_same=False,
-        filter_scripts=False,
-        filter_langid=False,
+        cleaning=CleaningConfig(filter_same=False, filter_scripts=False, filter_langid=False),
     )
     split = preprocess(cfg, tmp_path / "out")["splits"]["train"]
     assert split["pairs"] == len(src) and not any(split["dropped"].values())

@@ -11,7 +11,7 @@ import pytest
 
 from mtkit.corpus import preprocess as preprocess_module
 from mtkit.corpus.binarized import ParallelData, data_paths, read_manifest
-from mtkit.corpus.config import PreprocessConfig
+from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.corpus.filters import FILTER_REASONS
 from mtkit.corpus.preprocess import CHUNK_PAIRS, preprocess
 from mtkit.corpus.sources import hf_chunks, load_hf_split
@@ -87,13 +87,15 @@ def test_valid_is_never_filtered(tmp_path: Path, multi30k_spm: Path) -> None:
     src = ["", "   ", "a b", "a b", "x " * 400, "only source", "  padded  "]
     tgt = ["", "y", "c d", "c d", "short", "", "kept"]
     valid = write_pair(tmp_path / "valid", src, tgt, newline="\r\n")
-    cfg = PreprocessConfig("en", "de", valid=valid, spm_model=str(multi30k_spm), max_len=10, dedup=True)
+    cfg = PreprocessConfig(
+        "en", "de", valid=valid, spm_model=str(multi30k_spm), cleaning=CleaningConfig(max_len=10, dedup=True)
+    )
     manifest = preprocess(cfg, tmp_path / "out")
     assert manifest["splits"]["valid"]["pairs"] == len(src)
     assert decoded_split(tmp_path / "out", "valid") == ([s.strip() for s in src], [t.strip() for t in tgt])
 
 
-def reference_drops(src: list[str], tgt: list[str], tokenizer: Tokenizer, cfg: PreprocessConfig) -> dict[str, int]:
+def reference_drops(src: list[str], tgt: list[str], tokenizer: Tokenizer, cfg: CleaningConfig) -> dict[str, int]:
     """The cleaning rules, one pair at a time."""
     drops = dict.fromkeys(preprocess_module.DROP_REASONS, 0)
     seen = set()
@@ -123,11 +125,10 @@ def test_drop_counts_add_up(tmp_path: Path, multi30k: Path, multi30k_spm: Path, 
     tgt += ["", "target", "", "Ein sehr langer deutscher Satz mit vielen Wörtern darin", "b", tgt[0], tgt[1], "x"]
     tgt += tgt[:700:7]
     train = write_pair(tmp_path / "train", src, tgt)
-    cfg = PreprocessConfig(
-        "en", "de", train=train, spm_model=str(multi30k_spm), max_len=30, max_ratio=2.5, min_len=2, dedup=True
-    )
+    cleaning = CleaningConfig(max_len=30, max_ratio=2.5, min_len=2, dedup=True)
+    cfg = PreprocessConfig("en", "de", train=train, spm_model=str(multi30k_spm), cleaning=cleaning)
     split = preprocess(cfg, tmp_path / "out")["splits"]["train"]
-    expected = reference_drops(src, tgt, Tokenizer.load(multi30k_spm), cfg)
+    expected = reference_drops(src, tgt, Tokenizer.load(multi30k_spm), cleaning)
     assert split["dropped"] == expected
     # every length rule and dedup was exercised (the corpus filters' drops: tests/corpus/test_filters.py)
     assert all(count for reason, count in expected.items() if reason not in FILTER_REASONS)
@@ -152,8 +153,7 @@ def test_two_workers_write_the_same_files(tmp_path: Path, multi30k: Path, multi3
             train=str(train),
             valid=str(valid),
             spm_model=str(multi30k_spm),
-            max_len=20,
-            dedup=True,
+            cleaning=CleaningConfig(max_len=20, dedup=True),
             workers=workers,
         )
         outputs.append((preprocess(cfg, tmp_path / f"out{workers}"), tmp_path / f"out{workers}"))
@@ -228,8 +228,8 @@ def test_output_directory_safety(tmp_path: Path, multi30k_spm: Path) -> None:
 
 
 def test_config_and_split_errors(tmp_path: Path, multi30k_spm: Path) -> None:
-    for bad in ({"target_lang": "en"}, {"workers": 0}, {"on_bad_utf8": "ignore"}, {"max_len": 0}):
-        with pytest.raises(UserError):
+    for bad in ({"target_lang": "en"}, {"workers": 0}, {"on_bad_utf8": "ignore"}, {"vocab_size": 0}):
+        with pytest.raises(UserError, match=rf"preprocess\.{next(iter(bad))} "):
             PreprocessConfig(**{"source_lang": "en", "target_lang": "de", **bad})
     valid = write_pair(tmp_path / "valid", ["a"], ["b"])
     with pytest.raises(UserError, match="no train split"):
@@ -254,7 +254,10 @@ def test_hf_dataset_matches_the_same_files(tmp_path: Path, multi30k: Path, multi
         {name: datasets.Dataset.from_dict(translation_rows(multi30k, stem, n)) for name, (stem, n) in splits.items()}
     )
     saved.save_to_disk(str(tmp_path / "wmt-like"))
-    cfg = PreprocessConfig("en", "de", hf_dataset=str(tmp_path / "wmt-like"), spm_model=str(multi30k_spm), dedup=True)
+    dedup = CleaningConfig(dedup=True)
+    cfg = PreprocessConfig(
+        "en", "de", hf_dataset=str(tmp_path / "wmt-like"), spm_model=str(multi30k_spm), cleaning=dedup
+    )
     from_hf = preprocess(cfg, tmp_path / "hf")
     prefixes = {
         ours: str(write_slice(multi30k, stem, tmp_path / ours, n))
@@ -267,7 +270,7 @@ def test_hf_dataset_matches_the_same_files(tmp_path: Path, multi30k: Path, multi
         valid=prefixes["valid"],
         test=[prefixes["test"]],
         spm_model=str(multi30k_spm),
-        dedup=True,
+        cleaning=dedup,
     )
     from_files = preprocess(cfg, tmp_path / "files")
     assert from_hf["splits"] == from_files["splits"]
@@ -461,7 +464,7 @@ def test_each_corpus_cleans_by_its_own_settings(tmp_path: Path, multi30k: Path, 
         valid=str(valid),
         test=[str(short)],
         spm_model=str(multi30k_spm),
-        max_len=30,
+        cleaning=CleaningConfig(max_len=30),
         corpora=[{"name": "a", "train": str(short), "max_len": 12}, {"name": "b", "train": str(long)}],
     )
     manifest = preprocess(cfg, tmp_path / "out")

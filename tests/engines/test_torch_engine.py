@@ -64,8 +64,8 @@ def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
     src, src_lens = pad_batch(ids, 0, 3, torch.device("cpu"))
     cfg = TranslateConfig(beam=3, max_len_b=20)
     with torch.inference_mode():
-        cached = search(translator.decoder, src, src_lens, cfg, 2, 3, 0, 1024)
-        plain = search(NoCacheDecoder(model), src, src_lens, cfg, 2, 3, 0, 1024)
+        cached = search(translator.decoder, src, src_lens, cfg, pad_id=0, bos_id=2, eos_id=3, max_positions=1024)
+        plain = search(NoCacheDecoder(model), src, src_lens, cfg, pad_id=0, bos_id=2, eos_id=3, max_positions=1024)
     for a, b in zip(cached, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert a[0].score == pytest.approx(b[0].score, abs=1e-4)

@@ -26,7 +26,7 @@ from mtkit.runs.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from mtkit.runs.checkpoint_files import list_checkpoints  # noqa: E402
 from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
 from mtkit.training.loop import train  # noqa: E402
-from tests.conftest import preprocess_slice, read_gz_lines  # noqa: E402
+from tests.conftest import ROOT, preprocess_slice, read_gz_lines, run_mtkit_in_process  # noqa: E402
 from tests.reliability.common import (  # noqa: E402
     TRAIN_SETS,
     Trainer,
@@ -415,6 +415,13 @@ def test_fine_tuned_exports_translate_the_same(
     for hyps, result in zip(translator.translate_hypotheses(lines[0]), results):
         # CTranslate2 cuts a capped hypothesis where mtkit forces eos: the same greedy pieces either way
         assert [pieces[i] for i in hyps[0].tokens] == result.hypotheses[0]
+
+
+def test_cli_import_names_the_page_on_fine_tuning(opus_dir: Path, tmp_path: Path) -> None:
+    done = run_mtkit_in_process("import", opus_dir, "--out", tmp_path / "run")
+    assert done.returncode == 0 and f"-c {tmp_path / 'run'}/recipe.toml --init-from" in done.stdout, done.stdout
+    page = done.stdout.rstrip().rsplit("(", 1)[-1].rstrip(")")
+    assert (ROOT / page).is_file() and "--init-from" in (ROOT / page).read_text(encoding="utf-8"), done.stdout
 
 
 def test_cli_import_and_export_errors_are_one_line(tmp_path: Path) -> None:

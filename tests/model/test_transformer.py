@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mtkit.errors import UserError
 from mtkit.model import transformer as model_module
 from mtkit.model.layers import Dropout, sinusoidal_positions
 from mtkit.model.transformer import ModelConfig, Transformer, attend_mask, expected_parameters
@@ -81,12 +82,14 @@ def test_presets_and_overrides() -> None:
     ],
 )
 def test_config_validation(kwargs: dict, words: str) -> None:
-    with pytest.raises(ValueError, match=words):
+    """A bad value is a UserError naming the [model] key, in one line."""
+    with pytest.raises(UserError, match=rf"^model\..*{words}") as refused:
         ModelConfig(**kwargs)
+    assert "\n" not in str(refused.value)
 
 
 def test_unknown_preset_lists_valid_names() -> None:
-    with pytest.raises(ValueError, match="base, big, small, tiny"):
+    with pytest.raises(UserError, match="base, big, small, tiny"):
         ModelConfig.preset("huge")
 
 
@@ -448,5 +451,5 @@ def test_swish_and_output_bias_change_the_output() -> None:
     ],
 )
 def test_added_options_validation(kwargs: dict, words: str) -> None:
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(UserError, match=words):
         ModelConfig(**kwargs)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mtkit.faults import FAULTS_ENV
 from mtkit.runs.checkpoint import load_checkpoint
 from mtkit.runs.checkpoint_files import list_checkpoints
-from mtkit.training.state import FAULT_KILL_RANK
 from tests.reliability.common import (
     BIN,
     audit_checkpoints,
@@ -44,7 +44,7 @@ def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Pat
     reference = torchrun(small_data, tmp_path / "reference", restarts=0)
     assert reference.returncode == 0, reference.stderr[-3000:]
     run = tmp_path / "killed"
-    killed = torchrun(small_data, run, restarts=1, env={FAULT_KILL_RANK: "1:4"})
+    killed = torchrun(small_data, run, restarts=1, env={FAULTS_ENV: "kill_rank_at=1:4"})
     assert killed.returncode == 0, killed.stderr[-4000:]
     assert (run / ".fault-killed-rank1-attempt4").exists() and re.search(r"exitcode: -9\) local_rank: 1", killed.stderr)
     assert killed.stdout.count("trained to step") == 1  # one summary, from rank 0
@@ -64,7 +64,7 @@ def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Pat
 @pytest.mark.slow
 def test_killed_rank_without_restarts_fails_fast(tmp_path: Path, small_data: Path) -> None:
     start = time.monotonic()
-    done = torchrun(small_data, tmp_path / "run", restarts=0, env={FAULT_KILL_RANK: "1:3"})
+    done = torchrun(small_data, tmp_path / "run", restarts=0, env={FAULTS_ENV: "kill_rank_at=1:3"})
     seconds = time.monotonic() - start
     assert done.returncode != 0 and seconds < 60, (done.returncode, seconds)
     assert re.search(r"rank\s*:\s*1 \(local_rank: 1\)", done.stderr) and "SIGKILL" in done.stderr, done.stderr[-3000:]

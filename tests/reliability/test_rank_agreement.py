@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mtkit.faults import FAULTS_ENV
 from mtkit.runs.checkpoint_files import list_checkpoints
-from mtkit.runs.directory import FAULT_STALE_RANK
 from mtkit.training.loop import train
 from tests.reliability.common import BIN, STEP_LINE, record, run_bounded, train_args
 from tests.reliability.conftest import tiny_recipe
@@ -31,7 +31,7 @@ def test_ranks_resume_from_rank0s_checkpoint_or_stop(tmp_path: Path, small_data:
     before = [p.name for p in list_checkpoints(run)]
     assert before == ["step_00000002.pt", "step_00000004.pt"]
 
-    stale = torchrun(small_data, run, 6, env={FAULT_STALE_RANK: "1"})
+    stale = torchrun(small_data, run, 6, env={FAULTS_ENV: "stale_checkpoint_rank=1"})
     assert stale.returncode != 0
     line = "rank 0 chose step 4 to resume from, but rank 1 loaded step 2: the ranks see different files"
     errors = [text for text in stale.stderr.splitlines() if line in text]

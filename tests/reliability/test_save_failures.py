@@ -4,12 +4,14 @@ one-line message, the older checkpoints intact, no half-written file left, and t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mtkit.errors import StorageError
-from mtkit.runs.checkpoint import FAULT_SAVE_BYTES, FAULT_SAVE_DELAY, load_checkpoint, step_path
+from mtkit.faults import FAULTS_ENV
+from mtkit.runs.checkpoint import load_checkpoint, step_path
 from mtkit.runs.checkpoint_files import list_checkpoints
 from mtkit.training.loop import train
 from tests.reliability.common import (
@@ -34,24 +36,26 @@ def snapshot(run_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in list_checkpoints(run_dir)}
 
 
-def test_disk_full_during_save(tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_during_save(tmp_path: Path, small_data: Path, arm_faults: Callable[[str], None]) -> None:
     run = tmp_path / "run"
     train(small_data, run, recipe(4))
     before = snapshot(run)
     size = step_path(run, 4).stat().st_size
     offsets = [0, 100, 10_000, size // 2]
     for offset in offsets:
-        monkeypatch.setenv(FAULT_SAVE_BYTES, str(offset))
+        arm_faults(f"save_fail_after_bytes={offset}")
         with pytest.raises(StorageError) as failure:
             train(small_data, run, recipe(8))  # resumes at 4; the save of step 6 fails
         message = str(failure.value)
         assert "step_00000006.pt" in message and "No space left on device" in message and "\n" not in message
         assert snapshot(run) == before, offset
         assert temporaries(run) == [], offset
-    monkeypatch.delenv(FAULT_SAVE_BYTES)
+    arm_faults("")
 
     # The same failure through the CLI: exit 74, one line, no traceback, nothing half-written.
-    failed = run_cli(*train_args(small_data, run, 8, "train.save_interval_steps=2"), env={FAULT_SAVE_BYTES: "100"})
+    failed = run_cli(
+        *train_args(small_data, run, 8, "train.save_interval_steps=2"), env={FAULTS_ENV: "save_fail_after_bytes=100"}
+    )
     assert failed.returncode == 74, failed.stderr[-2000:]
     assert "error:" in failed.stderr and "step_00000006.pt: write failed" in failed.stderr
     assert "Traceback" not in failed.stderr
@@ -74,7 +78,9 @@ def test_kill9_inside_a_save(tmp_path: Path, small_data: Path) -> None:
     run = tmp_path / "run"
     train(small_data, run, recipe(2))
     # The save of step 4 writes half the file, then waits 5 s: the kill lands inside the write.
-    trainer = Trainer(train_command(small_data, run, 4, "train.save_interval_steps=2"), env={FAULT_SAVE_DELAY: "5000"})
+    trainer = Trainer(
+        train_command(small_data, run, 4, "train.save_interval_steps=2"), env={FAULTS_ENV: "save_delay_ms=5000"}
+    )
     assert trainer.wait_steps(2), trainer.stderr[-3000:]
     half_written = []
     while not half_written and trainer.proc.poll() is None:

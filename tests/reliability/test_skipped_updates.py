@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
 from mtkit.corpus.binarized import ParallelData, collate
@@ -18,16 +18,15 @@ from mtkit.runs.checkpoint_files import list_checkpoints
 from mtkit.training.distributed import DistContext
 from mtkit.training.loop import TrainConfig, train
 from mtkit.training.loss import LossModule
-from mtkit.training.step import FAULT_NAN, FAULT_OOM, build_optimizer, train_step
+from mtkit.training.step import build_optimizer, train_step
 from tests.reliability.common import differing_tensors, record
 from tests.reliability.conftest import tiny_recipe
 
 
 def test_skipped_updates_are_logged_and_the_run_completes(
-    tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_data: Path, arm_faults: Callable[[str], None]
 ) -> None:
-    monkeypatch.setenv(FAULT_NAN, "3,4")
-    monkeypatch.setenv(FAULT_OOM, "6")
+    arm_faults("nan_steps=3,4;oom_steps=6")
     summary = train(small_data, tmp_path / "run", tiny_recipe("train.max_steps=6"))
     assert summary is not None and summary["step"] == 6
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
@@ -43,7 +42,7 @@ def test_skipped_updates_are_logged_and_the_run_completes(
 
 
 def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
-    small_data: Path, monkeypatch: pytest.MonkeyPatch
+    small_data: Path, arm_faults: Callable[[str], None]
 ) -> None:
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset("tiny", vocab_size=1000))
@@ -56,8 +55,7 @@ def test_a_skipped_update_leaves_parameters_and_optimizer_untouched(
     assert not train_step(
         module, optimizer, None, batch, ctx, 1e-3, clip_norm=cfg.clip_norm, attempt=1
     ).skipped  # Adam state exists now
-    monkeypatch.setenv(FAULT_NAN, "2")
-    monkeypatch.setenv(FAULT_OOM, "3")
+    arm_faults("nan_steps=2;oom_steps=3")
     for attempt, kind in ((2, "nonfinite"), (3, "oom")):
         params = copy.deepcopy(model.state_dict())
         state = copy.deepcopy(optimizer.state_dict())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,6 @@ import torch
 from mtkit.errors import StorageError, UserError
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import (
-    FAULT_SAVE_BYTES,
     BackgroundSaver,
     HostSnapshot,
     average_checkpoints,
@@ -69,11 +69,11 @@ def test_damage_detected(tmp_path: Path, damage: str) -> None:
         load_checkpoint(path)
 
 
-def test_failed_save_leaves_previous_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_save_leaves_previous_intact(tmp_path: Path, arm_faults: Callable[[str], None]) -> None:
     path = tmp_path / "c.pt"
     save_checkpoint(path, payload(1, 1.0))
     before = path.read_bytes()
-    monkeypatch.setenv(FAULT_SAVE_BYTES, "1000")
+    arm_faults("save_fail_after_bytes=1000")
     with pytest.raises(StorageError, match="c.pt"):
         save_checkpoint(path, payload(2, 9.0))
     assert path.read_bytes() == before
@@ -184,14 +184,14 @@ def test_snapshot_is_independent_and_keeps_views_shared() -> None:
 
 
 def test_background_saver_runs_one_job_at_a_time_and_reports_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, arm_faults: Callable[[str], None]
 ) -> None:
     saver, order = BackgroundSaver(), []
     saver.submit(lambda: (save_checkpoint(tmp_path / "a.pt", payload(1)), order.append("a")))
     saver.submit(lambda: order.append("b" if (tmp_path / "a.pt").is_file() else "b before a"))
     saver.wait()
     assert order == ["a", "b"]
-    monkeypatch.setenv(FAULT_SAVE_BYTES, "10")
+    arm_faults("save_fail_after_bytes=10")
     saver.submit(lambda: save_checkpoint(tmp_path / "c.pt", payload(2)))
     with pytest.raises(StorageError, match="c.pt"):
         saver.wait()

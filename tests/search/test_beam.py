@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 import mtkit.search.beam as search_module
+from mtkit.errors import UserError
 from mtkit.search.beam import _topk, beam_search, search
 from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty
 from mtkit.search.sampling import greedy_search, sample_search
@@ -143,7 +144,7 @@ def check_consistent(
 
 def run(search_fn, table: Table, sources: list[list[int]], cfg: TranslateConfig, **kwargs) -> list[list[Hypothesis]]:
     src, src_lens = make_batch(sources)
-    return search_fn(FakeDecoder(table), src, src_lens, cfg, BOS, EOS, PAD, **kwargs)
+    return search_fn(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, **kwargs)
 
 
 def test_length_penalty_by_hand() -> None:
@@ -166,7 +167,7 @@ def test_max_lengths_by_hand() -> None:
 
 def test_config_rejects_bad_values() -> None:
     for bad in ({"beam": 0}, {"nbest": 5, "beam": 4}, {"top_p": 0.0}, {"temperature": 0.0}, {"max_len_b": -1}):
-        with pytest.raises(ValueError):
+        with pytest.raises(UserError):
             TranslateConfig(**bad)
     assert TranslateConfig(sampling=True, nbest=5, beam=1).nbest == 5
 
@@ -197,11 +198,11 @@ def test_no_early_stop_equals_searching_to_max_length(alpha: float, monkeypatch:
         table = random_table(seed, sharpness=1.5)
         src, src_lens = make_batch(sources)
         decoder = FakeDecoder(table)
-        stopped = beam_search(decoder, src, src_lens, cfg, BOS, EOS, PAD)
+        stopped = beam_search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
         with monkeypatch.context() as patch:
             patch.setattr(search_module, "_sentences_done", lambda fin, scores, t, max_len, cfg: max_len <= t)
             full_decoder = FakeDecoder(table)
-            full = beam_search(full_decoder, src, src_lens, cfg, BOS, EOS, PAD)
+            full = beam_search(full_decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
         assert stopped == full
         saved_rows += sum(full_decoder.step_rows) - sum(decoder.step_rows)
     assert saved_rows > 0  # the bound did stop some sentences early
@@ -215,7 +216,7 @@ def test_broken_reorder_is_caught() -> None:
     table, sources = random_table(3), [[A, B, A, B], [B, A, A]]
     cfg = TranslateConfig(beam=4, nbest=4, max_len_b=2)
     src, src_lens = make_batch(sources)
-    results = beam_search(Broken(table), src, src_lens, cfg, BOS, EOS, PAD)
+    results = beam_search(Broken(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
     with pytest.raises(AssertionError):
         check_consistent(table, sources, results, cfg)
 
@@ -276,13 +277,13 @@ def test_never_eos_ends_at_max_length_and_drops_finished_rows(beam: int) -> None
     table = random_table(7, forbid_eos=True)
     src, src_lens = make_batch(sources)
     decoder = FakeDecoder(table)
-    results = search(decoder, src, src_lens, cfg, BOS, EOS, PAD)
+    results = search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
     for source, hyps in zip(sources, results):
         assert len(hyps) == beam and all(len(h.tokens) == len(source) + 1 for h in hyps)
     # Max lengths 2, 5, 3: a sentence's rows leave the batch after its forced eos at step max_len; step 0
     # decodes one row per sentence (its beams are all bos then), later steps one per beam.
     assert decoder.step_rows == [(beam if t else 1) * sum(t <= m for m in (2, 5, 3)) for t in range(6)]
-    clipped = search(FakeDecoder(table), src, src_lens, cfg, BOS, EOS, PAD, max_positions=3)
+    clipped = search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, max_positions=3)
     assert [len(hyps[0].tokens) for hyps in clipped] == [2, 2, 2]
 
 

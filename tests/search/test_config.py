@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from mtkit.errors import UserError
 from mtkit.search.config import TranslateConfig, length_penalty, max_length
 
 
@@ -56,8 +57,10 @@ def test_max_length_matches_float64_floor() -> None:
     ],
 )
 def test_translate_config_refuses_bad_values(bad: dict) -> None:
-    with pytest.raises(ValueError):
+    """A UserError, one line, naming the [translate] key of the last field given (the one that is off)."""
+    with pytest.raises(UserError, match=rf"^translate\.{list(bad)[-1]} ") as refused:
         TranslateConfig(**bad)
+    assert "\n" not in str(refused.value)
 
 
 def test_translate_config_allows_more_samples_than_beams_and_documents_every_field() -> None:

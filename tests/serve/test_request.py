@@ -7,11 +7,13 @@ tests/serve/test_app.py and tests/serve/test_app_ct2.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from mtkit.serve.request import RequestError, TranslateRequest, check_request, decode_json
+from mtkit.search.config import TranslateConfig
+from mtkit.serve.request import RequestError, SearchOverrides, TranslateRequest, check_request, decode_json
 
 
 def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
@@ -32,7 +34,11 @@ BAD_BODIES = [
     (b'{"text": "A dog."}', 422, "text must be a list of strings"),
     (b'{"text": ["A dog.", 3]}', 422, "text must be a list of strings"),
     (b'{"text": null}', 422, "text must be a list of strings"),
-    (b'{"lines": ["A dog."]}', 422, "unknown field 'lines'"),
+    (
+        b'{"lines": ["A dog."]}',
+        422,
+        "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, api_key",
+    ),
     (b"{}", 422, "text must be a list of strings"),
     (b'{"text": []}', 422, "empty list"),
     (b'{"text": ["A dog."], "beam": "4"}', 422, 'beam must be an integer; got "4"'),
@@ -64,14 +70,14 @@ def test_a_bad_body_is_refused_with_its_status_and_reason(body: bytes, status: i
 def test_a_good_body_keeps_every_line_and_fills_the_defaults() -> None:
     lines = ["A dog.", "", "   ", "Ein Hund läuft. ✓"]
     assert parse_request(json.dumps({"text": lines}).encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
-        lines, DEFAULT_BEAM, 1, None
+        lines, SearchOverrides(beam=DEFAULT_BEAM, nbest=1), None
     )
     body = json.dumps({"text": ["A dog.", "A cat."], "beam": 3, "nbest": 3, "prefix": ["Ein", ""]}).encode()
     assert parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
-        ["A dog.", "A cat."], 3, 3, ["Ein", ""]
+        ["A dog.", "A cat."], SearchOverrides(beam=3, nbest=3), ["Ein", ""]
     )
     at_limits = json.dumps({"text": ["x"] * MAX_LINES, "beam": MAX_BEAM, "nbest": MAX_BEAM}).encode()
-    assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).nbest == MAX_BEAM
+    assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).search.nbest == MAX_BEAM
 
 
 def test_json_is_decoded_as_strict_utf8() -> None:
@@ -80,3 +86,9 @@ def test_json_is_decoded_as_strict_utf8() -> None:
         decode_json("{}".encode("utf-16"))
     with pytest.raises(RequestError, match="Extra data at line 2 column 2"):
         decode_json(b'{"text": []\n}}')
+
+
+def test_the_search_overrides_are_translate_config_fields() -> None:
+    """The worker applies a request's overrides over its model's TranslateConfig by field name."""
+    overrides = SearchOverrides(beam=3, nbest=2)
+    assert dataclasses.replace(TranslateConfig(), **dataclasses.asdict(overrides)) == TranslateConfig(beam=3, nbest=2)

@@ -8,12 +8,13 @@ are those of a search of each request alone.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pytest
 
 from mtkit.search.config import Hypothesis, TranslateConfig
+from mtkit.serve.request import SearchOverrides
 from mtkit.serve.worker import BatchWorker, Job, group_by_options, joined_prefixes
 from tests.conftest import read_gz_lines
 
@@ -39,19 +40,29 @@ def worker_for(translator: RecordingTranslator, max_batch_tokens: int = 10_000, 
     return BatchWorker(translator, max_batch_tokens=max_batch_tokens, max_delay_ms=0, queue_size=queue_size)
 
 
+def job_for(ids: list[list[int]], beam: int, nbest: int, prefixes: list[list[int]] | None = None) -> Job:
+    return Job(ids, SearchOverrides(beam=beam, nbest=nbest), prefixes=prefixes)
+
+
 def test_jobs_are_grouped_by_beam_and_nbest_in_arrival_order() -> None:
-    jobs = [Job([[1]], 1, 1), Job([[2]], 4, 1), Job([[3]], 1, 1), Job([[4]], 4, 2), Job([[5]], 4, 1)]
+    jobs = [
+        job_for([[1]], 1, 1),
+        job_for([[2]], 4, 1),
+        job_for([[3]], 1, 1),
+        job_for([[4]], 4, 2),
+        job_for([[5]], 4, 1),
+    ]
     assert [[jobs.index(j) for j in group] for group in group_by_options(jobs)] == [[0, 2], [1, 4], [3]]
     assert group_by_options([]) == []
 
 
 def test_a_job_counts_its_tokens_with_one_eos_per_line() -> None:
-    assert Job([[1, 2, 3], [], [4]], 1, 1).tokens == 4 + 1 + 2
+    assert job_for([[1, 2, 3], [], [4]], 1, 1).tokens == 4 + 1 + 2
 
 
 def test_prefixes_are_joined_line_by_line_or_left_out() -> None:
-    plain, forced = Job([[1], [2]], 4, 1), Job([[3]], 4, 1, prefixes=[[9, 9]])
-    assert joined_prefixes([plain, Job([[5]], 4, 1)]) is None
+    plain, forced = job_for([[1], [2]], 4, 1), job_for([[3]], 4, 1, prefixes=[[9, 9]])
+    assert joined_prefixes([plain, job_for([[5]], 4, 1)]) is None
     assert joined_prefixes([plain, forced]) == [[], [], [9, 9]]
 
 
@@ -60,13 +71,19 @@ def test_queued_jobs_are_searched_together_up_to_the_token_budget() -> None:
     each future answered with its own lines."""
     translator = RecordingTranslator()
     worker = worker_for(translator, max_batch_tokens=6)
-    jobs = [Job([[1], [2]], 4, 1), Job([[3]], 2, 2), Job([[4]], 4, 1), Job([[5], [6]], 4, 1), Job([[7]], 4, 1)]
+    jobs = [
+        job_for([[1], [2]], 4, 1),
+        job_for([[3]], 2, 2),
+        job_for([[4]], 4, 1),
+        job_for([[5], [6]], 4, 1),
+        job_for([[7]], 4, 1),
+    ]
     assert all(worker.submit(job) for job in jobs) and worker.pending == 5
     worker.start()
     try:
         for job in jobs:
             assert [[h.tokens for h in hyps] for hyps in job.future.result(timeout=TIMEOUT_S)] == [
-                [seq] * job.nbest for seq in job.ids
+                [seq] * job.search.nbest for seq in job.ids
             ]
     finally:
         worker.stop()
@@ -84,9 +101,9 @@ def test_queued_jobs_are_searched_together_up_to_the_token_budget() -> None:
 def test_a_full_queue_a_cancelled_job_and_a_failed_search_leave_the_worker_working() -> None:
     translator = RecordingTranslator()
     worker = worker_for(translator, queue_size=3)
-    cancelled, failing, other = Job([[1]], 4, 1), Job([[-1]], 2, 1), Job([[2]], 4, 1)
+    cancelled, failing, other = job_for([[1]], 4, 1), job_for([[-1]], 2, 1), job_for([[2]], 4, 1)
     assert worker.submit(cancelled) and worker.submit(failing) and worker.submit(other)
-    assert not worker.submit(Job([[3]], 4, 1)) and worker.pending == 3  # the queue is full: nothing queued
+    assert not worker.submit(job_for([[3]], 4, 1)) and worker.pending == 3  # the queue is full: nothing queued
     assert cancelled.future.cancel()  # the client went away before its search
     worker.start()
     try:
@@ -94,11 +111,11 @@ def test_a_full_queue_a_cancelled_job_and_a_failed_search_leave_the_worker_worki
         with pytest.raises(RuntimeError, match="search failed"):
             failing.future.result(timeout=TIMEOUT_S)
         assert all(ids != [[1]] for ids, *_ in translator.searches)  # the cancelled job was never searched
-        later = Job([[5]], 4, 1)
+        later = job_for([[5]], 4, 1)
         assert worker.submit(later) and later.future.result(timeout=TIMEOUT_S)[0][0].tokens == [5]
     finally:
         worker.stop()
-    assert worker.pending == 0 and not worker.alive and not worker.submit(Job([[6]], 4, 1))
+    assert worker.pending == 0 and not worker.alive and not worker.submit(job_for([[6]], 4, 1))
 
 
 def test_stop_answers_every_queued_job_first() -> None:
@@ -110,7 +127,7 @@ def test_stop_answers_every_queued_job_first() -> None:
             return super().search_ids(ids, prefixes)
 
     worker = worker_for(Slow(), max_batch_tokens=1)  # one job per collection
-    jobs = [Job([[i]], 4, 1) for i in range(1, 4)]
+    jobs = [job_for([[i]], 4, 1) for i in range(1, 4)]
     worker.start()
     assert all(worker.submit(job) for job in jobs)
     stopper = threading.Thread(target=worker.stop)
@@ -129,18 +146,18 @@ def test_the_tiny_model_answers_each_job_as_its_own_search(tiny_run: Path, multi
     ids = translator.encode_lines(read_gz_lines(multi30k / "test_2016_flickr.en.gz", 3))
     prefix = translator.tokenizer.encode(["Ein"])[0]
     jobs = [
-        Job(ids[:2], 1, 1),
-        Job(ids, 4, 1),
-        Job(ids[2:], 1, 1),
-        Job(ids, 3, 2),
-        Job(ids[:1], 4, 1, prefixes=[prefix]),
+        job_for(ids[:2], 1, 1),
+        job_for(ids, 4, 1),
+        job_for(ids[2:], 1, 1),
+        job_for(ids, 3, 2),
+        job_for(ids[:1], 4, 1, prefixes=[prefix]),
     ]
     worker = BatchWorker(translator, max_batch_tokens=100_000, max_delay_ms=0, queue_size=len(jobs))
     assert all(worker.submit(job) for job in jobs)
     worker.start()
     try:
         for job in jobs:
-            expected = Translator.load(tiny_run, beam=job.beam, nbest=job.nbest).search_ids(job.ids, job.prefixes)
+            expected = Translator.load(tiny_run, **asdict(job.search)).search_ids(job.ids, job.prefixes)
             got = job.future.result(timeout=TIMEOUT_S)
             assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
     finally:

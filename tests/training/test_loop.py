@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mtkit.faults import FAULTS_ENV
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.recipe import resolve_recipe
 from mtkit.runs.checkpoint import load_checkpoint
@@ -183,7 +184,7 @@ def test_repeated_nan_exits_75_and_keeps_last_checkpoint(tmp_path: Path, small_d
         "--set",
         "train.save_interval_minutes=0",
     ]
-    run = cli(*args, env={"MTKIT_FAULT_NAN_STEPS": ",".join(str(i) for i in range(5, 20))})
+    run = cli(*args, env={FAULTS_ENV: "nan_steps=" + ",".join(str(i) for i in range(5, 20))})
     assert run.returncode == 75, run.stderr[-2000:]
     assert "non-finite loss at step 5" in run.stderr and "Traceback" not in run.stderr
     assert [p.name for p in list_checkpoints(tmp_path / "run")][-1] == "step_00000004.pt"
@@ -421,7 +422,6 @@ def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, m
     """kill -9 at update 19 (the second epoch's third), then the same command: it resumes from step 15 (in the first
     epoch), draws the second epoch again, and ends with the weights, Adam moments and per-pair validations of a run
     never stopped (float32 CPU, dropout on, subword regularization on: BPE-dropout 0.1 on both sides)."""
-    from mtkit.training.state import FAULT_KILL_RANK
     from tests.reliability.common import TRAIN_SETS, Trainer, differing_tensors, newest_step, train_command
 
     reference = tmp_path / "reference"
@@ -429,7 +429,7 @@ def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, m
     train(multilingual_data, reference, resolve_recipe(None, "tiny", sets, vocab_size=600))
     run = tmp_path / "killed"
     command = train_command(multilingual_data, run, MULTI_STEPS, *MULTI_SETS)
-    killed = Trainer(command, env={FAULT_KILL_RANK: f"0:{MULTI_KILL_AT}"})
+    killed = Trainer(command, env={FAULTS_ENV: f"kill_rank_at=0:{MULTI_KILL_AT}"})
     assert killed.finish() == -9 and killed.steps[-1] == MULTI_KILL_AT - 1, killed.stderr[-3000:]
     assert newest_step(run) == 15
     resumed = Trainer(command)
