@@ -21,7 +21,7 @@ from mtkit.corpus.config import PreprocessConfig
 from mtkit.errors import UserError, check
 from mtkit.model.transformer import ModelConfig
 from mtkit.search.config import TranslateConfig
-from mtkit.training.loop import TrainConfig
+from mtkit.training.config import TrainConfig
 
 SECTIONS = ("preprocess", "model", "train", "translate")
 # [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than

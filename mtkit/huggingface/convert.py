@@ -32,7 +32,7 @@ from mtkit.runs.checkpoint import WEIGHTS_KIND, save_checkpoint, step_path
 from mtkit.runs.checkpoint_files import CHECKPOINT_DIR
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer
-from mtkit.training.loop import TrainConfig
+from mtkit.training.config import TrainConfig
 
 
 def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path | None = None) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from mtkit.corpus.binarized import ParallelData, collate
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import load_checkpoint
 from mtkit.runs.checkpoint_files import list_checkpoints
+from mtkit.training.config import TrainConfig
 from mtkit.training.distributed import DistContext
-from mtkit.training.loop import TrainConfig, train
+from mtkit.training.loop import train
 from mtkit.training.loss import LossModule
 from mtkit.training.step import build_optimizer, train_step
 from tests.reliability.common import differing_tensors, record

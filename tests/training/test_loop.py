@@ -17,7 +17,8 @@ from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.recipe import resolve_recipe
 from mtkit.runs.checkpoint import load_checkpoint
 from mtkit.runs.checkpoint_files import list_checkpoints
-from mtkit.training.loop import learning_rate, noam_peak_lr, train
+from mtkit.training.config import learning_rate, noam_peak_lr
+from mtkit.training.loop import train
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 

@@ -10,8 +10,8 @@ import torch
 
 from mtkit.corpus.binarized import ParallelData, collate
 from mtkit.model.transformer import ModelConfig, Transformer
+from mtkit.training.config import TrainConfig
 from mtkit.training.distributed import DistContext
-from mtkit.training.loop import TrainConfig
 from mtkit.training.loss import LossModule
 from mtkit.training.step import build_optimizer, train_step
 from tests.conftest import ROOT
