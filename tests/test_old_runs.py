@@ -3,7 +3,7 @@
 tests/data/run-0681275 is a tiny model (the `tiny` preset, 500 updates on 6,000 Multi30k pairs, vocabulary 600)
 trained by mtkit at commit 0681275, before the package was regrouped into subpackages; expected/ holds what that
 commit printed for the first 40 test_2016_flickr sources. Those outputs were the same on the AVX-512 and the
-forced-AVX2 kernels and at 1 and 2 threads (AMD EPYC, 2026-11-26), so the comparison holds on both kernel paths.
+forced-AVX2 kernels and at 1 and 2 threads (AMD EPYC, 2026-11-26); printed scores are compared within 1e-3.
 """
 
 from __future__ import annotations
@@ -40,7 +40,19 @@ def old_run(tmp_path: Path) -> Path:
 def test_an_old_run_translates_as_it_did(old_run: Path, name: str, options: list[str]) -> None:
     result = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en", *options)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (EXPECTED / f"{name}.de").read_text(encoding="utf-8")
+    assert_same_output(result.stdout, (EXPECTED / f"{name}.de").read_text(encoding="utf-8"))
+
+
+def assert_same_output(found: str, expected: str) -> None:
+    """The same lines, byte for byte, but for the printed scores (INDEX, RANK, SCORE, TEXT rows): those are compared
+    within 1e-3, since another CPU's kernels may move a score's last printed digit (this machine's never did)."""
+    if "\t" not in expected:
+        assert found == expected
+        return
+    rows = [line.split("\t") for line in found.splitlines()]
+    wanted = [line.split("\t") for line in expected.splitlines()]
+    assert [row[:2] + row[3:] for row in rows] == [row[:2] + row[3:] for row in wanted]
+    assert [float(row[2]) for row in rows] == pytest.approx([float(row[2]) for row in wanted], abs=1e-3)
 
 
 @pytest.mark.exactness
