@@ -18,7 +18,7 @@ import typer
 from mtkit.cli import data_commands as cli_data
 from mtkit.cli.command import emit, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import field_options, option, recipe_option, values_of
+from mtkit.cli.options import option, recipe_option, values_of
 from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
@@ -39,7 +39,6 @@ app = typer.Typer(
 
 @app.command()
 @user_errors
-@field_options(CleaningConfig, before="character_coverage")  # --max-len, --dedup/--no-dedup, --filter-same, ...
 def preprocess(
     ctx: typer.Context,
     config: Path | None = typer.Option(
@@ -61,6 +60,12 @@ def preprocess(
         "--spm-model",
         help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it).",
     ),
+    max_len: int = option(CleaningConfig, "max_len"),
+    max_ratio: float = option(CleaningConfig, "max_ratio"),
+    dedup: bool = option(CleaningConfig, "dedup", negatable=True),
+    filter_same: bool = option(CleaningConfig, "filter_same", negatable=True),
+    filter_scripts: bool = option(CleaningConfig, "filter_scripts", negatable=True),
+    filter_langid: bool = option(CleaningConfig, "filter_langid", negatable=True),
     character_coverage: float = option(PreprocessConfig, "character_coverage"),
     input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
@@ -74,7 +79,6 @@ def preprocess(
         help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
-    **cleaning: Any,  # read through ctx.params with the other options
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
     from mtkit.corpus.preprocess import preprocess as run_preprocess

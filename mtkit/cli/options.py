@@ -7,9 +7,6 @@ Used by the commands of mtkit.cli (main and data_commands); builds option declar
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import typing
-from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -43,32 +40,6 @@ def recipe_option(cls: type, name: str, *aliases: str) -> Any:
     return typer.Option(
         None, flag(name), *aliases, help=f"{found.metadata['help']} Default: the run's recipe ({found.default})."
     )
-
-
-def field_options(cls: type, before: str) -> Callable[[Callable], Callable]:
-    """Give a command an option for each field of `cls` that has a help text (a boolean spelled --name/--no-name),
-    listed before its parameter `before`; the command takes them in its **keyword arguments. A field given a help
-    text is then a flag without an edit to the command."""
-
-    def add_options(command: Callable) -> Callable:
-        hints = typing.get_type_hints(cls)
-        added = [
-            inspect.Parameter(
-                f.name,
-                inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                default=option(cls, f.name, negatable=hints[f.name] is bool),
-                annotation=hints[f.name],
-            )
-            for f in dataclasses.fields(cls)
-            if "help" in f.metadata
-        ]
-        signature = inspect.signature(command, eval_str=True)
-        params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        at = [p.name for p in params].index(before)
-        command.__signature__ = signature.replace(parameters=[*params[:at], *added, *params[at:]])  # type: ignore[attr-defined]
-        return command
-
-    return add_options
 
 
 def values_of(cls: type, params: dict[str, Any]) -> dict[str, Any]:

@@ -135,9 +135,8 @@ class CorpusConfig:
     hf_dataset: str | None = None
     hf_config: str | None = None
     hf_split: str = "train"
-    weight: float = (
-        1.0  # share of each epoch (mtkit.corpus.mixing); `mtkit train` may change it without preprocessing again
-    )
+    # Its share of each epoch (mtkit.corpus.mixing); `mtkit train` may change it without preprocessing again.
+    weight: float = 1.0
     tag: str | None = None  # e.g. "<bt>" for back-translated text: one piece of the vocabulary
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)  # its table's keys stand flat beside the others
 

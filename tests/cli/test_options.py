@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtkit.cli.main import app
-from mtkit.cli.options import field_options, flag, option, recipe_option, values_of
+from mtkit.cli.options import flag, option, recipe_option, values_of
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.search.config import TranslateConfig
@@ -88,24 +88,3 @@ def test_preprocess_options_with_a_default_are_preprocess_config_fields() -> Non
         "--no-filter-langid"
     ]
     assert "min_len" not in params  # no help text: a recipe key only
-
-
-def test_field_options_adds_an_option_per_documented_field_where_asked() -> None:
-    @dataclass
-    class Cleaning:
-        strict: bool = field(default=False, metadata={"help": "Be strict."})
-        limit: int = field(default=7, metadata={"help": "A limit."})
-        hidden: int = 1
-
-    seen: dict = {}
-    small = typer.Typer(add_completion=False)
-
-    @small.command()
-    @field_options(Cleaning, before="last")
-    def run(ctx: typer.Context, first: int = typer.Option(0), last: int = typer.Option(0), **options: int) -> None:
-        seen.update(ctx.params)
-
-    assert [p.name for p in typer.main.get_command(small).params] == ["first", "strict", "limit", "last"]
-    result = CliRunner().invoke(small, ["--strict", "--limit", "3"])
-    assert result.exit_code == 0, result.output
-    assert seen == {"first": 0, "strict": True, "limit": 3, "last": 0}
