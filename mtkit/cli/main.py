@@ -194,7 +194,19 @@ def translate(
     workers: int | None = recipe_option(TranslateConfig, "workers"),
     nbest: int = option(TranslateConfig, "nbest"),
     target_lang: str | None = recipe_option(TranslateConfig, "target_lang"),
-    scores: bool = typer.Option(False, "--scores", help="Prefix each line with its score and a tab."),
+    scores: bool = typer.Option(
+        False,
+        "--scores",
+        help="Prefix each line with its score and its confidence (mean log-prob per token), each then a tab.",
+    ),
+    split_sentences: bool = typer.Option(
+        False,
+        "--split-sentences",
+        help="Translate each line sentence by sentence (a paragraph a line), white space kept as written.",
+    ),
+    source_lang: str | None = typer.Option(
+        None, "--source-lang", help="The input's language for --split-sentences (default: the model's source)."
+    ),
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
     input: Path | None = typer.Option(None, "--input", "-i", help="Input file (default stdin)."),
@@ -212,16 +224,22 @@ def translate(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."
     ),
 ) -> None:
-    """Translate raw text, one sentence per line, in order; empty lines stay empty."""
+    """Translate raw text, one sentence per line (or, with --split-sentences, a paragraph per line), in order; empty
+    lines stay empty."""
     import signal
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
     check_prefix_file(prefix_file, input)
+    check(
+        not split_sentences or (nbest == 1 and prefix_file is None),
+        "--split-sentences translates each sentence's best: drop --nbest and --prefix-file, or --split-sentences",
+    )
     # The options left at None keep the run's recipe; the others (sampling, nbest) override it.
     overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
+        from mtkit.engines.splitting import split_options
         from mtkit.engines.streaming import translate_stream
         from mtkit.files import read_lines
 
@@ -241,6 +259,7 @@ def translate(
             name=str(input) if input else "<stdin>",
             prefixes=read_lines(prefix_file) if prefix_file else None,
             prefix_name=str(prefix_file),
+            split=split_options(translator, source_lang) if split_sentences else None,
         )
 
 

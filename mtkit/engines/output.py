@@ -40,11 +40,18 @@ def scored_texts(tokenizer: Tokenizer, hyps: list[Hypothesis]) -> list[tuple[str
     return scored_rows(tokenizer, [hyps])[0]
 
 
-def format_output(rows: list[tuple[str, float]], index: int, nbest: int, with_scores: bool) -> list[str]:
-    """One line per input (nbest 1), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT` lines for each of the n best, from the
-    input's scored_rows."""
+def confidence(hypothesis: Hypothesis) -> float:
+    """Mean log-prob per token of a hypothesis, eos counted (mtkit.text.translation.Sentence.confidence)."""
+    return hypothesis.logprob / (len(hypothesis.tokens) + 1)
+
+
+def format_output(
+    rows: list[tuple[str, float]], index: int, nbest: int, with_scores: bool, confidence: float = 0.0
+) -> list[str]:
+    """One line per input (nbest 1; with scores `SCORE<TAB>CONFIDENCE<TAB>TEXT`), or `INDEX<TAB>RANK<TAB>SCORE<TAB>TEXT`
+    lines for each of the n best, from the input's scored_rows."""
     rows = rows or [("", 0.0)]
     if nbest == 1:
-        return [f"{rows[0][1]:.4f}\t{rows[0][0]}" if with_scores else rows[0][0]]
+        return [f"{rows[0][1]:.4f}\t{confidence:.4f}\t{rows[0][0]}" if with_scores else rows[0][0]]
     rows = rows + [("", -math.inf)] * (nbest - len(rows))
     return [f"{index}\t{rank}\t{score:.4f}\t{text}" for rank, (text, score) in enumerate(rows[:nbest])]

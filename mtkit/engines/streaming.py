@@ -14,10 +14,13 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, BinaryIO
 
 from mtkit.console import log, progress
-from mtkit.engines.output import format_output, scored_rows
+from mtkit.engines.output import confidence, format_output, one_line, scored_rows
+from mtkit.engines.splitting import translate_split
 from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
+from mtkit.search.config import length_penalty
+from mtkit.text.translation import GUARD_LABELS, SplitOptions, TextTranslation, guard_counts, text_logprob
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -38,26 +41,28 @@ def translate_stream(
     name: str = "<stdin>",
     prefixes: Iterator[str] | None = None,
     prefix_name: str = "",
+    split: SplitOptions | None = None,
 ) -> int:
     """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines.
 
     `prefixes` (lines of the file `prefix_name`, one per input line, empty for none): text each translation must
-    begin with; a count that differs from the input's is a one-line error.
+    begin with; a count that differs from the input's is a one-line error. `split`: each line translated sentence
+    by sentence (mtkit.text.translation, best only), the guard's counts logged at the end.
     """
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
+    counts = dict.fromkeys(("sentences", *GUARD_LABELS), 0)
     start = time.monotonic()
     try:
         with progress(quiet) as bar:
             task = bar.add_task("translate", total=None, info="")
             for chunk in chunks:
-                forced = (
-                    {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
-                )
-                results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict, **forced)
-                out = []
-                for offset, rows in enumerate(scored_rows(translator.tokenizer, results)):
-                    out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores))
+                if split is not None:
+                    texts = translate_split(translator, chunk, split, strict)
+                    out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
+                    counts = {key: counts[key] + value for key, value in guard_counts(texts).items()}
+                else:
+                    out = translate_lines(translator, chunk, done, with_scores, strict, prefixes, prefix_name)
                 target.write("\n".join(out) + "\n")
                 target.flush()
                 done += len(chunk)
@@ -72,7 +77,39 @@ def translate_stream(
     if not quiet and done:
         seconds = time.monotonic() - start
         log(f"translated {done} lines in {seconds:.2f}s ({done / max(seconds, 1e-9):.1f} sent/s)")
+        if split is not None:
+            log(", ".join(f"{value} {key}" for key, value in counts.items()) + " (sentences; the guard's counts)")
     return done
+
+
+def translate_lines(
+    translator: Translating,
+    chunk: list[str],
+    done: int,
+    with_scores: bool,
+    strict: bool,
+    prefixes: Iterator[str] | None,
+    prefix_name: str,
+) -> list[str]:
+    """A chunk translated one line one segment: its output lines, n-best rows included."""
+    forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
+    results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict, **forced)
+    out = []
+    for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
+        best = confidence(hyps[0]) if hyps else 0.0
+        out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
+    return out
+
+
+def split_line(translation: TextTranslation, alpha: float, with_scores: bool) -> str:
+    """A line translated sentence by sentence as one output line; with scores, the line's log-prob under the
+    search's length penalty and per token, over all its sentences (one sentence: the unsplit line's figures)."""
+    text = one_line(translation.text)
+    if not with_scores:
+        return text
+    logprob, tokens = text_logprob(translation)
+    score, per_token = (logprob / length_penalty(tokens, alpha), logprob / tokens) if tokens else (0.0, 0.0)
+    return f"{score:.4f}\t{per_token:.4f}\t{text}"
 
 
 def take_prefixes(prefixes: Iterator[str], count: int, name: str, done: int) -> list[str]:

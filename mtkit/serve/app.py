@@ -21,16 +21,18 @@ from mtkit import __version__
 from mtkit.console import log
 from mtkit.engines.contract import Translating, encode_prefixes
 from mtkit.engines.factory import load_translator
-from mtkit.engines.output import best_lines, scored_texts
+from mtkit.engines.output import best_lines, confidence, scored_texts
+from mtkit.engines.splitting import split_options
 from mtkit.errors import UserError
 from mtkit.search.config import Hypothesis
 from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
-from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, settings
+from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
 from mtkit.serve.libre_request import looks_like_json, request_fields
 from mtkit.serve.request import ClientGone, RequestError, check_request, decode_json, language_codes
 from mtkit.serve.router import Router, ServedModel, expand_runs, model_pairs
 from mtkit.serve.worker import BatchWorker
+from mtkit.text.translation import guard_counts
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -143,29 +145,45 @@ async def read_fields(
     stopping: asyncio.Event,
     limiter: KeyLimiter | None,
 ) -> tuple[dict[str, Any], bool]:
-    """The request's fields and whether they are mtkit's own body (JSON without LibreTranslate's `q`); the API
-    key checked first when the server has keys (403 / 429), whichever API the request speaks."""
+    """The request's fields and whether they are mtkit's own body (a JSON object with `text` and without
+    LibreTranslate's `q`); then the API key, checked when the server has keys (403 / 429), whichever API the request
+    speaks. A JSON body that is not an object is LibreTranslate's 400 before any key is looked at."""
     body = await read_body(request, cfg, stopping)
     if looks_like_json(body):
         data = decode_json(body)
-        own = not (isinstance(data, dict) and "q" in data)
+        if not isinstance(data, dict):
+            raise RequestError(400, "Invalid JSON format: the body must be a JSON object")
+        own = "text" in data and "q" not in data
     else:
         data, own = request_fields(body, request.headers.get("content-type", ""), request.url.query), False
     if limiter is not None:
-        key = data.get("api_key") if isinstance(data, dict) else None
+        key = data.get("api_key")
         limiter.admit(key if key is not None else request.query_params.get("api_key"), time.monotonic())
     return data, own
 
 
 async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict:
-    """mtkit's POST /translate: {"text": [...]} checked, encoded (warnings collected), decoded by its model."""
+    """mtkit's POST /translate: {"text": [...]} checked, encoded (warnings collected), decoded by its model; each
+    text sentence by sentence unless "split_sentences" is false (or nbest / prefix ask for whole lines)."""
     model = router.route(*language_codes(data)) if isinstance(data, dict) else router.models[0]
     translator = model.translator
     parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
-    prefixes = encode_prefix_lines(translator, parsed.prefixes)
-    results = await model.decode(parsed.lines, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
-    answer: dict[str, Any] = {"translations": format_translations(translator, results, parsed.search.nbest)}
+    answer: dict[str, Any]
+    if parsed.split:
+        options = split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
+        done = await model.translate_split(parsed.lines, options, parsed.search, cfg.strict, warnings, parsed.target)
+        answer = {
+            "translations": [text.text for text in done],
+            "sentences": [[sentence_fields(s) for s in text.sentences] for text in done],
+            "guard": guard_counts(done),
+        }
+    else:
+        prefixes = encode_prefix_lines(translator, parsed.prefixes)
+        results = await model.decode(parsed.lines, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
+        answer = {"translations": format_translations(translator, results, parsed.search.nbest)}
+        if parsed.search.nbest == 1:
+            answer["confidences"] = [confidence(hyps[0]) if hyps else None for hyps in results]
     if warnings:
         answer["warnings"] = warnings
     return answer

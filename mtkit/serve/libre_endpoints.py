@@ -8,10 +8,11 @@ here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from mtkit.engines.output import scored_texts
+from mtkit.engines.splitting import split_options
 from mtkit.serve.libre_request import (
     LibreRequest,
     detection,
@@ -24,6 +25,7 @@ from mtkit.serve.libre_request import (
 from mtkit.serve.markup import HtmlTranslation
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
+from mtkit.text.translation import Sentence, SplitOptions
 
 
 class Detecting(Protocol):
@@ -61,45 +63,58 @@ class _Sure:
         self.language, self.confidence = language, confidence
 
 
-def split_lines(text: str) -> list[str]:
-    """A text's lines ("\\r\\n" and "\\r" count as "\\n"): each is translated as one input line of the CLI."""
-    return text.splitlines() or [""]
+def sentence_fields(sentence: Sentence) -> dict[str, Any]:
+    """One sentence of an answer: its source, translation, confidences (null where kept as written) and what the
+    guard did ("" for nothing)."""
+    return {
+        "source": sentence.source,
+        "translation": sentence.translation,
+        "confidence": sentence.confidence,
+        "word_confidence": sentence.word_confidence,
+        "guard": sentence.guard,
+    }
 
 
 async def translate_texts(
     model: ServedModel,
     texts: list[str],
     alternatives: int,
+    options: SplitOptions,
     strict: bool,
     warnings: list[str],
     target: str | None = None,
-) -> tuple[list[str], list[list[str]]]:
-    """Plain texts, each line translated (empty lines kept empty); with alternatives, the n-best's others."""
-    lines = [line for text in texts for line in split_lines(text)]
-    wanted = [line for line in lines if line.strip()]
+) -> tuple[list[str], list[list[str]], list[list[dict[str, Any]]]]:
+    """Plain texts, sentence by sentence (line by line when not split), white space as written; with alternatives,
+    the n-best's others rank by rank; and each text's sentences with their confidences."""
     nbest = alternatives + 1
     search = SearchOverrides(beam=max(model.translator.cfg.beam, nbest), nbest=nbest)
-    results = await model.decode(wanted, search, strict, warnings, target=target) if wanted else []
-    options = iter([[text for text, _ in scored_texts(model.translator.tokenizer, hyps)] or [""] for hyps in results])
-    per_line = [next(options) if line.strip() else [""] for line in lines]
-    best, others, start = [], [], 0
-    for text in texts:
-        count = len(split_lines(text))
-        chunk, start = per_line[start : start + count], start + count
-        best.append("\n".join(texts_[0] for texts_ in chunk))
-        candidates = ["\n".join(texts_[min(rank, len(texts_) - 1)] for texts_ in chunk) for rank in range(1, nbest)]
-        others.append(unique_alternatives(best[-1], candidates))
-    return best, others
+    done = await model.translate_split(texts, options, search, strict, warnings, target)
+    others = [unique_alternatives(text.text, text.alternatives) for text in done]
+    return [text.text for text in done], others, [[sentence_fields(s) for s in text.sentences] for text in done]
 
 
 async def translate_html_documents(
-    model: ServedModel, documents: list[str], strict: bool, warnings: list[str], target: str | None = None
+    model: ServedModel,
+    documents: list[str],
+    options: SplitOptions,
+    strict: bool,
+    warnings: list[str],
+    target: str | None = None,
 ) -> list[str]:
-    """HTML documents, their text translated in two batches (see mtkit.serve.markup), their markup kept."""
-    jobs = [HtmlTranslation(document) for document in documents]
-    first = await model.translate([text for job in jobs for text in job.first], strict, warnings, target)
+    """HTML documents, their text translated sentence by sentence in two batches (see mtkit.serve.markup), their
+    markup kept; every text the markup asks for goes through the guard."""
+    jobs = [HtmlTranslation(document, options.language, options.split) for document in documents]
+    whole = dataclasses.replace(options, split=False)  # the markup gives sentences, without line breaks
+
+    async def translate(texts: list[str]) -> list[str]:
+        done = await model.translate_split(
+            texts, whole, SearchOverrides(model.translator.cfg.beam, 1), strict, warnings, target
+        )
+        return [text.text for text in done]
+
+    first = await translate([text for job in jobs for text in job.first])
     needed = [job.second(take(first, len(job.first))) for job in jobs]
-    second = await model.translate([text for texts in needed for text in texts], strict, warnings, target)
+    second = await translate([text for texts in needed for text in texts])
     return [job.result(take(second, len(texts))) for job, texts in zip(jobs, needed)]
 
 
@@ -130,32 +145,40 @@ async def libre_translate(
     else:
         router.route(request.source, request.target)  # 400 naming the pairs served
         languages = [request.source] * len(request.texts)
-    translations, alternatives = await translate_grouped(request, languages, router, strict)
-    return translate_answer(translations, request, detected, alternatives if request.alternatives else None)
+    translations, alternatives, sentences = await translate_grouped(request, languages, router, strict)
+    return translate_answer(
+        translations,
+        request,
+        detected,
+        alternatives if request.alternatives else None,
+        sentences if request.format == "text" else None,
+    )
 
 
 async def translate_grouped(
     request: LibreRequest, languages: list[str], router: Router, strict: bool
-) -> tuple[list[str], list[list[str]]]:
+) -> tuple[list[str], list[list[str]], list[list[dict[str, Any]]]]:
     """Each text translated by the model of its source language, the models decoding side by side."""
     groups: dict[str, list[int]] = {}
     for index, language in enumerate(languages):
         groups.setdefault(language, []).append(index)
     warnings: list[str] = []
 
-    async def one(language: str, indexes: list[int]) -> tuple[list[str], list[list[str]]]:
+    async def one(language: str, indexes: list[int]) -> tuple[list[str], list[list[str]], list[list[dict]]]:
         model = router.route(language, request.target)
         texts = [request.texts[i] for i in indexes]
+        options = split_options(model.translator, language, request.split)
         if request.format == "html":  # as LibreTranslate: no alternatives for HTML
-            return await translate_html_documents(model, texts, strict, warnings, request.target), [[] for _ in texts]
-        return await translate_texts(model, texts, request.alternatives, strict, warnings, request.target)
+            done = await translate_html_documents(model, texts, options, strict, warnings, request.target)
+            return done, [[] for _ in texts], [[] for _ in texts]
+        return await translate_texts(model, texts, request.alternatives, options, strict, warnings, request.target)
 
     done = await asyncio.gather(*(one(language, indexes) for language, indexes in groups.items()))
-    translations, alternatives = [""] * len(languages), [[] for _ in languages]
-    for indexes, (texts, others) in zip(groups.values(), done):
-        for i, text, other in zip(indexes, texts, others):
-            translations[i], alternatives[i] = text, other
-    return translations, alternatives
+    translations, alternatives, sentences = [""] * len(languages), [[] for _ in languages], [[] for _ in languages]
+    for indexes, (texts, others, parts) in zip(groups.values(), done):
+        for i, text, other, part in zip(indexes, texts, others, parts):
+            translations[i], alternatives[i], sentences[i] = text, other, part
+    return translations, alternatives, sentences
 
 
 async def libre_detect(fields: dict[str, Any], router: Router, detectors: Detectors) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ class LibreRequest:
     target: str
     format: str = "text"
     alternatives: int = 0
+    split: bool = True  # mtkit's own extra field split_sentences: false translates each line whole
 
 
 def looks_like_json(body: bytes) -> bool:
@@ -132,7 +133,17 @@ def parse_translate(fields: dict[str, Any], max_lines: int, max_alternatives: in
         raise RequestError(400, "Invalid request: alternatives parameter is not a number") from None
     if alternatives > max_alternatives:
         raise RequestError(400, f"Invalid request: alternatives parameter must be <= {max_alternatives}")
-    return LibreRequest(texts, batch, source, target, text_format, alternatives)
+    return LibreRequest(texts, batch, source, target, text_format, alternatives, flag_field(fields, "split_sentences"))
+
+
+def flag_field(fields: dict[str, Any], name: str, default: bool = True) -> bool:
+    """A true/false field as JSON (true, false) or a form sends it ("true", "false", "1", "0"); else a 400."""
+    value = fields.get(name, default)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
+        value = value.strip().lower() in ("true", "1")
+    if not isinstance(value, bool):
+        raise RequestError(400, f"Invalid request: {name} must be true or false")
+    return value
 
 
 def detection(language: str, confidence: float) -> dict[str, Any]:
@@ -145,8 +156,10 @@ def translate_answer(
     request: LibreRequest,
     detected: list[dict] | None,
     alternatives: list[list[str]] | None,
+    sentences: list[list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """{"translatedText": str or list, "detectedLanguage"?: ..., "alternatives"?: ...} shaped as q was."""
+    """{"translatedText": str or list, "detectedLanguage"?: ..., "alternatives"?: ..., "sentences"?: ...} shaped as
+    q was; "sentences" (mtkit's, each with its confidence) is not LibreTranslate's, and its clients ignore it."""
 
     def shaped(values: list) -> Any:
         return values if request.batch else values[0]
@@ -156,6 +169,8 @@ def translate_answer(
         answer["detectedLanguage"] = shaped(detected)
     if alternatives is not None:
         answer["alternatives"] = shaped(alternatives)
+    if sentences is not None:
+        answer["sentences"] = shaped(sentences)
     return answer
 
 

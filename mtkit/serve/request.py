@@ -21,7 +21,15 @@ class SearchOverrides:
 
 
 # The search fields sit where beam and nbest always stood: the refusal of an unknown field lists them in this order.
-REQUEST_KEYS = ("text", *(f.name for f in dataclasses.fields(SearchOverrides)), "prefix", "source", "target", "api_key")
+REQUEST_KEYS = (
+    "text",
+    *(f.name for f in dataclasses.fields(SearchOverrides)),
+    "prefix",
+    "source",
+    "target",
+    "split_sentences",
+    "api_key",
+)
 
 
 class RequestError(Exception):
@@ -47,6 +55,7 @@ class TranslateRequest:
     prefixes: list[str] | None = None  # text each line's translation must begin with ("" for none)
     source: str | None = None  # language codes that pick the model of a server of several
     target: str | None = None
+    split: bool = True  # each text translated sentence by sentence (mtkit.text.translation)
 
 
 def decode_json(body: bytes) -> Any:
@@ -109,7 +118,13 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
         )
     beam = int_option(data, "beam", default_beam, 1, max_beam)
     search = SearchOverrides(beam=beam, nbest=int_option(data, "nbest", 1, 1, beam))
-    return TranslateRequest(lines, search, prefixes, *language_codes(data))
+    per_line = search.nbest > 1 or prefixes is not None  # n-best lists and prefixes belong to one segment
+    split = data.get("split_sentences", not per_line)
+    if type(split) is not bool:
+        raise RequestError(422, f"split_sentences must be true or false; got {json.dumps(split)}")
+    if split and per_line:
+        raise RequestError(422, 'nbest and prefix apply to whole lines: send "split_sentences": false with them')
+    return TranslateRequest(lines, search, prefixes, *language_codes(data), split=split)
 
 
 def language_codes(data: dict) -> tuple[str | None, str | None]:

@@ -13,10 +13,12 @@ from typing import Any
 
 from mtkit.engines.contract import Translating, encode_texts, language_pairs, source_codes
 from mtkit.engines.output import best_lines
+from mtkit.engines.splitting import outputs_of, token_counter
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.worker import BatchWorker, Job
+from mtkit.text.translation import Output, SplitOptions, TextTranslation, plan_translation, run_plan_async
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
@@ -83,6 +85,24 @@ class ServedModel:
         search = SearchOverrides(beam=self.translator.cfg.beam, nbest=1)
         results = await self.decode(lines, search, strict, warnings, target=target)
         return best_lines(self.translator.tokenizer, results)
+
+    async def translate_split(
+        self,
+        texts: list[str],
+        options: SplitOptions,
+        search: SearchOverrides,
+        strict: bool,
+        warnings: list[str],
+        target: str | None = None,
+    ) -> list[TextTranslation]:
+        """Texts translated sentence by sentence (mtkit.text.translation): every sentence of them decoded in one
+        job, the guard's retries in a second."""
+        tokenizer = self.translator.tokenizer
+
+        async def translate(sentences: list[str]) -> list[Output]:
+            return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, target=target))
+
+        return await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
 
 
 def pair_text(pairs: list[tuple[str, str]]) -> str:

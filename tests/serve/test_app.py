@@ -138,15 +138,21 @@ def busy_server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def cli_translations(tiny_run: Path, flickr_lines: list[str]) -> list[str]:
-    """The same lines through `mtkit translate`."""
-    return cli_output(tiny_run, flickr_lines)
+    """The same lines through `mtkit translate --split-sentences`, as the server translates them by default."""
+    return cli_output(tiny_run, flickr_lines, "--split-sentences")
 
 
 @pytest.mark.exactness
-def test_answers_equal_mtkit_translate(server: Server, flickr_lines: list[str], cli_translations: list[str]) -> None:
+def test_answers_equal_mtkit_translate(
+    server: Server, tiny_run: Path, flickr_lines: list[str], cli_translations: list[str]
+) -> None:
     assert len(cli_translations) == len(flickr_lines)
     status, _, answer = server.translate({"text": flickr_lines})
-    assert status == 200 and answer == {"translations": cli_translations}
+    assert status == 200 and answer["translations"] == cli_translations
+    assert answer["guard"]["sentences"] == sum(len(row) for row in answer["sentences"]) >= 12
+    unsplit = server.translate({"text": flickr_lines, "split_sentences": False})[2]
+    assert unsplit["translations"] == cli_output(tiny_run, flickr_lines)
+    assert all(c is None or c < 0 for c in unsplit["confidences"])
     # Concurrent clients, batched together by the worker: each still gets its own lines' translations.
     chunks = [list(range(i, min(i + 3, len(flickr_lines)))) for i in range(0, len(flickr_lines), 3)]
     with ThreadPoolExecutor(len(chunks)) as pool:
@@ -155,12 +161,35 @@ def test_answers_equal_mtkit_translate(server: Server, flickr_lines: list[str], 
         assert status == 200 and answer["translations"] == [cli_translations[i] for i in rows]
 
 
+def test_paragraphs_come_back_sentence_by_sentence_white_space_as_written(
+    server: Server, flickr_lines: list[str]
+) -> None:
+    """Three sentences in one text translate as each alone, joined by the text's own white space; each sentence
+    has its confidence; "split_sentences": false is one segment a line, as before; nbest and prefix ask for it."""
+    sentences = [line if line.endswith(".") else line + "." for line in flickr_lines[:3]]
+    alone = server.translate({"text": sentences})[2]["translations"]
+    paragraph = f"  {sentences[0]} {sentences[1]}\n\n{sentences[2]} "
+    status, _, answer = server.translate({"text": [paragraph]})
+    assert status == 200 and answer["translations"] == [f"  {alone[0]} {alone[1]}\n\n{alone[2]} "]
+    assert [s["source"] for s in answer["sentences"][0]] == sentences
+    assert all(s["confidence"] < 0 and s["word_confidence"] < 0 for s in answer["sentences"][0])
+    guarded = sum(answer["guard"][label] for label in ("retried", "kept", "tamed"))
+    assert answer["guard"]["sentences"] == 3 and guarded == sum(bool(s["guard"]) for s in answer["sentences"][0])
+    whole = server.translate({"text": [paragraph], "split_sentences": False})[2]["translations"]
+    assert whole != answer["translations"] and "\n" not in whole[0]
+    status, _, answer = server.translate({"text": [paragraph], "nbest": 2})
+    assert status == 200 and len(answer["translations"][0]) == 2  # n-best of the whole line
+    status, _, answer = server.translate({"text": [paragraph], "nbest": 2, "split_sentences": True})
+    assert status == 422 and "split_sentences" in answer["error"]
+    assert server.translate({"text": ["A dog."], "split_sentences": "no"})[0] == 422
+
+
 def test_beam_and_nbest_per_request(server: Server, tiny_run: Path, flickr_lines: list[str]) -> None:
     from mtkit.engines.torch_engine import Translator
 
     lines = flickr_lines[:4]
     greedy = Translator.load(tiny_run, beam=1).translate(lines)
-    assert server.translate({"text": lines, "beam": 1})[2]["translations"] == greedy
+    assert server.translate({"text": lines, "beam": 1, "split_sentences": False})[2]["translations"] == greedy
     translator = Translator.load(tiny_run, beam=3, nbest=2)
     expected = [
         [translator.tokenizer.decode([h.tokens])[0] for h in hyps] for hyps in translator.translate_hypotheses(lines)
@@ -229,7 +258,9 @@ def test_small_requests_are_answered_without_a_network_stall(server: Server) -> 
 # or without a Content-Length; a prefix over the model's length) included, and that the service keeps working.
 BAD_REQUESTS = [
     (b'{"text": ["A dog."', 400, "malformed JSON"),
-    (b'{"lines": ["A dog."]}', 422, "unknown field"),
+    (b'{"text": ["A dog."], "lines": 1}', 422, "unknown field"),
+    (b'{"lines": ["A dog."]}', 400, "Invalid request: missing q parameter"),  # neither API's: LibreTranslate's 400
+    (b'["A dog."]', 400, "must be a JSON object"),
     (json.dumps({"text": ["A dog."] * 17}).encode(), 413, "--max-lines"),
     (json.dumps({"text": ["A dog. " * 1200]}).encode(), 413, "--max-bytes"),
     (json.dumps({"text": ["A dog."], "prefix": ["Hund " * 1100]}).encode(), 422, "prefix[0]: "),
@@ -255,9 +286,14 @@ def test_bad_requests_get_their_4xx_and_leave_the_service_working(server: Server
     assert server.translate({"text": ["A dog runs."]})[0] == 200
 
 
-def test_over_long_line_is_truncated_with_a_warning_or_refused_when_strict(server: Server, busy_server: Server) -> None:
+def test_over_long_line_is_cut_split_else_truncated_with_a_warning_or_refused_when_strict(
+    server: Server, busy_server: Server
+) -> None:
     long_line = "a " * 1100  # over the tiny model's 1,023 source tokens, within --max-bytes
-    status, _, answer = server.translate({"text": ["A dog.", long_line], "beam": 1})
+    status, _, answer = server.translate({"text": ["A dog.", long_line], "beam": 1})  # split: cut into pieces
+    assert status == 200 and "warnings" not in answer and len(answer["sentences"][1]) > 1
+    assert "".join(s["source"] for s in answer["sentences"][1]).count("a") == 1100
+    status, _, answer = server.translate({"text": ["A dog.", long_line], "beam": 1, "split_sentences": False})
     assert status == 200 and len(answer["translations"]) == 2
     assert (
         len(answer["warnings"]) == 1
@@ -265,7 +301,7 @@ def test_over_long_line_is_truncated_with_a_warning_or_refused_when_strict(serve
         and "truncated" in answer["warnings"][0]
     )
     assert "warnings" not in server.translate({"text": ["A dog."]})[2]
-    status, _, answer = busy_server.translate({"text": ["A dog.", long_line]})  # started with --strict
+    status, _, answer = busy_server.translate({"text": ["A dog.", long_line], "split_sentences": False})  # --strict
     assert status == 413 and "line 2: " in answer["error"] and "--strict" in answer["error"]
 
 

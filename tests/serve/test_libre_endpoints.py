@@ -142,6 +142,28 @@ def test_alternatives_come_from_the_n_best_without_repeats(keyed: Server) -> Non
     assert any(answer["alternatives"])  # a beam of 4 finds other texts for these lines
 
 
+def test_a_paragraph_is_translated_sentence_by_sentence_with_confidences(
+    keyed: Server, overfit_run: Path, multi30k: Path
+) -> None:
+    """A post of three sentences comes back as the three translated alone, joined by the post's own white space,
+    through the real client; the answer's "sentences" carry each one's confidence; split_sentences false does not."""
+    lines = [line for line in read_gz_lines(multi30k / "train.en.gz", 20) if line.endswith(".")][:3]
+    alone = cli_translations(overfit_run, lines)
+    post = f"{lines[0]} {lines[1]}\n\n{lines[2]}"
+    client = LibreTranslateAPI(url(keyed), api_key=KEY)
+    assert client.translate(post, "en", "de") == f"{alone[0]} {alone[1]}\n\n{alone[2]}"
+    body = {"q": post, "source": "en", "target": "de", "api_key": KEY}
+    answer = requests.post(url(keyed) + "/translate", json=body, timeout=60).json()
+    assert [s["source"] for s in answer["sentences"]] == lines
+    assert all(s["confidence"] < 0 for s in answer["sentences"])
+    html_post = f"<p>{lines[0]} {lines[1]}\n{lines[2]}</p>"
+    answer = requests.post(url(keyed) + "/translate", json={**body, "q": html_post, "format": "html"}, timeout=60)
+    # the line break inside <p> is white space between two sentences, not the end of a segment
+    assert " ".join(answer.json()["translatedText"].split()) == f"<p>{alone[0]} {alone[1]} {alone[2]}</p>"
+    whole = requests.post(url(keyed) + "/translate", data={**body, "split_sentences": "false"}, timeout=60).json()
+    assert whole["translatedText"] != f"{alone[0]} {alone[1]}\n\n{alone[2]}" and "sentences" in whole
+
+
 def test_discourse_detects_then_translates_with_forms(keyed: Server) -> None:
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     status, _, detected = keyed.request(
@@ -190,6 +212,7 @@ def test_keys_403_without_or_with_a_wrong_one_429_over_the_limit_and_languages_n
         == 403
     )
     assert keyed.translate({"text": ["A dog."]})[0] == 403  # mtkit's own body too
+    assert keyed.translate(["A dog."])[0] == 400  # a JSON body that is no object: 400 before the key is looked at
     assert keyed.translate({"text": ["A dog."], "api_key": KEY})[0] == 200
     assert [translate(api_key=LIMITED_KEY)[0] for _ in range(4)] == [200, 200, 200, 429]
     assert translate(api_key=KEY)[0] == 200  # another key's budget is its own
@@ -237,6 +260,9 @@ def test_libretranslate_errors_are_400s_in_its_shape(pair_server: Server) -> Non
         "POST", "/translate", urlencode({"q": "Hi", "source": "en", "target": "de", "format": "md"}).encode(), form
     )
     assert (status, answer) == (400, {"error": "md format is not supported"})
+    for body in ({"source": "en", "target": "de"}, {}):  # JSON without q, as LibreTranslate's clients send it
+        status, _, answer = pair_server.translate(body)
+        assert (status, answer) == (400, {"error": "Invalid request: missing q parameter"})
     status, _, answer = pair_server.request("POST", "/translate", b"q=" + b"a" * (2 << 20), form)
     assert status == 413
 

@@ -37,7 +37,7 @@ BAD_BODIES = [
     (
         b'{"lines": ["A dog."]}',
         422,
-        "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, api_key",
+        "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, split_sentences, api_key",
     ),
     (b"{}", 422, "text must be a list of strings"),
     (b'{"text": []}', 422, "empty list"),
@@ -52,6 +52,8 @@ BAD_BODIES = [
     (json.dumps({"text": [3] * 17}).encode(), 413, "--max-lines"),  # counted before any line is looked at
     (b'{"text": ["A dog.", "A cat."], "prefix": ["Ein"]}', 422, "prefix must have one string per line of text (2"),
     (b'{"text": ["A dog."], "prefix": "Ein"}', 422, "prefix must be a list of strings"),
+    (b'{"text": ["A dog."], "split_sentences": 1}', 422, "split_sentences must be true or false; got 1"),
+    (b'{"text": ["A dog."], "nbest": 2, "split_sentences": true}', 422, 'send "split_sentences": false'),
     (b'{"text": ["A dog."], "prefix": [null]}', 422, "prefix must be a list of strings"),
     (b'{"text": ["A dog."], "prefix": null}', 422, "prefix must be a list of strings"),
     (b'{"text": ["A dog."], "prefix": ["\\ud800"]}', 400, "prefix[0] is not valid Unicode"),
@@ -74,8 +76,10 @@ def test_a_good_body_keeps_every_line_and_fills_the_defaults() -> None:
     )
     body = json.dumps({"text": ["A dog.", "A cat."], "beam": 3, "nbest": 3, "prefix": ["Ein", ""]}).encode()
     assert parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
-        ["A dog.", "A cat."], SearchOverrides(beam=3, nbest=3), ["Ein", ""]
-    )
+        ["A dog.", "A cat."], SearchOverrides(beam=3, nbest=3), ["Ein", ""], split=False
+    )  # n-best lists and prefixes are of whole lines: not split unless asked, and then refused
+    body = json.dumps({"text": ["A dog."], "split_sentences": False}).encode()
+    assert not parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).split
     at_limits = json.dumps({"text": ["x"] * MAX_LINES, "beam": MAX_BEAM, "nbest": MAX_BEAM}).encode()
     assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).search.nbest == MAX_BEAM
 

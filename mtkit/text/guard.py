@@ -1,0 +1,57 @@
+"""The check that nothing is lost: a source sentence with words never ends with an empty translation or a runaway
+one (far longer than its source, or a loop of repeats). Pure functions of texts and token counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mtkit.errors import check
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A translation of more than `ratio` x its source's tokens + `slack` tokens is a runaway, and so is one that
+    repeats a phrase of up to `max_phrase` words `max_repeats` times or more in a row (no sentence a person writes
+    does, and a model that loops does). The default ratio is far above any language pair's (German runs 1.1-1.2x
+    English in sentencepiece tokens) and below the 3-5x of a loop that runs to the length limit."""
+
+    ratio: float = 3.0
+    slack: int = 10
+    max_repeats: int = 4
+    max_phrase: int = 4
+
+    def __post_init__(self) -> None:
+        check(self.ratio > 0 and self.slack >= 0, f"guard ratio and slack must be positive; got {self}")
+        check(self.max_repeats >= 2 and self.max_phrase >= 1, f"guard repeats and phrase must be >= 2, >= 1: {self}")
+
+    def limit(self, source_tokens: int) -> int:
+        return int(self.ratio * source_tokens) + self.slack
+
+    def verdict(self, translation: str, source_tokens: int, target_tokens: int) -> str:
+        """ "" when the translation is fine, else "empty" or "runaway"."""
+        if not translation.strip():
+            return "empty"
+        if target_tokens > self.limit(source_tokens) or self.loop(translation.split()) is not None:
+            return "runaway"
+        return ""
+
+    def loop(self, words: list[str]) -> tuple[int, int] | None:
+        """(start, phrase length) of the first phrase repeated max_repeats times in a row; None without one."""
+        for size in range(1, self.max_phrase + 1):
+            for start in range(len(words) - size * self.max_repeats + 1):
+                phrase = words[start : start + size]
+                if all(words[start + k * size : start + (k + 1) * size] == phrase for k in range(1, self.max_repeats)):
+                    return start, size
+        return None
+
+    def tame(self, translation: str, source_words: int) -> str:
+        """A runaway's last resort: each loop cut to one occurrence of its phrase, then at most ratio x the
+        source's words + slack words kept, joined by single spaces."""
+        words = translation.split()
+        while (found := self.loop(words)) is not None:
+            start, size = found
+            end = start + size
+            while words[end : end + size] == words[start : start + size]:
+                end += size
+            words = words[: start + size] + words[end:]
+        return " ".join(words[: self.limit(source_words)])

@@ -1,0 +1,75 @@
+"""mtkit.text.sentences: texts as sentences and the white space between them, given back byte for byte, and long
+sentences cut where a reader would pause."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mtkit.text.sentences import cut_long, cut_segmented, halves, split_lines, split_sentences, wordy
+
+TEXTS = [
+    "",
+    "   ",
+    "One sentence.",
+    "A dog runs. A cat sleeps!  Why?\tBecause.",
+    "  Leading and trailing.  \n\n  Next paragraph here. And more.\r\nLast line without a stop",
+    "Dr. Smith paid $3.50, i.e. less than e.g. 4.5 euros. See https://example.com/a.b?c=d. Done.",
+    "Zwei Männer. Deux hommes. Два человека. 两个男人。",
+    "🙂🙂🙂",
+    "\n\n\n",
+    "no punctuation at all just words running on and on",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("language", ["en", "de", "xx"])
+def test_split_gives_the_text_back_exactly(text: str, language: str) -> None:
+    for segmented in (split_sentences(text, language), split_lines(text)):
+        assert segmented.join(segmented.sources) == text
+        assert all(source == source.strip() and source for source in segmented.sources)
+        assert len(segmented.gaps) == len(segmented.sources)
+
+
+def test_sentences_and_line_breaks() -> None:
+    segmented = split_sentences("A dog runs. A cat sleeps!  Why?\nNew line", "en")
+    assert segmented.sources == ["A dog runs.", "A cat sleeps!", "Why?", "New line"]
+    assert segmented.gaps == [" ", "  ", "\n", ""]
+    assert segmented.join(["1", "2", "3", "4"]) == "1 2  3\n4"
+    assert split_lines("A. B.\n\nC.").sources == ["A. B.", "C."]
+
+
+def test_abbreviations_and_decimals_do_not_end_sentences() -> None:
+    assert split_sentences("She paid 3.50 euros, e.g. for bread. Then she left.", "en").sources == [
+        "She paid 3.50 euros, e.g. for bread.",
+        "Then she left.",
+    ]
+
+
+def words(texts: list[str]) -> list[int]:
+    return [len(text.split()) for text in texts]
+
+
+def test_long_sentences_are_cut_at_clauses_then_words_then_characters() -> None:
+    pieces, gaps = cut_long("one two three, four five six; seven eight nine", words, 3)
+    assert pieces == ["one two three,", "four five six;", "seven eight nine"]
+    assert "".join(p + g for p, g in zip(pieces, gaps)) == "one two three, four five six; seven eight nine"
+    pieces, _ = cut_long("a b c d e f g h", words, 2)
+    assert all(n <= 2 for n in words(pieces)) and " ".join(pieces) == "a b c d e f g h"
+    assert halves("word") is None
+    chars = "x" * 5000  # one "word" of 5,000 characters: cut between characters, nothing lost
+    pieces, gaps = cut_long(chars, lambda texts: [len(t) for t in texts], 256)
+    assert "".join(pieces) == chars and max(map(len, pieces)) <= 256 and set(gaps) == {""}
+
+
+def test_cut_segmented_keeps_every_character() -> None:
+    rng = random.Random(1)
+    text = " ".join(rng.choice(["alpha", "beta,", "gamma;", "delta."]) for _ in range(2000))
+    segmented = cut_segmented(split_sentences(text, "en"), words, 20)
+    assert segmented.join(segmented.sources) == text
+    assert max(words(segmented.sources)) <= 20
+
+
+def test_wordy() -> None:
+    assert wordy("a") and wordy("3") and wordy("два") and not wordy("🙂 ... !")

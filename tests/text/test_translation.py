@@ -1,0 +1,94 @@
+"""mtkit.text.translation and mtkit.text.guard with stand-in models: every sentence asked for once, white space as
+written, and nothing lost: an empty or runaway translation is retried in pieces, then kept or tamed, and counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from mtkit.text.guard import Guard
+from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, run_plan
+
+OPTIONS = SplitOptions("en", limit=64)
+
+
+def count(texts: list[str]) -> list[int]:
+    return [len(text.split()) for text in texts]
+
+
+def upper(texts: list[str]) -> list[Output]:
+    return [Output(text.upper(), -0.5 * len(text.split()), len(text.split()), [text.lower()]) for text in texts]
+
+
+def translate(texts: list[str], model=upper, options: SplitOptions = OPTIONS):
+    asked: list[list[str]] = []
+
+    def recorded(wanted: list[str]) -> list[Output]:
+        asked.append(list(wanted))
+        return model(wanted)
+
+    return run_plan(plan_translation(texts, options, count), recorded), asked
+
+
+def test_sentences_of_every_text_in_one_batch_each_once() -> None:
+    done, asked = translate(["A dog. A cat.", "A cat.\n\nA bird!  "])
+    assert asked == [["A dog.", "A cat.", "A bird!"]]
+    assert [t.text for t in done] == ["A DOG. A CAT.", "A CAT.\n\nA BIRD!  "]
+    assert [s.source for s in done[1].sentences] == ["A cat.", "A bird!"]
+    assert done[0].sentences[0].confidence == pytest.approx(-1.0 / 3)  # log-prob -1 over 2 tokens + eos
+    assert done[0].sentences[0].word_confidence == pytest.approx(-0.5)
+    assert done[0].alternatives == ["a dog. a cat."]
+    assert guard_counts(done) == {"sentences": 4, "retried": 0, "kept": 0, "tamed": 0}
+
+
+def test_unsplit_texts_are_cut_at_line_breaks_only() -> None:
+    done, asked = translate(["A dog. A cat.\nA bird."], options=SplitOptions("en", split=False))
+    assert asked == [["A dog. A cat.", "A bird."]] and done[0].text == "A DOG. A CAT.\nA BIRD."
+
+
+def test_no_words_are_kept_as_written_without_asking() -> None:
+    done, asked = translate(["🙂🙂 ... !", "", "   "])
+    assert asked == [] and [t.text for t in done] == ["🙂🙂 ... !", "", "   "]
+
+
+def test_an_empty_translation_is_retried_in_pieces_then_kept() -> None:
+    def empty_when_long(texts: list[str]) -> list[Output]:
+        return [Output("" if len(t.split()) > 3 else t.upper(), -1.0, 2) for t in texts]
+
+    done, asked = translate(["The first half, and the second half."], empty_when_long)
+    assert asked == [["The first half, and the second half."], ["The first half,", "and the second half."]]
+    assert done[0].text == "THE FIRST HALF, and the second half."
+    assert [s.guard for s in done[0].sentences] == ["kept"]
+    done, _ = translate(["Word."], lambda texts: [Output("", -1.0, 0) for _ in texts])
+    assert done[0].text == "Word." and done[0].sentences[0].guard == "kept"
+
+
+def test_a_runaway_is_retried_then_tamed() -> None:
+    def loops(texts: list[str]) -> list[Output]:
+        return [Output(" ".join(["la"] * 40), -9.0, 40) for _ in texts]
+
+    done, _ = translate(["A short sentence."], loops)
+    sentence = done[0].sentences[0]
+    assert sentence.guard == "tamed" and sentence.translation.split().count("la") <= 2
+    assert guard_counts(done)["tamed"] == 1
+
+
+def test_a_loop_the_source_has_is_not_a_runaway() -> None:
+    done, asked = translate(["ha ha ha ha ha"], lambda texts: [Output(t, -1.0, 5) for t in texts])
+    assert len(asked) == 1 and done[0].text == "ha ha ha ha ha" and done[0].sentences[0].guard == ""
+
+
+def test_guard() -> None:
+    guard = Guard()
+    assert guard.verdict("", 5, 0) == "empty"
+    assert guard.verdict("Ein Hund.", 5, 4) == ""
+    assert guard.verdict("x " * 100, 5, 100) == "runaway"
+    assert guard.verdict("ein Hund ein Hund ein Hund ein Hund", 5, 12) == "runaway"
+    assert guard.tame("ein Hund ein Hund ein Hund ein Hund läuft", 3) == "ein Hund läuft"
+
+
+def test_capitals_and_title_case_are_translated_in_sentence_case() -> None:
+    done, asked = translate(["A MAN IN A RED SHIRT RUNS. Two Dogs Play In The Snow.", "NASA sent it."])
+    assert asked == [["A man in a red shirt runs.", "Two dogs play in the snow.", "NASA sent it."]]
+    assert done[0].text == "A MAN IN A RED SHIRT RUNS. TWO DOGS PLAY IN THE SNOW."  # upper() of upper()
+    done, asked = translate(["A MAN RUNS."], options=SplitOptions("en", case=False))
+    assert asked == [["A MAN RUNS."]]
