@@ -1,10 +1,14 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
 Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid,
-multilingual, backtranslation, noisy, subword, distill; `all` runs the CPU ones but ct2search, langid (a comparison
-of language detectors that `make install` does not install) and the ones that train models for many minutes:
-multilingual (45 minutes at its default budget), backtranslation (six models of --minutes each), noisy (four),
-subword (two, to the largest of --budgets) and distill (a teacher and two students).
+multilingual, backtranslation, noisy, subword, distill, splitting, paragraphs, confidence, casing; `all` runs the CPU
+ones but ct2search, langid (a comparison of language detectors that `make install` does not install) and the ones
+that train models for many minutes: multilingual (45 minutes at its default budget), backtranslation (six models of
+--minutes each), noisy (four), subword (two, to the largest of --budgets) and distill (a teacher and two students);
+nor the text ones: splitting (sentence splitters, pySBD among them when installed) and those that need a trained
+run as --demo-run: paragraphs (paragraphs by `mtkit translate --split-sentences` and `mtkit serve`), confidence
+(how well confidence finds the worst translations), casing (UPPER and Title Case input; --baseline-run for a second
+run).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -14,6 +18,8 @@ import argparse
 
 from scenarios import (
     backtranslation,
+    casing,
+    confidence,
     ct2search,
     distill,
     finetune,
@@ -21,8 +27,10 @@ from scenarios import (
     langid,
     multilingual,
     noisy,
+    paragraphs,
     preprocess,
     serve,
+    splitting,
     subword,
     train,
     translate,
@@ -42,6 +50,10 @@ SCENARIOS = {
     "noisy": noisy.run,
     "subword": subword.run,
     "distill": distill.run,
+    "splitting": splitting.run,
+    "paragraphs": paragraphs.run,
+    "confidence": confidence.run,
+    "casing": casing.run,
 }
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
@@ -52,7 +64,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="alternating rounds (default: 1 with --small, else 3)")
     parser.add_argument("--small", action="store_true", help="a few minutes per scenario: fewer updates and lines")
     parser.add_argument("--peers", action="store_true", help="train: the peers' Measure A in the same rounds")
-    parser.add_argument("--demo-run", help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run)")
+    parser.add_argument(
+        "--demo-run",
+        help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run); paragraphs, confidence, casing: "
+        "the run they translate with",
+    )
+    parser.add_argument("--baseline-run", help="casing: a second run, translated and scored as --demo-run is")
     parser.add_argument(
         "--minutes",
         type=float,
@@ -64,7 +81,8 @@ def main() -> None:
         "--lines",
         type=int,
         help="backtranslation: back-translate only B's first N lines; "
-        "noisy: use only the first N training lines (checks)",
+        "noisy: use only the first N training lines (checks); "
+        "splitting, paragraphs, confidence, casing: only the first N test lines (checks)",
     )
     parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")

@@ -1,4 +1,4 @@
-"""Recipes: the [preprocess]/[model]/[train]/[translate] sections as typed configs.
+"""Recipes: the [preprocess]/[model]/[train]/[translate]/[modifiers] sections as typed configs.
 
 Load order: model preset (`--arch` or `model.arch`) -> recipe TOML -> `--set section.key=value` overrides;
 for preprocess: recipe TOML -> the command-line options given. Unknown keys and wrongly typed values are
@@ -18,12 +18,13 @@ from typing import Any
 
 from mtkit.console import log
 from mtkit.corpus.config import PreprocessConfig
+from mtkit.corpus.modifiers import ModifiersConfig
 from mtkit.errors import UserError, check
 from mtkit.model.transformer import ModelConfig
 from mtkit.search.config import TranslateConfig
 from mtkit.training.config import TrainConfig
 
-SECTIONS = ("preprocess", "model", "train", "translate")
+SECTIONS = ("preprocess", "model", "train", "translate", "modifiers")
 # [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than
 # joining it: a run on one's own files must not also read the recipe's Hugging Face corpus.
 FILE_DATA_KEYS = ("train", "valid", "test", "corpora")
@@ -36,6 +37,7 @@ class Recipe:
     train: TrainConfig
     translate: TranslateConfig
     preprocess: dict[str, Any] = field(default_factory=dict)
+    modifiers: ModifiersConfig = field(default_factory=ModifiersConfig)  # a run recorded without it: all off
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class Recipe:
             "model": dataclasses.asdict(self.model),
             "train": dataclasses.asdict(self.train),
             "translate": dataclasses.asdict(self.translate),
+            "modifiers": dataclasses.asdict(self.modifiers),
         }
 
 
@@ -177,6 +180,7 @@ def resolve_recipe(
         train=train.resolved(base_model.d_model if "d_model" not in model_values else model_values["d_model"]),
         translate=build_config(TranslateConfig, sections["translate"], "translate"),
         preprocess=typed_values(PreprocessConfig, sections["preprocess"], "preprocess"),
+        modifiers=build_config(ModifiersConfig, sections["modifiers"], "modifiers"),
     )
 
 

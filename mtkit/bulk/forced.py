@@ -2,7 +2,8 @@
 streamed in input order, with either engine. The sum counts every target piece and the end of sentence, in
 natural log, as the search scores a hypothesis before any length penalty.
 
-Torch-free: the engine (mtkit.engines.contract's Translating.score_ids) does the model's part.
+Torch-free: the engine (mtkit.engines.contract's Translating.score_ids) does the model's part. Sharded
+(mtkit.bulk.shards), the scores go to a file, resumable.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from mtkit.bulk.resumable import ResumableOutputs, translator_identity
+from mtkit.bulk.shard_sets import Shard
+from mtkit.bulk.shards import ShardSpec, count_pairs, read_pair_chunks
 from mtkit.engines.contract import Translating, source_codes
 from mtkit.errors import UserError
 from mtkit.files import read_lines
@@ -94,11 +98,17 @@ def read_pairs(source: Path, target: Path, chunk: int = CHUNK_PAIRS) -> Iterator
 
 
 def score_pair_files(
-    translator: Translating, source: Path, target: Path, out: IO[str], as_json: bool = False, with_pieces: bool = False
+    translator: Translating,
+    source: Path,
+    target: Path,
+    out: IO[str],
+    as_json: bool = False,
+    with_pieces: bool = False,
+    chunk: int = CHUNK_PAIRS,
 ) -> dict[str, int]:
     """Score every pair of two files onto `out`, one line per pair, flushed per chunk; returns the counts."""
     counts = {"pairs": 0, "scored": 0, "unscored": 0}
-    for sources, targets in read_pairs(source, target):
+    for sources, targets in read_pairs(source, target, chunk):
         answers = score_pairs(translator, sources, targets)
         out.write("".join(answer.as_line(as_json, with_pieces) + "\n" for answer in answers))
         out.flush()
@@ -106,3 +116,33 @@ def score_pair_files(
         counts["unscored"] += sum(answer.score is None for answer in answers)
     counts["scored"] = counts["pairs"] - counts["unscored"]
     return counts
+
+
+def score_pair_shard(
+    translator: Translating,
+    source: Path,
+    target: Path,
+    output: Path,
+    spec: ShardSpec,
+    options: dict[str, Any],
+    as_json: bool = False,
+    with_pieces: bool = False,
+    chunk: int = CHUNK_PAIRS,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """`score-pairs --output OUTPUT --shard K/N`: shard `spec`'s pairs scored into OUTPUT.shard-K-of-N, the lines
+    score_pair_files writes for them, chunk by chunk and resumable after a kill; the shard that completes the set
+    merges it into OUTPUT. Returns the counts of this run and the shard's summary."""
+    identity = translator_identity(translator, {"source": source, "target": target}, options)
+    shard = Shard(output, spec, [output], "score-pairs", identity, count_pairs(source, target), chunk)
+    counts = {"pairs": 0, "scored": 0, "unscored": 0}
+    if overwrite or not shard.already_done():
+        shard.begin()
+        outputs = ResumableOutputs(shard.progress, shard.files, shard.resume_identity(), overwrite)
+        for sources, targets in read_pair_chunks(source, target, shard.start + outputs.done, shard.end, chunk):
+            answers = score_pairs(translator, sources, targets)
+            outputs.append(["".join(answer.as_line(as_json, with_pieces) + "\n" for answer in answers)], len(answers))
+            counts["pairs"] += len(answers)
+            counts["unscored"] += sum(answer.score is None for answer in answers)
+    counts["scored"] = counts["pairs"] - counts["unscored"]
+    return {**counts, **shard.finish()}

@@ -1,18 +1,23 @@
 """Output files written chunk by chunk so that a long job killed at any moment goes on where it stopped: after
 each chunk the outputs are flushed and synced, then a small state file records the input lines done and the
 outputs' sizes; a restart truncates the outputs to those sizes (bytes of a chunk cut by the kill) and skips the
-lines done. The state also holds what the job was asked (its identity): another job's state is refused.
+lines done. The state also holds what the job was asked (its identity; `translator_identity` for a model's job):
+another job's state is refused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtkit.errors import UserError, check
-from mtkit.files import write_text
+from mtkit.files import file_identity, write_text
+
+if TYPE_CHECKING:
+    from mtkit.engines.contract import Translating
 
 
 class ResumableOutputs:
@@ -71,3 +76,18 @@ class ResumableOutputs:
     def finish(self) -> None:
         """The job is complete: no state to resume from."""
         self.state.unlink(missing_ok=True)
+
+
+def translator_identity(translator: Translating, inputs: dict[str, Path], options: dict[str, Any]) -> dict[str, str]:
+    """A job's identity for a translator: its model, its inputs (path, size, modification time), where and in what
+    precision it runs, its search as resolved from the recipe (the worker count changes no output) and the job's
+    own `options`."""
+    checkpoint = Path(str(translator.info.get("checkpoint")))
+    search = {key: value for key, value in asdict(translator.cfg).items() if key != "workers"}
+    return {
+        "model": file_identity(checkpoint) if checkpoint.is_file() else str(checkpoint),
+        **{name: file_identity(path) for name, path in inputs.items()},
+        "device": str(translator.device),
+        "dtype": str(translator.describe()["dtype"]),
+        **{key: str(value) for key, value in {**search, **options}.items()},
+    }

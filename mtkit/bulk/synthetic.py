@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.bulk.resumable import ResumableOutputs
+from mtkit.bulk.shard_sets import Shard
+from mtkit.bulk.shards import ShardSpec, chunked, read_line_range
 from mtkit.console import log, warn
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating, language_pair
@@ -23,7 +25,7 @@ from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines
 from mtkit.errors import check
 from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
-from mtkit.files import DirectoryLock, file_identity, read_lines
+from mtkit.files import DirectoryLock, count_lines, file_identity
 from mtkit.search.config import TranslateConfig
 
 # The TranslateConfig fields only sampling reads: any of them off its default asks for sampling.
@@ -49,6 +51,7 @@ class SyntheticCorpusConfig:
     overwrite: bool = False
     beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
     ensemble: tuple[Path, ...] = ()  # more models whose log-probabilities are averaged with run's (torch engine)
+    shard: ShardSpec | None = None  # this process's share of the input (mtkit.bulk.shards); None: all of it
 
     def __post_init__(self) -> None:
         beam = self.search.get("beam")
@@ -145,17 +148,12 @@ def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, s
     }
 
 
-def read_file_chunks(path: Path, size: int, on_bad_utf8: str = "error") -> Iterator[list[str]]:
-    """Lists of `size` lines of the input (the last may be shorter); invalid UTF-8 is an error naming its line,
-    unless replaced."""
-    chunk: list[str] = []
-    for line in read_lines(path, on_bad_utf8):
-        chunk.append(line)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def read_file_chunks(
+    path: Path, size: int, on_bad_utf8: str = "error", start: int = 0, end: int | None = None
+) -> Iterator[list[str]]:
+    """Lists of `size` lines of the input's lines [start, end) (the last may be shorter); invalid UTF-8 is an error
+    naming its line, unless replaced."""
+    return chunked(read_line_range(path, start, end, on_bad_utf8), size)
 
 
 def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
@@ -173,27 +171,42 @@ def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
 
 def back_translate(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
     """Translate cfg.input into PREFIX.Y beside PREFIX.X, going on from an unfinished run's last recorded chunk;
-    returns the summary `mtkit back-translate` prints. `on_chunk(lines)` after each chunk (resumed past ones too)."""
+    returns the summary `mtkit back-translate` prints. `on_chunk(lines)` after each chunk (resumed past ones too).
+    With cfg.shard, that shard's lines into its own files, and the set merged by the shard that completes it."""
     check(cfg.input.is_file(), f"{cfg.input}: no such file")
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
-    lock = DirectoryLock(cfg.out.parent, warn, name=f".{cfg.out.name}.lock", subject=f"{cfg.out}: back-translation")
+    label = f".{cfg.shard.label}" if cfg.shard else ""  # the shards of one PREFIX run side by side
+    lock = DirectoryLock(
+        cfg.out.parent, warn, name=f".{cfg.out.name}{label}.lock", subject=f"{cfg.out}{label}: back-translation"
+    )
     with lock:  # before the model loads: a second run on PREFIX is refused at once and touches nothing
-        translator = load_job_translator(cfg, 0)
-        paths = output_paths(cfg.out, translator)
-        state = Path(f"{cfg.out}.progress.json")
-        for path in paths:  # a finished run's outputs (its state removed) are replaced only when asked
+        total = count_lines(cfg.input) if cfg.shard else 0
+        start, end = cfg.shard.line_range(total, cfg.chunk_lines) if cfg.shard else (0, None)
+        translator = load_job_translator(cfg, start // cfg.chunk_lines)
+        paths = finals = output_paths(cfg.out, translator)
+        state, ident = Path(f"{cfg.out}.progress.json"), identity(cfg, translator)
+        shard = (
+            Shard(cfg.out, cfg.shard, list(paths), "synthetic", ident, total, cfg.chunk_lines) if cfg.shard else None
+        )
+        finished = shard is not None and not cfg.overwrite and shard.already_done()  # a requeued shard: nothing to do
+        if shard is not None:
+            paths, state, ident = (*shard.files,), shard.progress, shard.resume_identity()
+        for path in dict.fromkeys([*paths, *finals]):  # a finished run's outputs are replaced only when asked
             check(
-                cfg.overwrite or state.exists() or not path.exists(),
+                finished or cfg.overwrite or state.exists() or not path.exists(),
                 f"{path} exists and no {state.name} says how far it got; --overwrite to write it again",
             )
-        outputs = ResumableOutputs(state, list(paths), identity(cfg, translator), cfg.overwrite)
-        resumed, read, empty = outputs.done, 0, 0
+        if shard is not None and not finished:
+            shard.begin()
+        outputs = None if finished else ResumableOutputs(state, list(paths), ident, cfg.overwrite)
+        resumed, read, empty = end - start if outputs is None else outputs.done, 0, 0  # type: ignore[operator]
         # A test's pause after each recorded chunk, so that it can stop a run, or race it, between chunks.
         pause_s = (armed(BACKTRANSLATE_PAUSE_MS) or 0) / 1000
-        unused_for: int | None = 0  # the chunk whose seed `translator` holds before any draw
-        if resumed:
-            log(f"{state}: going on after line {resumed}")
-        for index, lines in enumerate(read_file_chunks(cfg.input, cfg.chunk_lines, cfg.on_bad_utf8)):
+        unused_for: int | None = start // cfg.chunk_lines  # the chunk whose seed `translator` holds before any draw
+        if resumed and not finished:
+            log(f"{state}: going on after line {start + resumed}")
+        chunks = read_file_chunks(cfg.input, cfg.chunk_lines, cfg.on_bad_utf8, start, end)
+        for index, lines in enumerate(chunks, start=start // cfg.chunk_lines):  # the whole input's chunk numbers
             read += len(lines)
             empty += sum(not line.strip() for line in lines)  # encode_sources strips: these translate to ""
             if read > resumed:  # chunks are recorded whole, so this one was not
@@ -203,16 +216,20 @@ def back_translate(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] |
                 elif cfg.sampled:
                     translator = reseeded(translator, cfg, index)
                 unused_for = None
-                hypotheses = translator.translate_hypotheses(lines, first_lineno=read - len(lines) + 1)
+                hypotheses = translator.translate_hypotheses(lines, first_lineno=start + read - len(lines) + 1)
                 synthetic = best_lines(translator.tokenizer, hypotheses)
-                outputs.append(
+                outputs.append(  # type: ignore[union-attr]
                     ["".join(f"{text}\n" for text in synthetic), "".join(f"{line}\n" for line in lines)], len(lines)
                 )
                 time.sleep(pause_s)
             if on_chunk is not None:
                 on_chunk(len(lines))
-        outputs.finish()
-    log(f"{state}: removed, the corpus is complete")
+        if shard is not None:
+            sharded = shard.finish()  # merges the set when this shard completes it
+        else:
+            sharded = {}
+            outputs.finish()  # type: ignore[union-attr]
+    log(f"{state}: removed, the {'shard' if shard else 'corpus'} is complete")
     return {
         "read": read,
         "written": read - resumed,
@@ -222,4 +239,5 @@ def back_translate(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] |
         "engine": cfg.engine.engine,
         "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}",
         **({} if cfg.sampled else {"length_penalty": translator.cfg.length_penalty}),
+        **sharded,
     }

@@ -2,7 +2,8 @@
 corpus is scored by a forward model, H_A(y|x), and a backward one, H_B(x|y), both per-token cross-entropies
 (-log-probability / pieces scored, end of sentence included), and rated exp(-(|H_A - H_B| + (H_A + H_B) / 2)):
 near 1 when both models find the pair likely and agree, near 0 otherwise. The best fraction, or the pairs over a
-threshold, are kept. Scoring is resumable (mtkit.bulk.resumable); selection reads the scores back and is quick.
+threshold, are kept. Scoring is resumable (mtkit.bulk.resumable) and can be sharded (mtkit.bulk.shards): the set's
+scores merged, the selection reads them back, all of them, and is quick.
 Torch-free: the engines score (mtkit.bulk.forced).
 """
 
@@ -12,9 +13,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mtkit.bulk.forced import CHUNK_PAIRS, PairScore, read_pairs, score_pairs
 from mtkit.bulk.resumable import ResumableOutputs
+from mtkit.bulk.shard_sets import Shard
+from mtkit.bulk.shards import ShardSpec, count_pairs, read_pair_chunks
 from mtkit.engines.contract import Translating, language_pair, language_pairs
 from mtkit.errors import check
 from mtkit.files import atomic_write, file_identity, read_lines
@@ -58,14 +62,7 @@ def score_corpus(
 ) -> tuple[Path, int]:
     """Score every pair into PREFIX.scores.tsv, chunk by chunk; returns the file and the pairs resumed past."""
     scores = Path(f"{prefix}{SCORES_SUFFIX}")
-    identity = {
-        "forward model": str(forward.info.get("checkpoint")),
-        "backward model": str(backward.info.get("checkpoint")),
-        "source": file_identity(source),
-        "target": file_identity(target),
-        "chunk": str(chunk),
-        "engines": f"{type(forward).__name__} {type(backward).__name__}",
-    }
+    identity = scoring_identity(forward, backward, source, target, chunk)
     outputs = ResumableOutputs(Path(f"{prefix}.progress.json"), [scores], identity, overwrite)
     resumed = outputs.done
     for index, (sources, targets) in enumerate(read_pairs(source, target, chunk)):
@@ -76,6 +73,50 @@ def score_corpus(
             on_chunk(len(sources))
     outputs.finish()
     return scores, resumed
+
+
+def scoring_identity(
+    forward: Translating, backward: Translating, source: Path, target: Path, chunk: int
+) -> dict[str, str]:
+    """What a resumed scoring (or another shard of its set) must share for the same scores."""
+    return {
+        "forward model": str(forward.info.get("checkpoint")),
+        "backward model": str(backward.info.get("checkpoint")),
+        "source": file_identity(source),
+        "target": file_identity(target),
+        "chunk": str(chunk),
+        "engines": f"{type(forward).__name__} {type(backward).__name__}",
+    }
+
+
+def score_shard(
+    forward: Translating,
+    backward: Translating,
+    source: Path,
+    target: Path,
+    prefix: Path,
+    spec: ShardSpec,
+    selection: dict[str, Any],
+    overwrite: bool = False,
+    chunk: int = CHUNK_PAIRS,
+    on_chunk: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Score shard `spec`'s pairs into PREFIX.scores.tsv.shard-K-of-N, resumable as score_corpus; the shard that
+    completes the set merges it into PREFIX.scores.tsv. `selection` (kept in the shards' records): what
+    select_merged needs to write the kept pairs once merged, by this shard or by `mtkit merge-shards`."""
+    identity = scoring_identity(forward, backward, source, target, chunk)
+    scores = Path(f"{prefix}{SCORES_SUFFIX}")
+    shard = Shard(prefix, spec, [scores], "filter-pairs", identity, count_pairs(source, target), chunk, selection)
+    resumed = 0
+    if overwrite or not shard.already_done():
+        shard.begin()
+        outputs = ResumableOutputs(shard.progress, shard.files, shard.resume_identity(), overwrite)
+        resumed = outputs.done
+        for sources, targets in read_pair_chunks(source, target, shard.start + resumed, shard.end, chunk):
+            outputs.append(["".join(score_rows(forward, backward, sources, targets))], len(sources))
+            if on_chunk is not None:
+                on_chunk(len(sources))
+    return {"resumed_after": resumed, **shard.finish()}
 
 
 def read_scores(path: Path) -> list[float | None]:
@@ -172,11 +213,46 @@ def filter_corpus(
     threshold: float | None,
     overwrite: bool = False,
     on_chunk: Callable[[int], None] | None = None,
+    chunk: int = CHUNK_PAIRS,
+    shard: ShardSpec | None = None,
 ) -> dict:
-    """Score (resumably), select and write the kept pairs; the summary `mtkit filter-pairs` prints."""
+    """Score (resumably), select and write the kept pairs; the summary `mtkit filter-pairs` prints. With `shard`,
+    that shard's pairs are scored; the shard that completes the set merges the scores and selects."""
     check_selection(keep, threshold)  # before hours of scoring
     langs = model_langs(forward, backward)
-    scores_path, resumed = score_corpus(forward, backward, source, target, prefix, overwrite, on_chunk=on_chunk)
+    if shard is not None:
+        selection = {"source": str(source.resolve()), "target": str(target.resolve())}
+        selection |= {"keep": keep, "threshold": threshold, "langs": list(langs)}
+        state = score_shard(forward, backward, source, target, prefix, shard, selection, overwrite, chunk, on_chunk)
+        return state if state["merged"] is None else {**select_merged(prefix, selection), **state}
+    scores_path, resumed = score_corpus(forward, backward, source, target, prefix, overwrite, chunk, on_chunk)
+    return select_and_write(scores_path, source, target, prefix, keep, threshold, langs, resumed)
+
+
+def select_merged(prefix: Path, selection: dict[str, Any]) -> dict[str, Any]:
+    """The kept pairs of a merged set of scores, as its shards' records say to select them."""
+    return select_and_write(
+        Path(f"{prefix}{SCORES_SUFFIX}"),
+        Path(selection["source"]),
+        Path(selection["target"]),
+        prefix,
+        selection["keep"],
+        selection["threshold"],
+        tuple(selection["langs"]),  # type: ignore[arg-type]
+    )
+
+
+def select_and_write(
+    scores_path: Path,
+    source: Path,
+    target: Path,
+    prefix: Path,
+    keep: float | None,
+    threshold: float | None,
+    langs: tuple[str, str],
+    resumed: int = 0,
+) -> dict[str, Any]:
+    """Select from the scores and write the kept pairs; the summary."""
     scores = read_scores(scores_path)
     selection = select(scores, keep, threshold)
     kept = write_kept(source, target, selection, prefix, langs)

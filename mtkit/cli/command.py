@@ -46,3 +46,20 @@ def emit(data: dict, as_json: bool, text: str) -> None:
     """Results on stdout: JSON for scripts, a short text otherwise."""
     sys.stdout.write((json.dumps(data, indent=None if as_json else 2) if as_json else text) + "\n")
     sys.stdout.flush()
+
+
+def shard_note(summary: dict) -> str:
+    """What a shard's run did, in a line: its lines (counted from 1), and its set merged or the shards it waits for."""
+    from mtkit.bulk.shard_sets import numbers
+
+    (start, end), shard = summary["lines"], summary["shard"]
+    head = (
+        f"shard {shard}: lines {start + 1}-{end}"
+        if end > start
+        else f"shard {shard}: no lines (fewer chunks than shards)"
+    )
+    if summary["merged"]:
+        return f"{head}; the set is complete, merged into {' and '.join(summary['merged'])}"
+    if summary["waiting_for"]:
+        return f"{head}; the set waits for shard {numbers(summary['waiting_for'])} (the last to finish merges it)"
+    return f"{head}; another shard merges the set"

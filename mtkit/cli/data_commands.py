@@ -1,19 +1,22 @@
 """The `mtkit` commands that run a trained model over data: forced scoring, cross-entropy filtering,
-back-translation and distillation. One short function each, registered on the app by mtkit.cli.main (which lists them
-in `mtkit --help`); results on stdout, as every command's.
+back-translation and distillation, each sharded with --shard (mtkit.bulk.shards), and merge-shards. One short
+function each, registered on the app by mtkit.cli.main (which lists them in `mtkit --help`); results on stdout, as
+every command's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from mtkit.cli.command import emit, user_errors
-from mtkit.cli.options import option, recipe_option
+from mtkit.cli.command import emit, shard_note, user_errors
+from mtkit.cli.options import OVERWRITE_SHARD, SHARD, option, recipe_option
 from mtkit.cli.process import start_up_without_gc
 from mtkit.corpus.config import PreprocessConfig
 from mtkit.engines.config import EngineConfig
@@ -56,16 +59,22 @@ def score_pairs(
     target_lang: str | None = recipe_option(TranslateConfig, "target_lang"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per pair: score, tokens, mean."),
     piece_scores: bool = typer.Option(False, "--piece-scores", help="With --json: every piece's log-probability too."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the lines here (default stdout)."),
+    shard: str | None = SHARD,
+    overwrite: bool = OVERWRITE_SHARD,
 ) -> None:
     """Forced scoring: the log-probability the model gives each target given its source (natural log, summed over
     the target's pieces and its end of sentence), one line per pair in input order; "nan" (or a JSON "error") for
     a pair with an empty side or a side longer than the model takes. `mtkit score` is the metric command."""
+    from mtkit.bulk.shards import resolve_shard
     from mtkit.console import log
 
     check(source.is_file(), f"{source}: no such file")
     check(target.is_file(), f"{target}: no such file")
+    check(output is not None or shard is None, f"--shard {shard}: give --output (each shard writes its own file)")
+    spec = resolve_shard(shard, os.environ) if output is not None else None
     with start_up_without_gc():
-        from mtkit.bulk.forced import score_pair_files
+        from mtkit.bulk.forced import CHUNK_PAIRS, score_pair_files, score_pair_shard
         from mtkit.engines.factory import load_translator
 
         overrides = {
@@ -74,8 +83,18 @@ def score_pairs(
             if value is not None
         }
         translator = load_translator(model, engine, device=device, dtype=dtype, **overrides)
-    counts = score_pair_files(translator, source, target, sys.stdout, as_json=as_json, with_pieces=piece_scores)
+    if spec is not None:
+        options = {"engine": engine, "as_json": as_json, "piece_scores": piece_scores}
+        counts = score_pair_shard(
+            translator, source, target, output, spec, options, as_json, piece_scores, CHUNK_PAIRS, overwrite
+        )  # type: ignore[arg-type]
+    else:
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(open(output, "w", encoding="utf-8")) if output is not None else sys.stdout
+            counts = score_pair_files(translator, source, target, out, as_json, piece_scores, CHUNK_PAIRS)
     log(f"{counts['pairs']} pairs: {counts['scored']} scored, {counts['unscored']} without a score")
+    if spec is not None:
+        log(shard_note(counts))
 
 
 @user_errors
@@ -118,14 +137,18 @@ def filter_pairs(
         False, "--overwrite", help="Start again instead of going on from an unfinished run's scores."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    shard: str | None = SHARD,
 ) -> None:
     """Dual conditional cross-entropy filtering (Junczys-Dowmunt 2018): score each pair with a forward and a backward
     model, keep the best fraction or those over a threshold. Killed, it goes on from the last chunk scored."""
+    from mtkit.bulk.forced import CHUNK_PAIRS
+    from mtkit.bulk.shards import resolve_shard
     from mtkit.console import log, progress
     from mtkit.files import count_lines
 
     check(source.is_file(), f"{source}: no such file")
     check(target.is_file(), f"{target}: no such file")
+    spec = resolve_shard(shard, os.environ)
     with start_up_without_gc():
         from mtkit.bulk.xent_filter import check_selection, filter_corpus
         from mtkit.engines.factory import load_translator
@@ -135,13 +158,30 @@ def filter_pairs(
             load_translator(model, engine, device=device, dtype=dtype, **({"target_lang": lang} if lang else {}))
             for model, lang in ((forward, target_lang), (backward, source_lang))
         ]
+    total = count_lines(source)
+    if spec is not None:
+        start, end = spec.line_range(total, CHUNK_PAIRS)
+        total = end - start
     with progress() as bar:
-        task = bar.add_task("scoring", total=count_lines(source), info="")
+        task = bar.add_task("scoring", total=total, info="")
         summary = filter_corpus(
-            *models, source, target, out, keep, threshold, overwrite, on_chunk=lambda pairs: bar.advance(task, pairs)
+            *models,
+            source,
+            target,
+            out,
+            keep,
+            threshold,
+            overwrite,
+            on_chunk=lambda pairs: bar.advance(task, pairs),
+            chunk=CHUNK_PAIRS,
+            shard=spec,
         )
+    if spec is not None:
+        log(shard_note(summary))
     if as_json:
         print(json.dumps(summary))
+    elif spec is not None and not summary["merged"]:
+        print(f"scored {' '.join(summary['files'])}")
     else:
         cutoff = "none" if summary["cutoff"] is None else f"{summary['cutoff']:.4f}"
         print(
@@ -188,9 +228,12 @@ def back_translate(
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
     overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    shard: str | None = SHARD,
 ) -> None:
     """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
     goes on from the last chunk written, with the same bytes as a run never stopped."""
+    from mtkit.bulk.shards import resolve_shard
+
     with start_up_without_gc():
         from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
@@ -212,6 +255,7 @@ def back_translate(
             },
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
+            shard=resolve_shard(shard, os.environ),
         )
     translate_corpus(cfg, "back-translate", as_json)
 
@@ -254,9 +298,12 @@ def distill(
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
     overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    shard: str | None = SHARD,
 ) -> None:
     """Sequence-level knowledge distillation (Kim and Rush 2016): a teacher, or an ensemble, translates the training
     sources with beam search into the corpus a student trains on; killed, it goes on from the last chunk written."""
+    from mtkit.bulk.shards import resolve_shard
+
     with start_up_without_gc():
         from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
@@ -276,6 +323,7 @@ def distill(
             overwrite=overwrite,
             beam_by_default=True,
             ensemble=tuple(ensemble),
+            shard=resolve_shard(shard, os.environ),
         )
     translate_corpus(cfg, "distill", as_json)
 
@@ -287,13 +335,46 @@ def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> No
     from mtkit.files import count_lines
 
     check(cfg.input.is_file(), f"{cfg.input}: no such file")
+    total = count_lines(cfg.input)
+    if cfg.shard is not None:
+        start, end = cfg.shard.line_range(total, cfg.chunk_lines)
+        total = end - start
     with progress() as bar:
-        task = bar.add_task(what, total=count_lines(cfg.input), info="")
+        task = bar.add_task(what, total=total, info="")
         summary = run_back_translate(cfg, on_chunk=lambda lines: bar.advance(task, lines))
     resumed = f"; went on after line {summary['resumed_from']}" if summary["resumed_from"] else ""
     emit(
         summary,
         as_json,
         f"{summary['read']} lines read, {summary['written']} written ({summary['empty']} empty) "
-        f"into {' and '.join(summary['outputs'])}{resumed}",
+        f"into {' and '.join(summary['outputs'])}{resumed}" + (f"\n{shard_note(summary)}" if cfg.shard else ""),
     )
+
+
+@user_errors
+def merge_shards(
+    name: Path = typer.Argument(
+        ...,
+        help="What the sharded command wrote: translate's or score-pairs' --output, back-translate's, distill's or "
+        "filter-pairs' --out PREFIX.",
+    ),
+    keep_shards: bool = typer.Option(
+        False, "--keep-shards", help="Keep the shards' files and records (by default removed once merged)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Merge a complete set of shards (--shard K/N) into the files one process writes, as the shard that completes a
+    set does; a set with a shard missing, unfinished or made otherwise than the others is refused, naming it."""
+    from mtkit.bulk.shard_sets import merge_set
+
+    merged = merge_set(name, keep_shards)
+    record = merged.pop("record")
+    summary = {**merged, "shards": record["shards"], "lines": record["total"]}
+    if record["command"] == "filter-pairs":  # the selection needs every score: made once they are merged
+        from mtkit.bulk.xent_filter import select_merged
+
+        summary |= select_merged(name, record["extra"])
+    text = f"{' and '.join(merged['merged'])} <- {record['shards']} shards, {record['total']} lines"
+    if "kept_files" in summary:
+        text += f"; kept {summary['kept']} of {summary['pairs']} pairs: {' '.join(summary['kept_files'])}"
+    emit(summary, as_json, text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 import typer
 
 from mtkit.cli import data_commands as cli_data
-from mtkit.cli.command import emit, user_errors
+from mtkit.cli.command import emit, shard_note, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import option, recipe_option, values_of
+from mtkit.cli.options import OVERWRITE_SHARD, SHARD, option, recipe_option, values_of
 from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
@@ -26,6 +27,9 @@ from mtkit.errors import check
 from mtkit.score import TOKENIZE
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.config import ServeConfig
+
+# translate's options that change its lines beyond the search's: with the search, what every shard shares
+SHARD_IDENTITY = "engine ct2_search scores split_sentences source_lang strict ensemble prefix_file".split()
 
 app = typer.Typer(
     name="mtkit",
@@ -223,13 +227,20 @@ def translate(
     prefix_file: Path | None = typer.Option(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."
     ),
+    shard: str | None = SHARD,
+    overwrite: bool = OVERWRITE_SHARD,
 ) -> None:
     """Translate raw text, one sentence per line (or, with --split-sentences, a paragraph per line), in order; empty
     lines stay empty."""
     import signal
 
+    from mtkit.bulk.shards import resolve_shard
+
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly, like any Unix filter
     check(input is None or input.is_file(), f"{input}: no such file")  # before the model load, not after
+    to_file = input is not None and output is not None  # only a file's lines are shared out (the environment's too)
+    check(to_file or shard is None, f"--shard {shard}: give --input and --output (each shard writes its own file)")
+    spec = resolve_shard(shard, os.environ) if to_file else None
     check_prefix_file(prefix_file, input)
     check(
         not split_sentences or (nbest == 1 and prefix_file is None),
@@ -246,6 +257,18 @@ def translate(
         translator = load_translator(
             model, engine, device=device, dtype=dtype, ct2_search=ct2_search, ensemble=list(ensemble), **overrides
         )
+    if spec is not None:
+        from mtkit.bulk.file_translation import translate_shard
+        from mtkit.console import log
+        from mtkit.engines.streaming import CHUNK_LINES
+
+        split = split_options(translator, source_lang) if split_sentences else None
+        options = {name: ctx.params[name] for name in SHARD_IDENTITY}
+        summary = translate_shard(
+            translator, input, output, spec, CHUNK_LINES, options, scores, strict, prefix_file, split, overwrite, quiet
+        )  # type: ignore[arg-type]
+        log(shard_note(summary))
+        return
     with contextlib.ExitStack() as files:
         source = files.enter_context(open(input, "rb")) if input is not None else sys.stdin.buffer
         target = files.enter_context(open(output, "w", encoding="utf-8")) if output is not None else sys.stdout
@@ -319,6 +342,7 @@ app.command("score-pairs")(cli_data.score_pairs)
 app.command("filter-pairs")(cli_data.filter_pairs)
 app.command("back-translate")(cli_data.back_translate)
 app.command("distill")(cli_data.distill)
+app.command("merge-shards")(cli_data.merge_shards)
 
 
 @app.command()

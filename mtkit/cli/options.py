@@ -1,7 +1,8 @@
 """Typer options read from the dataclass fields they set: an option's default and help are declared once, in
 the field (`field(default=..., metadata={"help": ...})`), and the command line only names it.
 
-Used by the commands of mtkit.cli (main and data_commands); builds option declarations and parses nothing.
+Also the options every bulk command shares (--shard, declared once here). Used by the commands of mtkit.cli (main
+and data_commands); builds option declarations and parses nothing.
 """
 
 from __future__ import annotations
@@ -46,3 +47,17 @@ def values_of(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The entries of a command's parsed `params` that are fields of `cls`, to build it with."""
     names = {f.name for f in dataclasses.fields(cls)}
     return {key: value for key, value in params.items() if key in names}
+
+
+# The bulk commands' share of their input (mtkit.bulk.shards; typer reads a declaration, never changes it).
+SHARD = typer.Option(
+    None,
+    "--shard",
+    metavar="K/N",
+    help="Take shard K of N (K from 1 to N): a contiguous share of the input's lines, written beside the output as "
+    "OUTPUT.shard-K-of-N; the shard that completes the set merges it (docs/many-machines.md). Default: from "
+    "torchrun's RANK/WORLD_SIZE or a Slurm job array's SLURM_ARRAY_TASK_ID; 1/1: the whole input here.",
+)
+OVERWRITE_SHARD = typer.Option(
+    False, "--overwrite", help="With --shard: start the shard again instead of going on from an unfinished run of it."
+)

@@ -356,6 +356,25 @@ def _positions(lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, np.arange(int(lens.sum())) - np.repeat(starts, lens)
 
 
+BY_LENGTH_SLACK = 1.25  # a micro-batch costs more than a quarter of a batch's padding: typos' extra pieces stay
+
+
+def by_length(src: list[np.ndarray], tgt: list[np.ndarray], budget: int) -> list[list[int]]:
+    """The pairs as micro-batches of at most `budget` padded tokens (pairs x longest side), shortest first; all of
+    them in their order as one when they fit in BY_LENGTH_SLACK x the budget."""
+    width = [max(len(s), len(t)) for s, t in zip(src, tgt)]
+    if len(width) * max(width, default=0) <= BY_LENGTH_SLACK * budget:
+        return [list(range(len(width)))]
+    parts: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(width)), key=lambda i: (width[i], i)):
+        if current and (len(current) + 1) * width[i] > budget:
+            parts.append(current)
+            current = []
+        current.append(i)
+    return parts + [current]
+
+
 def prefetch_groups(
     data: ParallelData | MixedData,
     batches: list[np.ndarray],
@@ -366,6 +385,7 @@ def prefetch_groups(
     pad_multiple: int = 1,
     token_ids: tuple[int, int, int] = (0, 2, 3),
     resample: Resample | None = None,
+    regroup: bool = False,
 ) -> Iterator[list[Batch]]:
     """`batches[start:]` in groups of `group_size`, collated on the device, in order.
 
@@ -373,20 +393,34 @@ def prefetch_groups(
     CUDA, then copied with non_blocking=True), so the step never waits for numpy gathers or a blocking copy.
     Closing the generator stops the thread. Collation draws only from seeds of its arguments (`resample`: the
     sentences of batch `position` segmented again, mtkit.corpus.subword_sampling), so the groups are the same as
-    collating on the caller's thread. `token_ids`: the model's pad, decoder start and eos ids.
+    collating on the caller's thread. `token_ids`: the model's pad, decoder start and eos ids. `regroup`: a
+    resampled batch that grew past 1.25 times its stored padded size is cut into micro-batches by length.
     """
     pin = device.type == "cuda"
 
-    def one(indices: np.ndarray, position: int) -> Batch:
+    def one(indices: np.ndarray, position: int) -> list[Batch]:
         if resample is None:
-            return collate(data, indices, *token_ids, pad_multiple=pad_multiple)
-        src, tgt = resample([data.src(i) for i in indices], [data.tgt(i) for i in indices], indices, position)
-        return collate_sequences(src, tgt, *token_ids, pad_multiple=pad_multiple)
+            return [collate(data, indices, *token_ids, pad_multiple=pad_multiple)]
+        stored_src, stored_tgt = [data.src(i) for i in indices], [data.tgt(i) for i in indices]
+        src, tgt = resample(stored_src, stored_tgt, indices, position)
+        if not regroup:
+            return [collate_sequences(src, tgt, *token_ids, pad_multiple=pad_multiple)]
+        # `regroup` (the modifiers): a batch whose lines grew past its stored lengths (capitals take ~4x the pieces,
+        # a merged line 2-3x) is cut again by length into micro-batches of at most its stored padded size; padded
+        # together, a few such lines made every line that long. The update divides by all target tokens either way.
+        widest = max(max(map(len, stored_src)), max(map(len, stored_tgt)))
+        parts = by_length(src, tgt, len(indices) * widest)
+        return [
+            collate_sequences([src[i] for i in part], [tgt[i] for i in part], *token_ids, pad_multiple=pad_multiple)
+            for part in parts
+        ]
 
     def groups() -> Iterator[list[Batch]]:
         for position in range(start, len(batches), group_size):
             group = [
-                one(idx, position + offset) for offset, idx in enumerate(batches[position : position + group_size])
+                batch
+                for offset, idx in enumerate(batches[position : position + group_size])
+                for batch in one(idx, position + offset)
             ]
             yield [batch.pin_memory() for batch in group] if pin else group
 

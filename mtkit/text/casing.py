@@ -47,8 +47,8 @@ def normalised(sentence: str, case: str) -> str:
 
 def restored(translation: str, case: str) -> str:
     """The translation given the source's `case`."""
-    if case == UPPER:
-        return translation.upper()
+    if case == UPPER:  # ß as the capital ẞ, not "SS": German's own capital since 2017, and it reads back as ß
+        return translation.replace("ß", "ẞ").upper()
     if case == TITLE:
         return _WORD.sub(lambda m: m.group()[0].upper() + m.group()[1:], translation)
     return translation

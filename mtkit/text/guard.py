@@ -44,14 +44,22 @@ class Guard:
                     return start, size
         return None
 
-    def tame(self, translation: str, source_words: int) -> str:
-        """A runaway's last resort: each loop cut to one occurrence of its phrase, then at most ratio x the
-        source's words + slack words kept, joined by single spaces."""
+    def unlooped(self, translation: str) -> str | None:
+        """The translation with each loop cut to one occurrence of its phrase, words joined by single spaces; None
+        when it has no loop."""
         words = translation.split()
+        if self.loop(words) is None:
+            return None
         while (found := self.loop(words)) is not None:
             start, size = found
             end = start + size
             while words[end : end + size] == words[start : start + size]:
                 end += size
             words = words[: start + size] + words[end:]
+        return " ".join(words)
+
+    def tame(self, translation: str, source_words: int) -> str:
+        """A runaway's last resort: its loops cut (unlooped), then at most ratio x the source's words + slack words
+        kept."""
+        words = (self.unlooped(translation) or translation).split()
         return " ".join(words[: self.limit(source_words)])

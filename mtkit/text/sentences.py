@@ -77,11 +77,14 @@ def cut_long(sentence: str, count: Count, limit: int) -> tuple[list[str], list[s
 
 
 def halves(sentence: str) -> tuple[str, str, str] | None:
-    """The sentence cut in two at the clause boundary nearest its middle, else the word boundary: (left, white
-    space between, right), neither side empty; None for a single word."""
+    """The sentence cut in two at the clause boundary nearest its middle, else before the capitalised word nearest
+    it that follows a small letter (where a sentence without its full stop may end: "in a city The man"), else at
+    the word boundary: (left, white space between, right), neither side empty; None for a single word."""
     middle = len(sentence) / 2
-    for pattern in (_CLAUSE, _SPACE):
-        cuts = [m for m in pattern.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
+    spaces = [m for m in _SPACE.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
+    capitals = [m for m in spaces if sentence[m.start() - 1].islower() and sentence[m.end()].isupper()]
+    clauses = [m for m in _CLAUSE.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
+    for cuts in (clauses, capitals, spaces):
         if cuts:
             best = min(cuts, key=lambda m: abs((m.start() + m.end()) / 2 - middle))
             return sentence[: best.start()], best.group(), sentence[best.end() :]

@@ -6,9 +6,10 @@ sentences whose translation the guard refused, and returns one TextTranslation p
 a synchronous translate function (`mtkit translate`), `run_plan_async` with an awaitable one (`mtkit serve`), so
 both batch every sentence of every text of a chunk or request together. Torch-free and engine-free.
 
-The guard: a sentence with words whose translation comes back empty or runaway (mtkit.text.guard) is translated
-again cut in two at a clause or word boundary; a piece whose translation is still empty is kept as written, one
-still runaway has its loops cut. Each such sentence is counted (Sentence.guard), never dropped.
+The guard: a sentence with words whose translation comes back empty or runaway (mtkit.text.guard) has its loops
+cut to one occurrence when that brings it within the length bound ("tamed"), else is translated again cut in two
+at a clause or word boundary ("retried"); a piece whose translation is still empty is kept as written ("kept"),
+one still runaway is tamed. Each such sentence is counted (Sentence.guard), never dropped.
 """
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ def plan_translation(
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
     sizes = dict(zip(wanted, count(asked))) if wanted else {}
     refused = [s for s in wanted if _verdict(options.guard, s, outputs[s], sizes[s])]
+    unlooped = {s: options.guard.unlooped(outputs[s].text) for s in refused}
+    tamed = {  # a loop cut to one occurrence is the translation the model meant ("weit weit weit weit" -> "weit")
+        s: text
+        for s, text in unlooped.items()
+        if text is not None and len(text.split()) <= options.guard.limit(len(s.split()))
+    }
+    refused = [s for s in refused if s not in tamed]
     cuts = {s: halves(s) for s in refused}
     for s in refused:  # a piece keeps its sentence's case, which a short piece alone may not show
         cases |= {p: cases[s] for p in (cuts[s] or ("", "", ""))[::2]}
@@ -99,6 +107,8 @@ def plan_translation(
     def sentence(source: str) -> Sentence:
         if not wordy(source):
             return Sentence(source, source)
+        if source in tamed:
+            return _sentence(source, [outputs[source]], "tamed", tamed[source])
         if source not in cuts:
             return _sentence(source, [outputs[source]], "")
         if cuts[source] is None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mtkit.corpus.mixing import SAMPLINGS
+from mtkit.corpus.modifiers import ModifiersConfig
 from mtkit.errors import check
 from mtkit.model.precision import PRECISIONS
 from mtkit.model.transformer import ModelConfig
@@ -21,6 +22,7 @@ class TrainRecipe(Protocol):
     model: ModelConfig
     train: TrainConfig
     translate: Any  # mtkit.search.config.TranslateConfig: validation BLEU's search
+    modifiers: ModifiersConfig  # what is done to the training text (upper case, typos, ...)
 
     def as_dict(self) -> dict[str, Any]: ...
 

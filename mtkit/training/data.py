@@ -1,6 +1,7 @@
 """What a training run reads from DATA_DIR: its training corpora (one split as is; several as one MixedData that each
-epoch draws from, mtkit.corpus.mixing) with the weights the run uses, and one valid set per language pair.
-Opens and checks only: the loop, batching and validation are elsewhere (mtkit.training.loop, mtkit.training.step).
+epoch draws from, mtkit.corpus.mixing) with the weights the run uses, one valid set per language pair, and what
+collation does to each training batch (modifiers, subword regularization). Opens and checks only: the loop,
+batching and validation are elsewhere (mtkit.training.loop, mtkit.training.step).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from mtkit.console import log
 from mtkit.corpus.binarized import MixedData, ParallelData, split_languages, training_corpora, valid_splits
 from mtkit.corpus.mixing import Mixture, plan_mixture, resolve_weights
+from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig
 from mtkit.corpus.subword_sampling import BatchResampler, SubwordSampler, SubwordSampling
 from mtkit.errors import check
 from mtkit.tokenizer import Tokenizer, tokenizer_from_bytes
@@ -24,7 +26,7 @@ class TrainingData:
     data: ParallelData | MixedData
     mixture: Mixture | None  # None: one corpus, read as is
     valid: dict[str, ParallelData]  # language pair "src-tgt" -> its valid set
-    resample: BatchResampler | None = None  # subword regularization (subword_resampler); None: off
+    resample: BatchModifier | BatchResampler | None = None  # what collation does to a batch (batch_resampler)
 
 
 def open_training_data(
@@ -63,14 +65,39 @@ def subword_resampler(data_dir: Path, manifest: dict, cfg: Any, max_len: int, ra
     if cfg.subword_alpha == 0:
         return None
     sampling = SubwordSampling(cfg.subword_alpha, cfg.subword_sides)
+    spm_model = _bpe_model(data_dir, "train.subword_alpha")
+    return BatchResampler(SubwordSampler(spm_model, sampling, max_len), _leads(manifest), cfg.seed, rank)
+
+
+def batch_resampler(
+    data_dir: Path, manifest: dict, cfg: Any, modifiers: ModifiersConfig, max_len: int, rank: int
+) -> BatchModifier | BatchResampler | None:
+    """What collation does to each training batch: the [modifiers] first (mtkit.corpus.modifiers), then subword
+    regularization (subword_resampler); None when neither is on. `cfg` is the TrainConfig."""
+    resample = subword_resampler(data_dir, manifest, cfg, max_len, rank)
+    enabled = modifiers.enabled()
+    if not enabled:
+        return resample
+    tokenizer = Tokenizer.from_bytes(_bpe_model(data_dir, f"modifiers.{enabled[0]}"))
+    return BatchModifier(tokenizer, modifiers, _leads(manifest), cfg.seed, rank, max_len, resample)
+
+
+def _bpe_model(data_dir: Path, field: str) -> bytes:
+    """The run's sentencepiece model; an imported vocabulary (a table tokenizer) is refused naming `field`."""
     spm_model = (data_dir / "spm.model").read_bytes()
     check(
         isinstance(tokenizer_from_bytes(spm_model), Tokenizer),
-        f"train.subword_alpha: {data_dir / 'spm.model'} is an imported vocabulary, not a sentencepiece BPE model",
+        f"{field}: {data_dir / 'spm.model'} is an imported vocabulary, not a sentencepiece BPE model",
     )
+    return spm_model
+
+
+def _leads(manifest: dict) -> np.ndarray:
+    """Per training sentence, in the order of the training data (the corpora as training_corpora lists them): how
+    many ids preprocess put before its source (language token, corpus tag)."""
     tokens = int(bool(manifest.get("language_tokens")))
     leads = [
         np.full(entry["pairs"], tokens + int(bool(entry.get("tag"))), dtype=np.int64)
         for entry in training_corpora(manifest).values()
     ]
-    return BatchResampler(SubwordSampler(spm_model, sampling, max_len), np.concatenate(leads), cfg.seed, rank)
+    return np.concatenate(leads)

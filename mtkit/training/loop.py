@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from mtkit.corpus.modifiers import BatchModifier
 from mtkit.model.transformer import configure_cuda_kernels
 from mtkit.runs.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.training.config import TrainConfig, TrainRecipe, learning_rate
@@ -72,7 +73,7 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     from mtkit.console import warn
     from mtkit.corpus.binarized import read_manifest
     from mtkit.files import DirectoryLock
-    from mtkit.training.data import open_training_data, subword_resampler
+    from mtkit.training.data import batch_resampler, open_training_data
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
     set_threads(recipe.train)
@@ -86,7 +87,8 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     data = open_training_data(
         data_dir, manifest, recipe.as_dict()["preprocess"].get("corpora"), recipe.train, ctx.is_main
     )
-    data.resample = subword_resampler(data_dir, manifest, recipe.train, recipe.model.max_positions - 1, ctx.rank)
+    max_len = recipe.model.max_positions - 1
+    data.resample = batch_resampler(data_dir, manifest, recipe.train, recipe.modifiers, max_len, ctx.rank)
     lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
@@ -125,7 +127,7 @@ class Run:
     translate_cfg: Any  # search settings for validation BLEU
     validation: dict[str, Validation]  # language pair -> its valid set
     mixture: Any = None  # mtkit.corpus.mixing.Mixture of several corpora; None: one corpus, never resampled
-    resample: Any = None  # mtkit.corpus.subword_sampling.BatchResampler: subword regularization; None: off
+    resample: Any = None  # mtkit.training.data.batch_resampler's: modifiers, subword regularization; None: off
     kill_at: int | None = None  # the update attempt at which a test's injected fault kills this rank
     saved_step: int = 0
     bad: int = 0  # skipped updates in a row
@@ -281,13 +283,15 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
                 pad_multiple=multiple,
                 token_ids=token_ids(run.model.cfg),
                 resample=run.resample and functools.partial(run.resample, epoch=state.epoch),
+                regroup=isinstance(run.resample, BatchModifier),
             )
             try:
                 for group in groups:
                     if cfg.max_steps and state.step >= cfg.max_steps:
                         stop = "max_steps"
                         break
-                    if update(run, group, flag):
+                    stored = min(cfg.update_freq, len(batches) - state.position)  # the regrouped may hold more
+                    if update(run, group, stored, flag):
                         stop = after_update(run, flag)
                     if stop:
                         break
@@ -302,8 +306,9 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     return stop, flag.signum
 
 
-def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
-    """One update attempt over `group` (update_freq batches), logged every log_interval updates; False when
+def update(run: Run, group: list[Any], stored: int, flag: SignalFlag) -> bool:
+    """One update attempt over `group` (the micro-batches of `stored` batches of the epoch: update_freq, but at its
+    end; more micro-batches when the modifiers regrouped them), logged every log_interval updates; False when
     it was skipped (non-finite loss, out of memory), an error after max_bad_steps skips in a row.
 
     The stop votes (signal, time limit, save interval) ride in the step's one all-reduce (run.votes after it),
@@ -339,7 +344,7 @@ def update(run: Run, group: list[Any], flag: SignalFlag) -> bool:
         raise StorageError(
             f"out of memory at step {state.step + 1} (distributed runs cannot skip a batch); lower train.max_tokens"
         ) from None
-    state.position += len(group)
+    state.position += stored
     if result.skipped == "overflow":  # the scaler's routine calibration, not a failure: no step, no schedule
         run.metrics.write(
             {"step": state.step, "skipped": result.skipped, "attempt": state.attempts},

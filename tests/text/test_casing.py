@@ -29,5 +29,6 @@ def test_normalised_and_restored() -> None:
     assert normalised("\u201eZWEI HUNDE.\u201c", UPPER) == "\u201eZwei hunde.\u201c"
     assert normalised("Two Dogs Play In The Snow.", TITLE) == "Two dogs play in the snow."
     assert restored("Ein Mann im roten Hemd.", UPPER) == "EIN MANN IM ROTEN HEMD."
+    assert restored("Eine große Straße.", UPPER) == "EINE GROẞE STRAẞE." and "STRAẞE".lower() == "straße"
     assert restored("zwei Hunde spielen im Schnee.", TITLE) == "Zwei Hunde Spielen Im Schnee."
     assert normalised("As is.", "") == restored("As is.", "") == "As is."

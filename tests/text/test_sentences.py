@@ -73,3 +73,13 @@ def test_cut_segmented_keeps_every_character() -> None:
 
 def test_wordy() -> None:
     assert wordy("a") and wordy("3") and wordy("два") and not wordy("🙂 ... !")
+
+
+def test_halves_prefer_clauses_then_a_capital_after_a_small_letter() -> None:
+    """A sentence that lost its full stop runs into the next: cut where the next one likely begins."""
+    assert halves("A child splashes in the water Three people sit at a long table") == (
+        "A child splashes in the water",
+        " ",
+        "Three people sit at a long table",
+    )
+    assert halves("One two three, four five Six seven") == ("One two three,", " ", "four five Six seven")

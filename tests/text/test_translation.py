@@ -66,10 +66,16 @@ def test_a_runaway_is_retried_then_tamed() -> None:
     def loops(texts: list[str]) -> list[Output]:
         return [Output(" ".join(["la"] * 40), -9.0, 40) for _ in texts]
 
-    done, _ = translate(["A short sentence."], loops)
+    done, asked = translate(["A short sentence."], loops)
     sentence = done[0].sentences[0]
-    assert sentence.guard == "tamed" and sentence.translation.split().count("la") <= 2
+    assert sentence.guard == "tamed" and sentence.translation == "la" and len(asked) == 1  # the loop cut, no retry
     assert guard_counts(done)["tamed"] == 1
+
+    def long(texts: list[str]) -> list[Output]:  # far too long, no loop: retried in pieces
+        return [Output(" ".join(f"w{i}" for i in range(10 * len(t.split()) + 20)), -9.0, 200) for t in texts]
+
+    done, asked = translate(["Two halves here, and there."], long)
+    assert asked[1] == ["Two halves here,", "and there."] and done[0].sentences[0].guard == "tamed"
 
 
 def test_a_loop_the_source_has_is_not_a_runaway() -> None:

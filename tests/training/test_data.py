@@ -14,10 +14,12 @@ import torch
 
 from mtkit.corpus.binarized import MixedData, ParallelData, prefetch_groups, read_manifest
 from mtkit.corpus.mixing import mixed_epoch_batches
+from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig
+from mtkit.corpus.subword_sampling import BatchResampler
 from mtkit.errors import UserError
 from mtkit.recipe import resolve_recipe
-from mtkit.tokenizer import Tokenizer
-from mtkit.training.data import open_training_data, subword_resampler
+from mtkit.tokenizer import TableTokenizer, Tokenizer
+from mtkit.training.data import batch_resampler, open_training_data, subword_resampler
 
 
 def train_cfg(*overrides: str):
@@ -101,6 +103,40 @@ def test_subword_regularization_segments_batches_again_behind_the_kept_tokens(mu
     assert any(not torch.equal(a.src, b.src) for a, b in zip(first, other))
     with pytest.raises(UserError, match=r"subword_alpha must be in \[0, 1\]"):
         train_cfg("train.subword_alpha=-0.1")
+
+
+def test_modifiers_come_before_subword_sampling_behind_the_kept_tokens(tmp_path: Path, multilingual_data: Path) -> None:
+    """[modifiers] and train.subword_alpha: the batch's text is modified first (merged lines keep their first pair's
+    language token and tag), then segmented again, spelling the same text; neither on: None; an imported vocabulary
+    is one line naming the field."""
+    manifest = read_manifest(multilingual_data)
+    tokenizer = Tokenizer.load(multilingual_data / "spm.model")
+    assert batch_resampler(multilingual_data, manifest, train_cfg(), ModifiersConfig(), 255, 0) is None
+    modifiers = ModifiersConfig(upper_case=1.0, merge=1.0)  # drawn per batch: this batch is merged, in capitals
+    resample = batch_resampler(multilingual_data, manifest, train_cfg("train.subword_alpha=0.3"), modifiers, 255, 0)
+    assert isinstance(resample, BatchModifier) and isinstance(resample.then, BatchResampler)
+    opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
+    indices = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)[0]
+    src, tgt = [opened.data.src(i) for i in indices], [opened.data.tgt(i) for i in indices]
+    modified_src, modified_tgt, rows = resample.modify(src, tgt, indices, 0, 1)
+    sampled_src, sampled_tgt = resample(src, tgt, indices, 0, 1)
+    assert len(sampled_src) == len(rows) < len(indices) and any(
+        not np.array_equal(a, b) for a, b in zip(src, sampled_src)
+    )
+    texts = []
+    for lead, modified, sampled in zip(resample.leads[rows], modified_src, sampled_src):
+        assert np.array_equal(modified[:lead], sampled[:lead])
+        texts.append(tokenizer.decode([modified[lead:].tolist(), sampled[lead:].tolist()]))
+    texts += [tokenizer.decode([a.tolist(), b.tolist()]) for a, b in zip(modified_tgt, sampled_tgt)]
+    assert all(a == b for a, b in texts) and any(a.isupper() for a, _ in texts)
+    imported = tmp_path / "imported"
+    imported.mkdir()
+    model = tokenizer.to_bytes()
+    (imported / "spm.model").write_bytes(TableTokenizer(model, model, tokenizer.pieces()).to_bytes())
+    with pytest.raises(
+        UserError, match=r"^modifiers.typos: .*spm.model is an imported vocabulary, not a sentencepiece"
+    ):
+        batch_resampler(imported, manifest, train_cfg(), ModifiersConfig(typos=0.1), 255, 0)
 
 
 def test_a_bad_weight_is_one_line_and_writes_nothing(tmp_path: Path, multilingual_data: Path) -> None:

@@ -408,6 +408,7 @@ MULTI_STEPS, MULTI_KILL_AT = 24, 19
 MULTI_SETS = (
     "train.max_tokens=1024",
     "train.subword_alpha=0.1",
+    *(f"modifiers.{name}=0.1" for name in ("upper_case", "title_case", "typos", "remove_end_punct", "merge")),
     "train.save_interval_steps=5",
     "train.valid_interval_steps=8",
     "train.valid_bleu=True",
@@ -422,7 +423,8 @@ MULTI_SETS = (
 def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, multilingual_data: Path) -> None:
     """kill -9 at update 19 (the second epoch's third), then the same command: it resumes from step 15 (in the first
     epoch), draws the second epoch again, and ends with the weights, Adam moments and per-pair validations of a run
-    never stopped (float32 CPU, dropout on, subword regularization on: BPE-dropout 0.1 on both sides)."""
+    never stopped (float32 CPU, dropout on, every modifier on at 0.1, then subword regularization: BPE-dropout 0.1 on
+    both sides)."""
     from tests.reliability.common import TRAIN_SETS, Trainer, differing_tensors, newest_step, train_command
 
     reference = tmp_path / "reference"
