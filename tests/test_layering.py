@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "runs": SHARED,
     "training": SHARED | {"model", "search", "corpus", "runs"},
     "engines": SHARED | {"model", "search", "corpus", "runs", "text"},
-    "bulk": SHARED | {"search", "corpus", "runs", "engines"},
+    "bulk": SHARED | {"search", "corpus", "runs", "engines", "text"},
     "huggingface": SHARED | {"model", "search", "runs", "training", "engines"},
     "serve": SHARED | {"search", "engines", "text", "__init__"},
     "recipe": SHARED | {"model", "search", "corpus", "training"},

@@ -20,6 +20,7 @@ from mtkit.files import count_lines
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
+    from mtkit.text.translation import SplitOptions
 
 
 def translate_shard(
@@ -32,7 +33,7 @@ def translate_shard(
     with_scores: bool = False,
     strict: bool = False,
     prefix_file: Path | None = None,
-    split: Any = None,  # mtkit.engines.splitting.split_options' answer (bulk/ does not import text/)
+    split: SplitOptions | None = None,
     overwrite: bool = False,
     quiet: bool = False,
 ) -> dict[str, Any]:

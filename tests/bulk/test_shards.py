@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.bulk import resumable
 from mtkit.bulk.shard_sets import Shard, merge_lock, merge_set, numbers
 from mtkit.bulk.shards import (
     ShardSpec,
@@ -25,6 +24,7 @@ from mtkit.bulk.shards import (
     shard_from_environ,
 )
 from mtkit.errors import UserError
+from tests.bulk.test_synthetic import interrupt_after
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 # --- pure: no model ---------------------------------------------------------------------------------------------
@@ -339,20 +339,6 @@ def test_merge_shards_names_a_missing_shard_then_merges_by_hand(
     assert out.read_bytes() == (tmp_path / "whole.de").read_bytes() and shards_left(tmp_path) == []
 
 
-def interrupt_after_chunks(monkeypatch: pytest.MonkeyPatch, chunks: int) -> None:
-    """The next run stops (KeyboardInterrupt: exit 130) once `chunks` chunks are recorded, as a kill then would."""
-    append = resumable.ResumableOutputs.append
-    recorded: list[int] = []
-
-    def append_then_stop(self: resumable.ResumableOutputs, texts: list[str], lines: int) -> None:
-        append(self, texts, lines)
-        recorded.append(lines)
-        if len(recorded) == chunks:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(resumable.ResumableOutputs, "append", append_then_stop)
-
-
 def test_a_translate_shard_stopped_part_way_goes_on(
     tiny_run: Path, english: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -363,7 +349,7 @@ def test_a_translate_shard_stopped_part_way_goes_on(
     mtkit_ok(*common, "-o", tmp_path / "whole.de")
     out = tmp_path / "out.de"
     with monkeypatch.context() as patch:
-        interrupt_after_chunks(patch, 1)
+        interrupt_after(patch, 1)
         assert run_mtkit_in_process(*common, "-o", out, "--shard", "2/3").returncode == 130
     with open(shard_file(out, ShardSpec(2, 3)), "ab") as handle:
         handle.write(b"halbe Zei")
@@ -384,7 +370,7 @@ def test_back_translate_shards_sample_what_one_process_samples(
     whole = json.loads(mtkit_ok(*common, "-o", tmp_path / "whole").splitlines()[0])
     assert whole["read"] == 20 and "shard" not in whole
     with monkeypatch.context() as patch:
-        interrupt_after_chunks(patch, 1)
+        interrupt_after(patch, 1)
         assert run_mtkit_in_process(*common, "-o", tmp_path / "bt", "--shard", "2/3").returncode == 130
     printed = run_three_shards(*common, "-o", tmp_path / "bt")
     first, second, last = (json.loads(text.splitlines()[0]) for text in printed)
