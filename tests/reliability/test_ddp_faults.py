@@ -1,12 +1,15 @@
 """Two gloo ranks under torchrun, one killed with SIGKILL: with --max-restarts 1 the run resumes from its
 last checkpoint and ends bit-identical to an uninterrupted run; without restarts it fails fast, naming
-the rank."""
+the rank. Two torchrun agents on this host as two nodes (c10d rendezvous on 127.0.0.1, one process each) train
+what one agent with two processes trains, bit for bit."""
 
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,9 +41,33 @@ def torchrun(
     return run_bounded(command, 240, env)
 
 
+def two_nodes(
+    data_dir: Path, run_dir: Path, restarts: int, env: dict[str, str] | None = None
+) -> list[subprocess.CompletedProcess]:
+    """Two torchrun agents, as two nodes of one process each, meeting by c10d rendezvous on 127.0.0.1 (as
+    docs/many-machines.md has them): each runs what `torchrun` above runs on one node."""
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    launcher = [str(BIN / "torchrun"), "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d"]
+    launcher += ["--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "two-nodes", "--max-restarts", str(restarts)]
+    command = launcher + ["--no-python", "mtkit", *train_args(data_dir, run_dir, MAX_STEPS, SAVE_EVERY_STEP)]
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda _: run_bounded(command, 240, env), range(2)))
+
+
+def same_final_state(run: Path, reference: Path) -> None:
+    final, expected = load_checkpoint(list_checkpoints(run)[-1]), load_checkpoint(list_checkpoints(reference)[-1])
+    assert final["step"] == expected["step"] == MAX_STEPS
+    assert not differing_tensors(final["model"], expected["model"])
+    assert not differing_tensors(final["optimizer"], expected["optimizer"])
+
+
 @pytest.mark.exactness
 @pytest.mark.slow
 def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Path) -> None:
+    """One agent of two processes, rank 1 killed at its 4th update with --max-restarts 1, ends as the uninterrupted
+    run; and so does the uninterrupted run on two agents of one process each (two nodes on this host)."""
     reference = torchrun(small_data, tmp_path / "reference", restarts=0)
     assert reference.returncode == 0, reference.stderr[-3000:]
     run = tmp_path / "killed"
@@ -48,16 +75,17 @@ def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Pat
     assert killed.returncode == 0, killed.stderr[-4000:]
     assert (run / ".fault-killed-rank1-attempt4").exists() and re.search(r"exitcode: -9\) local_rank: 1", killed.stderr)
     assert killed.stdout.count("trained to step") == 1  # one summary, from rank 0
-    final = load_checkpoint(list_checkpoints(run)[-1])
-    expected = load_checkpoint(list_checkpoints(tmp_path / "reference")[-1])
-    assert final["step"] == expected["step"] == MAX_STEPS
-    assert not differing_tensors(final["model"], expected["model"])
-    assert not differing_tensors(final["optimizer"], expected["optimizer"])
+    same_final_state(run, tmp_path / "reference")
     assert audit_checkpoints(run)[1] == [] and temporaries(run) == []
+    nodes = two_nodes(small_data, tmp_path / "two-nodes", restarts=0)
+    assert all(node.returncode == 0 for node in nodes), "".join(node.stderr[-2000:] for node in nodes)
+    assert sum(node.stdout.count("trained to step") for node in nodes) == 1
+    same_final_state(tmp_path / "two-nodes", tmp_path / "reference")
     record(
         "ddp_restart",
         "2-rank gloo run, rank 1 SIGKILLed at update 4, --max-restarts 1: completed, final parameters "
-        "and optimizer state bit-identical to an uninterrupted 2-rank run",
+        "and optimizer state bit-identical to an uninterrupted 2-rank run, as are those of the same run on two "
+        "torchrun agents of one rank each (two nodes on one host, c10d rendezvous)",
     )
 
 
