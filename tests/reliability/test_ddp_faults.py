@@ -67,7 +67,7 @@ def same_final_state(run: Path, reference: Path) -> None:
 @pytest.mark.slow
 def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Path) -> None:
     """One agent of two processes, rank 1 killed at its 4th update with --max-restarts 1, ends as the uninterrupted
-    run; and so does the uninterrupted run on two agents of one process each (two nodes on this host)."""
+    run."""
     reference = torchrun(small_data, tmp_path / "reference", restarts=0)
     assert reference.returncode == 0, reference.stderr[-3000:]
     run = tmp_path / "killed"
@@ -77,16 +77,24 @@ def test_killed_rank_restarts_and_ends_identical(tmp_path: Path, small_data: Pat
     assert killed.stdout.count("trained to step") == 1  # one summary, from rank 0
     same_final_state(run, tmp_path / "reference")
     assert audit_checkpoints(run)[1] == [] and temporaries(run) == []
-    nodes = two_nodes(small_data, tmp_path / "two-nodes", restarts=0)
-    assert all(node.returncode == 0 for node in nodes), "".join(node.stderr[-2000:] for node in nodes)
-    assert sum(node.stdout.count("trained to step") for node in nodes) == 1
-    same_final_state(tmp_path / "two-nodes", tmp_path / "reference")
     record(
         "ddp_restart",
         "2-rank gloo run, rank 1 SIGKILLed at update 4, --max-restarts 1: completed, final parameters "
-        "and optimizer state bit-identical to an uninterrupted 2-rank run, as are those of the same run on two "
-        "torchrun agents of one rank each (two nodes on one host, c10d rendezvous)",
+        "and optimizer state bit-identical to an uninterrupted 2-rank run",
     )
+
+
+@pytest.mark.slow
+def test_two_nodes_train_as_one_node_of_two_ranks(tmp_path: Path, small_data: Path) -> None:
+    """Two torchrun agents of one rank each, two nodes on this host, end bit for bit as one agent of two ranks.
+    Not marked exactness, to keep the suite within its time: checked on the CPU's own kernels only, not again in the
+    forced-AVX2 pass (docs/many-machines.md says so)."""
+    reference = torchrun(small_data, tmp_path / "one-node", restarts=0)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    nodes = two_nodes(small_data, tmp_path / "two-nodes", restarts=0)
+    assert all(node.returncode == 0 for node in nodes), "".join(node.stderr[-2000:] for node in nodes)
+    assert sum(node.stdout.count("trained to step") for node in nodes) == 1  # one summary, from rank 0
+    same_final_state(tmp_path / "two-nodes", tmp_path / "one-node")
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ resumed: tests/huggingface/test_convert.py::test_fine_tuning_resumes_exactly_aft
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from pathlib import Path
@@ -26,7 +27,9 @@ from tests.reliability.common import (
 )
 from tests.reliability.conftest import tiny_recipe
 
-KILLS = 6
+# The forced-AVX2 pass (Makefile: ATEN_CPU_CAPABILITY=avx2) checks the claim again on other kernels; half the kills
+# there keep the suite within its time (each kill is a process start).
+KILLS = 3 if os.environ.get("ATEN_CPU_CAPABILITY") == "avx2" else 6
 MAX_STEPS = 36  # > KILLS * (3 logged + 1 or 2 more) updates per killed process: every kill lands mid-run
 SAVE_EVERY_STEP = ("train.save_interval_steps=1",)
 
