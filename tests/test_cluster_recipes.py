@@ -276,8 +276,13 @@ printf '%s\\n' "$@" >"$(mktemp "$FAKE_LOG/srun.XXXXXX")"
 while [[ $1 == -* ]]; do shift; done
 exec "$@"
 """
+# The second name comes a moment after the first, as from a real scontrol listing many nodes: a script that reads
+# only the first through a pipe (`| head -n 1`) under pipefail dies of SIGPIPE here every time, not once in a while.
 FAKE_SCONTROL = """#!/usr/bin/env bash
-[[ "$1 $2" == "show hostnames" ]] && printf 'node-a\\nnode-b\\n'
+[[ "$1 $2" == "show hostnames" ]] || exit 0
+echo node-a
+sleep 0.2
+echo node-b
 """
 
 
