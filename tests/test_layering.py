@@ -33,13 +33,15 @@ ALLOWED: dict[str, set[str]] = {
     "search": {"errors"},
     # Texts as sentences, the guard, the sentence-by-sentence plan: plain Python below every engine.
     "text": {"errors"},
+    # Documents (docx, srt, ...) as sentences out and the file back: formats know mtkit.text, never a model.
+    "documents": BASICS | {"text"},
     "corpus": SHARED,
     "runs": SHARED,
     "training": SHARED | {"model", "search", "corpus", "runs"},
     "engines": SHARED | {"model", "search", "corpus", "runs", "text"},
     "bulk": SHARED | {"search", "corpus", "runs", "engines", "text"},
     "huggingface": SHARED | {"model", "search", "runs", "training", "engines"},
-    "serve": SHARED | {"search", "engines", "text", "__init__"},
+    "serve": SHARED | {"search", "engines", "text", "documents", "__init__"},
     "recipe": SHARED | {"model", "search", "corpus", "training"},
     "cli": {"*"},
     "__main__": {"cli"},
@@ -207,11 +209,12 @@ TORCH_FREE = (
     "runs.checkpoint_files",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
     "engines.streaming", "engines.output", "engines.splitting",
-    "text.sentences", "text.guard", "text.translation", "text.casing",
+    "text.sentences", "text.guard", "text.translation", "text.casing", "text.markup",
+    "documents.job",
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",
     "bulk.file_translation",
     "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
-    "serve.libre_request", "serve.api_keys", "serve.markup",
+    "serve.libre_request", "serve.api_keys",
     "cli.main", "cli.data_commands", "cli.command", "cli.options", "cli.process",
 )  # fmt: skip
 TORCH_PARTS = {"model", "training", "huggingface", "recipe"}

@@ -408,7 +408,8 @@ def serve(
     models: list[Path] = typer.Argument(
         ...,
         help="One or more RUN_DIRs or checkpoints, each serving its language "
-        "pair (a text file here lists them, one per line).",
+        "pair (a text file here lists them, one per line). Clients see each model by its directory's name, "
+        "or by NAME given as NAME=RUN_DIR.",
     ),
     host: str = option(ServeConfig, "host"),
     port: int = option(ServeConfig, "port"),

@@ -30,7 +30,7 @@ from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
 from mtkit.serve.libre_request import looks_like_json, request_fields
 from mtkit.serve.request import ClientGone, RequestError, check_request, decode_json, language_codes
-from mtkit.serve.router import Router, ServedModel, expand_runs, model_pairs
+from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
 from mtkit.serve.worker import BatchWorker
 from mtkit.text.translation import guard_counts
 
@@ -49,6 +49,23 @@ def format_translations(translator: Translating, results: list[list[Hypothesis]]
     ]
 
 
+# Recipe fields that hold paths of the machine that trained or serves the model: a client never sees them.
+PRIVATE_FIELDS = {
+    "preprocess": ("train", "valid", "test", "corpora", "hf_cache_dir", "spm_model"),
+    "train": ("init_from", "tensorboard_dir"),
+}
+
+
+def public_recipe(configs: dict[str, Any]) -> dict[str, Any]:
+    """The recipe a model was trained with, less the fields that name files (PRIVATE_FIELDS)."""
+    return {
+        section: {k: v for k, v in values.items() if k not in PRIVATE_FIELDS.get(section, ())}
+        if isinstance(values, dict)
+        else values
+        for section, values in configs.items()
+    }
+
+
 def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
     """GET /info: the model, its languages, sizes and recipe, and this server's settings and limits."""
     manifest = translator.info.get("manifest", {})
@@ -56,14 +73,14 @@ def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
     facts = translator.describe()
     return {
         "mtkit": __version__,
-        "checkpoint": translator.info.get("checkpoint"),
+        "checkpoint": Path(translator.info.get("checkpoint") or "").name,  # the file's name: no server path
         "source_lang": manifest.get("source_lang"),
         "target_lang": manifest.get("target_lang"),
         "language_codes": translator.tokenizer.language_codes(),  # a multilingual model's targets ([] for others)
         "vocab_size": translator.tokenizer.vocab_size,
         "model": {"arch": facts["arch"], "parameters": facts["parameters"], **configs.get("model", {})},
         "translate": dataclasses.asdict(translator.cfg),
-        "recipe": configs,
+        "recipe": public_recipe(configs),
         "engine": cfg.engine,
         "device": str(translator.device),
         "dtype": facts["dtype"],
@@ -370,10 +387,10 @@ def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translatin
 def load_models(run_dirs: list[Path], cfg: ServeConfig) -> Router:
     """Every RUN_DIR's model with its worker (a RUN that is a file lists run directories, one per line)."""
     models = []
-    for run_dir in expand_runs(run_dirs):
+    for name, run_dir in named_runs(run_dirs):
         translator = load_service_translator(run_dir, cfg)
         worker = BatchWorker(translator, translator.cfg.batch_tokens, cfg.max_delay_ms, cfg.queue_size)
-        models.append(ServedModel(str(run_dir), translator, worker, model_pairs(translator)))
+        models.append(ServedModel(name, translator, worker, model_pairs(translator)))
     return Router(models)
 
 
@@ -394,7 +411,7 @@ def load_detectors(router: Router) -> tuple[Detectors, Callable[[str], str]]:
 def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:
     """GET /info: the first model's facts at the top (a server of one model), every model under "models"."""
     models = [
-        {"run": model.run_dir, "pairs": [f"{s}->{t}" for s, t in model.pairs], **model_info(model.translator, cfg)}
+        {"name": model.name, "pairs": [f"{s}->{t}" for s, t in model.pairs], **model_info(model.translator, cfg)}
         for model in router.models
     ]
     return {**models[0], "models": models}
@@ -432,7 +449,7 @@ def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     for model in router.models:
         pairs = ", ".join(f"{source}->{target}" for source, target in model.pairs) or "no languages named"
-        log(f"serving {model.translator.info.get('checkpoint')} ({pairs})")
+        log(f"serving {model.name}: {model.translator.info.get('checkpoint')} ({pairs})")  # the operator's log
     log(f"on http://{address} ({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
         asyncio.run(run_until_stopped(server, sock, stopping, router, cfg.grace_seconds))

@@ -1,7 +1,7 @@
 """LibreTranslate's endpoints on mtkit serve: POST /translate with `q` (text or HTML, source "auto" detected),
 POST /detect, GET /languages and GET /frontend/settings, answered by the models of a Router.
 
-Request parsing and answer shapes live in mtkit.serve.libre_request, markup in mtkit.serve.markup; no HTTP framework
+Request parsing and answer shapes live in mtkit.serve.libre_request, markup in mtkit.text.markup; no HTTP framework
 here.
 """
 
@@ -22,9 +22,9 @@ from mtkit.serve.libre_request import (
     translate_answer,
     unique_alternatives,
 )
-from mtkit.serve.markup import HtmlTranslation
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
+from mtkit.text.markup import HtmlTranslation
 from mtkit.text.translation import Sentence, SplitOptions
 
 
@@ -101,7 +101,7 @@ async def translate_html_documents(
     warnings: list[str],
     target: str | None = None,
 ) -> list[str]:
-    """HTML documents, their text translated sentence by sentence in two batches (see mtkit.serve.markup), their
+    """HTML documents, their text translated sentence by sentence in two batches (see mtkit.text.markup), their
     markup kept; every text the markup asks for goes through the guard."""
     jobs = [HtmlTranslation(document, options.language, options.split) for document in documents]
     whole = dataclasses.replace(options, split=False)  # the markup gives sentences, without line breaks

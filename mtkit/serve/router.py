@@ -7,6 +7,7 @@ No HTTP framework and no engine code: models come in as translators (mtkit.engin
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,14 @@ def model_pairs(translator: Translating) -> list[tuple[str, str]]:
     return language_pairs(translator.tokenizer, translator.info.get("manifest", {}))
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # NAME of NAME=PATH: no path separators
+
+
 @dataclass
 class ServedModel:
     """One loaded model: where it came from, what it translates, and the thread that decodes for it."""
 
-    run_dir: str
+    name: str  # what clients see (named_runs): never the path it was loaded from
     translator: Translating
     worker: BatchWorker
     pairs: list[tuple[str, str]] = field(default_factory=list)
@@ -121,13 +125,13 @@ class Router:
                 other = self.by_pair.get(pair)
                 check(
                     other is None,
-                    f"{other.run_dir if other else ''} and {model.run_dir} both translate "
+                    f"{other.name if other else ''} and {model.name} both translate "
                     f"{pair[0]}->{pair[1]}: serve one model per language pair",
                 )
                 self.by_pair[pair] = model
         check(
             len(models) == 1 or all(model.pairs for model in models),
-            f"{next((m.run_dir for m in models if not m.pairs), '')}: its data manifest names no languages, so "
+            f"{next((m.name for m in models if not m.pairs), '')}: its data manifest names no languages, so "
             "requests cannot be routed to it; serve it alone",
         )
 
@@ -207,3 +211,23 @@ def expand_runs(run_dirs: list[Path]) -> list[Path]:
         else:
             runs.append(path)
     return runs
+
+
+def named_runs(run_dirs: list[Path]) -> list[tuple[str, Path]]:
+    """(name, path) of each model to serve, a listing file expanded: `NAME=PATH` names it, else its directory's
+    name does (a checkpoint's: its run's); a repeated name gets -2, -3. Clients see the names, never a path of
+    the server."""
+    named: list[tuple[str, Path]] = []
+    for path in expand_runs(run_dirs):
+        given, _, rest = str(path).partition("=")
+        if rest and _NAME.fullmatch(given) and not path.exists():
+            name, path = given, Path(rest)
+        else:
+            named_by = path.parent if path.suffix == ".pt" else path  # a checkpoint: its run's name
+            name = named_by.name or named_by.resolve().name or "model"
+        taken, unique, k = {n for n, _ in named}, name, 1
+        while unique in taken:
+            k += 1
+            unique = f"{name}-{k}"
+        named.append((unique, path))
+    return named

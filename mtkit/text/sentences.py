@@ -91,6 +91,24 @@ def halves(sentence: str) -> tuple[str, str, str] | None:
     return None
 
 
+def fused_halves(sentence: str) -> tuple[str, str, str] | None:
+    """The sentence cut before the capitalised word nearest its middle that follows a small letter: where two
+    sentences meet when the first lacks its full stop ("in a city The man"); None without such a place."""
+    middle = len(sentence) / 2
+    capitals = [
+        m
+        for m in _SPACE.finditer(sentence)
+        if 0 < m.start()
+        and m.end() < len(sentence)
+        and sentence[m.start() - 1].islower()
+        and sentence[m.end()].isupper()
+    ]
+    if not capitals:
+        return None
+    best = min(capitals, key=lambda m: abs((m.start() + m.end()) / 2 - middle))
+    return sentence[: best.start()], best.group(), sentence[best.end() :]
+
+
 def _character_halves(sentence: str) -> tuple[str, str, str]:
     at = len(sentence) // 2
     while 1 < at and unicodedata.combining(sentence[at]):  # an accent stays with its letter

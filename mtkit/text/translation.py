@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 
 from mtkit.text.casing import case_of, normalised, restored
 from mtkit.text.guard import Guard
-from mtkit.text.sentences import Count, Segmented, cut_segmented, halves, split_lines, split_sentences, wordy
+from mtkit.text.sentences import (
+    Count,
+    Segmented,
+    cut_segmented,
+    fused_halves,
+    halves,
+    split_lines,
+    split_sentences,
+    wordy,
+)
 
 GUARD_LABELS = ("retried", "kept", "tamed")  # what the guard did to a sentence ("" : nothing)
 
@@ -97,7 +106,7 @@ def plan_translation(
         if text is not None and len(text.split()) <= options.guard.limit(len(s.split()))
     }
     refused = [s for s in refused if s not in tamed]
-    cuts = {s: halves(s) for s in refused}
+    cuts = {s: fused_halves(s) if verdicts[s] == "short" else halves(s) for s in refused}
     for s in refused:  # a piece keeps its sentence's case, which a short piece alone may not show
         cases |= {p: cases[s] for p in (cuts[s] or ("", "", ""))[::2]}
     pieces = list(dict.fromkeys(p for s in refused if cuts[s] for p in (cuts[s][0], cuts[s][2]) if wordy(p)))

@@ -236,7 +236,12 @@ def test_health_and_info(server: Server, tiny_run: Path) -> None:
     assert info["model"]["arch"] == "tiny" and info["model"]["d_model"] == 64 and info["model"]["parameters"] > 0
     assert info["recipe"]["train"]["max_steps"] == 150 and info["device"] == "cpu" and info["dtype"] == "fp32"
     assert info["engine"] == "torch" and info["workers"] == 1
-    assert info["limits"]["max_lines"] == 16 and info["checkpoint"] == str(tiny_run / "average.pt")
+    assert info["limits"]["max_lines"] == 16 and (info["name"], info["checkpoint"]) == (tiny_run.name, "average.pt")
+    # a public server shows no file system: no path of the model's in any answer a client can ask for (the page
+    # shows /info's)
+    answers = [server.request("GET", path)[2] for path in ("/info", "/languages", "/frontend/settings")]
+    assert all(str(tiny_run.parent) not in json.dumps(answer) for answer in answers)
+    assert "data/" not in json.dumps(info) and "init_from" not in json.dumps(info)
     assert "on http://127.0.0.1:" in server.log.read_text()  # loopback by default
 
 

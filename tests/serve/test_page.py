@@ -124,7 +124,7 @@ def test_page_picks_the_language_pair_of_a_server_of_two_models(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    server = Server(tiny_run, tmp_path / "stderr.log", str(de_en_run))
+    server = Server(tiny_run, tmp_path / "stderr.log", f"de-en={de_en_run}")  # named on the command line
     try:
         lines = ["Ein Mann schläft.", "Zwei Hunde spielen im Schnee."]
         status, _, expected = server.translate({"text": lines, "source": "de", "target": "en"})
@@ -135,7 +135,8 @@ def test_page_picks_the_language_pair_of_a_server_of_two_models(
         pair = Select(browser.find_element(By.ID, "pair"))
         assert [option.text for option in pair.options] == ["de → en", "en → de"]
         wait.until(lambda driver: driver.find_element(By.ID, "models").text)
-        assert browser.find_element(By.ID, "models").text == f"2 models: {tiny_run} (en->de); {de_en_run} (de->en)"
+        # each model by its name, never its path on the server
+        assert browser.find_element(By.ID, "models").text == f"2 models: {tiny_run.name} (en->de); de-en (de->en)"
         pair.select_by_visible_text("de → en")
         browser.find_element(By.ID, "source").send_keys("\n".join(lines))
         browser.find_element(By.ID, "translate").click()

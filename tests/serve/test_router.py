@@ -9,7 +9,7 @@ import pytest
 
 from mtkit.errors import UserError
 from mtkit.serve.request import RequestError
-from mtkit.serve.router import Router, ServedModel, expand_runs, model_pairs
+from mtkit.serve.router import Router, ServedModel, expand_runs, model_pairs, named_runs
 
 
 def served(
@@ -94,3 +94,20 @@ def test_a_file_among_the_runs_lists_run_directories(tmp_path: Path) -> None:
     listing.write_text("# served models\nruns/en-de\n\n  runs/de-en  \n", encoding="utf-8")
     (tmp_path / "run").mkdir()
     assert expand_runs([listing, tmp_path / "run"]) == [Path("runs/en-de"), Path("runs/de-en"), tmp_path / "run"]
+
+
+def test_models_are_named_by_their_directory_or_as_given_never_by_path(tmp_path: Path) -> None:
+    listing = tmp_path / "models.txt"
+    listing.write_text("runs/en-de\nfast=runs/small/en-de\n", encoding="utf-8")
+    (tmp_path / "a=b").mkdir()  # an existing path with "=" in it is a path, not NAME=PATH
+    named = named_runs(
+        [listing, Path("other/en-de"), tmp_path / "a=b", Path("../x=runs/y"), Path("runs/small/average.pt")]
+    )
+    assert named == [
+        ("en-de", Path("runs/en-de")),
+        ("fast", Path("runs/small/en-de")),
+        ("en-de-2", Path("other/en-de")),
+        ("a=b", tmp_path / "a=b"),
+        ("y", Path("../x=runs/y")),  # "../x" is no NAME: the whole is a path
+        ("small", Path("runs/small/average.pt")),
+    ]

@@ -102,6 +102,9 @@ def test_a_long_sentence_translated_short_is_retried_in_pieces_kept_only_where_t
     assert guard_counts(done)["retried"] == 0
     done, asked = translate([FUSED], first_words(4, 3), SplitOptions("en", limit=64, guard=Guard(short=0)))
     assert len(asked) == 1 and done[0].text == "A MAN IN AN"
+    # short, but no capital after a small letter where a full stop could be missing: no second try
+    done, asked = translate([FUSED.replace(" A child", ", a child")], first_words(4, 3))
+    assert len(asked) == 1 and done[0].sentences[0].guard == ""
 
 
 def test_a_loop_the_source_has_is_not_a_runaway() -> None:

@@ -1,4 +1,4 @@
-"""mtkit.serve.markup: HTML translated by fake translators, every output's markup checked against its input's.
+"""mtkit.text.markup: HTML translated by fake translators, every output's markup checked against its input's.
 
 The fakes: upper-casing (every tag finds its place), reversing word order (tags move with their words), bracketing
 (an element's translation is never inside its sentence's, so tags are placed by position), a dictionary, and a
@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mtkit.serve import markup
-from mtkit.serve.markup import VOID, HtmlTranslation, find_places, translate_html
+from mtkit.text import markup
+from mtkit.text.markup import VOID, HtmlTranslation, find_places, translate_html
 from mtkit.text.sentences import Segmented, split_sentences
 
 MASTODON = (

@@ -1,0 +1,35 @@
+"""What every document format gives the translator, and how a document comes back: a Job holds the sentences to
+translate (each taken whole: a format cuts its own text into sentences, through mtkit.text) and the function that
+builds the translated document from their translations. Formats, the CLI and the server meet here; no format
+knows a model, so the sentences of many documents go through the engine in the same batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mtkit.errors import UserError
+
+Translate = Callable[[list[str]], list[str]]  # sentences -> their translations, in order, one each
+
+
+class DocumentError(UserError):
+    """A document mtkit will not translate (unknown, mislabelled, corrupt, encrypted, too large, hostile): the
+    message names the file and the reason, in one line; a server answers it with a 4xx."""
+
+
+@dataclass
+class Job:
+    """One document's sentences out and the document back: `finish(translations)` of `texts` in order gives the
+    translated document's bytes. `counts` says what a format did (paragraphs, cues, tags placed, ...), for logs."""
+
+    texts: list[str]
+    finish: Callable[[list[str]], bytes]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def run_jobs(jobs: list[Job], translate: Translate) -> list[bytes]:
+    """Every job's sentences translated in one call (each distinct sentence once), then each document built."""
+    wanted = list(dict.fromkeys(text for job in jobs for text in job.texts))
+    found = dict(zip(wanted, translate(wanted) if wanted else []))
+    return [job.finish([found[text] for text in job.texts]) for job in jobs]
