@@ -52,6 +52,7 @@ def run_mtkit_in_process(*args: object, stdin: str = "") -> subprocess.Completed
         with (
             mock.patch("mtkit.cli.main.start_up_without_gc", contextlib.nullcontext),
             mock.patch("mtkit.cli.data_commands.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.document_commands.start_up_without_gc", contextlib.nullcontext),
         ):
             result = CliRunner().invoke(app, [str(arg) for arg in args], input=stdin)
     finally:

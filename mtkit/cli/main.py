@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from mtkit.cli import data_commands as cli_data
+from mtkit.cli import document_commands as cli_documents
 from mtkit.cli.command import emit, shard_note, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
 from mtkit.cli.options import OVERWRITE_SHARD, SHARD, option, recipe_option, values_of
@@ -343,6 +344,7 @@ app.command("filter-pairs")(cli_data.filter_pairs)
 app.command("back-translate")(cli_data.back_translate)
 app.command("distill")(cli_data.distill)
 app.command("merge-shards")(cli_data.merge_shards)
+app.command("translate-file")(cli_documents.translate_file)
 
 
 @app.command()
@@ -420,6 +422,9 @@ def serve(
     max_lines: int = option(ServeConfig, "max_lines"),
     max_bytes: int = option(ServeConfig, "max_bytes"),
     max_beam: int = option(ServeConfig, "max_beam"),
+    max_file_bytes: int = option(ServeConfig, "max_file_bytes"),
+    file_store_bytes: int = option(ServeConfig, "file_store_bytes"),
+    file_minutes: float = option(ServeConfig, "file_minutes"),
     queue_size: int = option(ServeConfig, "queue_size"),
     strict: bool = option(ServeConfig, "strict"),
     access_log: bool = option(ServeConfig, "access_log"),

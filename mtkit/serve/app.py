@@ -19,6 +19,7 @@ from typing import Any
 
 from mtkit import __version__
 from mtkit.console import log
+from mtkit.documents.safety import Limits
 from mtkit.engines.contract import Translating, encode_prefixes
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines, confidence, scored_texts
@@ -27,6 +28,7 @@ from mtkit.errors import UserError
 from mtkit.search.config import Hypothesis
 from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
+from mtkit.serve.files import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
 from mtkit.serve.libre_request import looks_like_json, request_fields
 from mtkit.serve.request import ClientGone, RequestError, check_request, decode_json, language_codes
@@ -120,13 +122,13 @@ async def after_grace(stopping: asyncio.Event, grace_seconds: float) -> None:
     await asyncio.sleep(grace_seconds)
 
 
-async def read_body(request: Any, cfg: ServeConfig, stopping: asyncio.Event) -> bytes:
+async def read_body(request: Any, cfg: ServeConfig, stopping: asyncio.Event, max_bytes: int | None = None) -> bytes:
     """The body, bounded in time: 408 after --body-timeout, 503 once the grace after SIGTERM has passed.
 
     Without a bound, a client that sends headers and part of a body and then stalls holds its connection (and,
     after SIGTERM, the whole process) for as long as it stays connected. Both answers close the connection.
     """
-    body = asyncio.ensure_future(collect_body(request, cfg.max_bytes))
+    body = asyncio.ensure_future(collect_body(request, max_bytes or cfg.max_bytes))
     stop = asyncio.ensure_future(after_grace(stopping, cfg.grace_seconds))
     try:
         done, _ = await asyncio.wait((body, stop), timeout=cfg.body_timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -216,7 +218,8 @@ def build_app(
     name: Callable[[str], str],
 ) -> Any:
     """The FastAPI app: mtkit's POST /translate, GET /health, GET /info, and LibreTranslate's POST /translate
-    (`q`), POST /detect, GET /languages, GET /frontend/settings; every error is {"error": message}.
+    (`q`), POST /detect, GET /languages, GET /frontend/settings, POST /translate_file and GET /download_file/NAME;
+    every error is {"error": message}.
 
     `stopping` is set when the server is asked to stop (see run_until_stopped).
     """
@@ -225,6 +228,8 @@ def build_app(
     from starlette.exceptions import HTTPException
 
     app = FastAPI(title="mtkit", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    limits = Limits(max_bytes=cfg.max_file_bytes)
+    store = FileStore(cfg.file_store_bytes, cfg.file_minutes * 60)
 
     def error(status: int, message: str, close: bool = False) -> JSONResponse:
         headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
@@ -264,6 +269,20 @@ def build_app(
     @app.get("/frontend/settings")
     async def frontend_settings() -> JSONResponse:
         return JSONResponse(settings(router, cfg.max_bytes, limiter is not None, name))
+
+    @app.post("/translate_file")
+    async def translate_file_request(request: Request) -> JSONResponse:
+        body = await read_body(request, cfg, stopping, cfg.max_file_bytes + (64 << 10))  # the form's own fields
+        fields, filename, data = file_upload(body, request.headers.get("content-type", ""))
+        if limiter is not None:
+            limiter.admit(fields.get("api_key", request.query_params.get("api_key")), time.monotonic())
+        saved_as, document = await translate_file(fields, filename, data, router, limits, cfg.strict)
+        name = store.put(saved_as, document, time.monotonic())
+        return JSONResponse({"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"})
+
+    @app.get("/download_file/{name}")
+    async def download_file(name: str) -> Any:
+        return download_response(store, name)
 
     @app.get("/")
     @app.post("/")  # Nextcloud's LibreTranslate client tests its connection with a POST /

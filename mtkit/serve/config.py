@@ -58,6 +58,16 @@ class ServeConfig:
     max_lines: int = field(default=1000, metadata={"help": "Most lines per request (413 above)."})
     max_bytes: int = field(default=1 << 20, metadata={"help": "Largest request body in bytes (413 above)."})
     max_beam: int = field(default=16, metadata={"help": "Largest beam a request may ask for (422 above)."})
+    max_file_bytes: int = field(
+        default=20 << 20, metadata={"help": "Largest document POST /translate_file takes, in bytes (413 above)."}
+    )
+    file_store_bytes: int = field(
+        default=200 << 20,
+        metadata={"help": "Memory for translated files not yet fetched; over it the oldest go first."},
+    )
+    file_minutes: float = field(
+        default=30.0, metadata={"help": "Minutes a translated file stays to be fetched from /download_file."}
+    )
     queue_size: int = field(
         default=64, metadata={"help": "Requests waiting or decoding at once; more get 503 + Retry-After."}
     )
@@ -87,10 +97,11 @@ class ServeConfig:
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
         check(self.workers is None or self.workers >= 1, "--workers must be at least 1")
         check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")
-        for name in ("max_lines", "max_bytes", "max_beam", "queue_size"):
+        for name in ("max_lines", "max_bytes", "max_beam", "queue_size", "max_file_bytes", "file_store_bytes"):
             check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
         check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")
         check(self.max_delay_ms >= 0, "--max-delay-ms must be >= 0")
         check(self.body_timeout > 0, "--body-timeout must be > 0")
+        check(self.file_minutes > 0, "--file-minutes must be > 0")
         check(self.grace_seconds >= 0, "--grace-seconds must be >= 0")
         check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mtkit.engines.splitting import split_options
+from mtkit.serve.files import supported_formats
 from mtkit.serve.libre_request import (
     LibreRequest,
     detection,
@@ -192,8 +193,13 @@ async def libre_detect(fields: dict[str, Any], router: Router, detectors: Detect
 
 
 def settings(router: Router, max_bytes: int, keys_required: bool, name: Callable[[str], str]) -> dict[str, Any]:
-    """GET /frontend/settings: source "auto", the first model's target; charLimit is --max-bytes."""
+    """GET /frontend/settings: source "auto", the first model's target; charLimit is --max-bytes; the document
+    formats of POST /translate_file."""
     target = router.pairs[0][1] if router.pairs else "en"
     return frontend_settings(
-        max_bytes, keys_required, {"code": "auto", "name": "Auto Detect"}, {"code": target, "name": name(target)}
+        max_bytes,
+        keys_required,
+        {"code": "auto", "name": "Auto Detect"},
+        {"code": target, "name": name(target)},
+        supported_formats(),
     )

@@ -185,7 +185,9 @@ def unique_alternatives(best: str, others: list[str]) -> list[str]:
     return kept
 
 
-def frontend_settings(char_limit: int, keys_required: bool, source: dict, target: dict) -> dict[str, Any]:
+def frontend_settings(
+    char_limit: int, keys_required: bool, source: dict, target: dict, file_formats: list[str]
+) -> dict[str, Any]:
     """GET /frontend/settings: what LibreTranslate's own page and Nextcloud read before translating."""
     return {
         "charLimit": char_limit,
@@ -193,7 +195,7 @@ def frontend_settings(char_limit: int, keys_required: bool, source: dict, target
         "apiKeys": keys_required,
         "keyRequired": keys_required,
         "suggestions": False,
-        "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "filesTranslation": bool(file_formats),
+        "supportedFilesFormat": file_formats,
         "language": {"source": source, "target": target},
     }

@@ -144,3 +144,28 @@ def test_page_picks_the_language_pair_of_a_server_of_two_models(
         assert [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li")] == expected["translations"]
     finally:
         server.stop()
+
+
+def test_page_translates_a_file_as_the_endpoint_does(page_server: Server, browser: Any, tmp_path: Path) -> None:
+    """LibreTranslate's file flow in the page: choose a document, translate it, fetch the link it shows."""
+    import requests
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    document = tmp_path / "notes.txt"
+    document.write_text("A man is sleeping on a bench. Two dogs play in the snow.\n", encoding="utf-8")
+    files = {"file": ("notes.txt", document.read_bytes())}
+    asked = requests.post(
+        f"http://127.0.0.1:{page_server.port}/translate_file", files=files, data={"source": "en", "target": "de"}
+    )
+    expected = requests.get(asked.json()["translatedFileUrl"]).content
+    browser.get(f"http://127.0.0.1:{page_server.port}/")
+    wait = WebDriverWait(browser, WAIT_S)
+    wait.until(lambda driver: "loading" not in driver.find_element(By.ID, "pair").text)
+    wait.until(lambda driver: ".docx" in driver.find_element(By.ID, "file").get_attribute("accept"))
+    browser.find_element(By.ID, "file").send_keys(str(document))
+    browser.find_element(By.ID, "translate-file").click()
+    link = browser.find_element(By.ID, "download-link")
+    wait.until(lambda driver: link.is_displayed())
+    assert requests.get(link.get_attribute("href")).content == expected
+    assert expected.decode().strip() and "A man" not in expected.decode()

@@ -1,0 +1,81 @@
+"""`mtkit translate-file`: documents (mtkit.documents: txt, html, Markdown, docx, odt, odp, pptx, epub, srt, vtt)
+translated by a model, the sentences of every document given at once going through the engine together in its
+length-sorted batches (one translate_split call), each through the guard that nothing is lost; every output written
+atomically in its input's format. Torch-free: the engine does the model's part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtkit.documents.formats import detect_format, open_job
+from mtkit.documents.job import Translate, run_jobs
+from mtkit.documents.safety import Limits
+from mtkit.engines.splitting import split_options, translate_split
+from mtkit.errors import check
+from mtkit.files import atomic_write
+from mtkit.text.translation import TextTranslation, guard_counts
+
+if TYPE_CHECKING:
+    from mtkit.engines.contract import Translating
+
+
+def sentence_translator(translator: Translating, language: str | None = None) -> tuple[Translate, dict[str, int]]:
+    """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
+    applied, and the guard's counts summed into the dict returned beside it."""
+    whole = dataclasses.replace(split_options(translator, language), split=False)
+    counts: dict[str, int] = {}
+
+    def translate(sentences: list[str]) -> list[str]:
+        done: list[TextTranslation] = translate_split(translator, sentences, whole)
+        for key, value in guard_counts(done).items():
+            counts[key] = counts.get(key, 0) + value
+        return [text.text for text in done]
+
+    return translate, counts
+
+
+def output_path(source: Path, target_lang: str) -> Path:
+    """Where a document's translation goes without --out: beside it, the target language before its extension
+    (report.docx -> report.de.docx)."""
+    return source.with_name(f"{source.stem}.{target_lang or 'translated'}{source.suffix}")
+
+
+def translate_documents(
+    translator: Translating,
+    sources: list[Path],
+    outputs: list[Path],
+    language: str | None = None,
+    limits: Limits = Limits(),
+) -> dict[str, Any]:
+    """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
+    before the model works), all their sentences translated together, each output written atomically."""
+    check(len(sources) == len(outputs), "one output per document")
+    for source, out in zip(sources, outputs):
+        check(source.is_file(), f"{source}: no such file")
+        check(source.resolve() != out.resolve(), f"{out}: is the document itself; give another --out")
+    language = language or translator.info.get("manifest", {}).get("source_lang")
+    jobs, formats = [], []
+    for source in sources:
+        data = source.read_bytes()
+        formats.append(detect_format(source.name, data))
+        jobs.append(open_job(source.name, data, language or "en", limits))
+    translate, guard = sentence_translator(translator, language)
+    start = time.perf_counter()
+    documents = run_jobs(jobs, translate)
+    seconds = time.perf_counter() - start
+    for out, document in zip(outputs, documents):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out) as stream:
+            stream.write(document)
+    return {
+        "documents": [
+            {"input": str(s), "output": str(o), "format": f, "sentences": len(j.texts), **j.counts}
+            for s, o, f, j in zip(sources, outputs, formats, jobs)
+        ],
+        "guard": guard,
+        "seconds": round(seconds, 3),
+    }
