@@ -15,7 +15,6 @@ import getpass
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MULTI30K, ROOT, read_gz_lines
-from tests.reliability.common import BIN, TRAIN_SETS
+from tests.reliability.common import BIN, TRAIN_SETS, stop_group
 from tests.reliability.test_ddp_faults import MAX_STEPS, SAVE_EVERY_STEP, same_final_state, torchrun
 
 CLUSTER = ROOT / "recipes" / "cluster"
@@ -102,16 +101,7 @@ def last_line(path: Path) -> str:
 def stop(processes: list[subprocess.Popen]) -> None:
     """SIGTERM to each daemon's process group, newest first, SIGKILL to those still there after 15 s."""
     for process in reversed(processes):
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(process.pid, signum)
-            except ProcessLookupError:
-                break
-            try:
-                process.wait(15)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        stop_group(process, 15)
 
 
 class Cluster:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from mtkit.corpus.plan import shard_range
 from mtkit.errors import UserError, check
 from mtkit.files import BAD_UTF8_MODES, count_lines, decode_line, open_binary
 
@@ -55,10 +56,7 @@ def line_range(total: int, count: int, index: int, align: int = 1) -> tuple[int,
     ceil(total / align) chunks of `align` lines as [floor(k * C / N), floor((k + 1) * C / N)), so each starts on a
     chunk boundary of the whole input (a chunk is translated, and for sampling seeded, as in one process) and, for
     align 1, takes [floor(k * L / N), floor((k + 1) * L / N)). More shards than chunks leave some with none."""
-    assert total >= 0 and count >= 1 and 0 <= index < count and align >= 1
-    chunks = -(-total // align)
-    start, end = (index * chunks // count) * align, ((index + 1) * chunks // count) * align
-    return min(start, total), min(end, total)
+    return shard_range(total, index + 1, count, align)  # the arithmetic sharded preprocessing uses too
 
 
 def parse_shard(text: str) -> ShardSpec:

@@ -83,10 +83,27 @@ def preprocess(
         "--hf-cache-dir",
         help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
     ),
+    shard: str | None = typer.Option(
+        None,
+        "--shard",
+        metavar="K/N",
+        help="Binarize shard K of N of every training corpus (needs --spm-model) into DATA_DIR.shard-K-of-N; "
+        "`--join` then writes DATA_DIR (docs/preprocessing-and-data.md). Default: from torchrun's RANK/WORLD_SIZE or "
+        "a Slurm job array's SLURM_ARRAY_TASK_ID; 1/1: the whole corpus here.",
+    ),
+    join: bool = typer.Option(
+        False, "--join", help="Join the complete set DATA_DIR.shard-K-of-N into DATA_DIR, as one run writes it."
+    ),
+    keep_shards: bool = typer.Option(
+        False, "--keep-shards", help="With --join: keep the shards' directories (by default removed once joined)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
+    from mtkit.bulk.shards import resolve_shard
+    from mtkit.corpus.plan import shard_directory
     from mtkit.corpus.preprocess import preprocess as run_preprocess
+    from mtkit.corpus.shards import join_shards
     from mtkit.recipe import resolve_preprocess
 
     # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
@@ -94,16 +111,37 @@ def preprocess(
     given = {
         name: value
         for name, value in ctx.params.items()
-        if name not in ("config", "out", "as_json") and ctx.get_parameter_source(name).name == "COMMANDLINE"
+        if name not in ("config", "out", "as_json", "shard", "join", "keep_shards")
+        and ctx.get_parameter_source(name).name == "COMMANDLINE"
     }
-    if given.get("spm_model") is not None:
-        given["spm_model"] = str(given["spm_model"])
-    cfg = resolve_preprocess(config, given)
-    manifest = run_preprocess(cfg, out)
-    lines = [f"{out}: vocab {manifest['vocab_size']}"]
-    for name, split in manifest["splits"].items():
+    check(join or not keep_shards, "--keep-shards: only with --join")
+    spec = None
+    if join:
+        check(
+            config is None and shard is None and not given,
+            "--join takes only --out, --keep-shards and --json: the settings are the shards' own",
+        )
+        manifest = join_shards(out, keep_shards)
+    else:
+        if given.get("spm_model") is not None:
+            given["spm_model"] = str(given["spm_model"])
+        cfg = resolve_preprocess(config, given)
+        spec = resolve_shard(shard, os.environ)
+        check(
+            spec is None or cfg.spm_model is not None,
+            f"{spec and spec.origin}: sharded preprocessing needs --spm-model (or spm_model in the recipe), one "
+            "vocabulary for every shard; --shard 1/1 preprocesses the whole corpus here",
+        )
+        manifest = run_preprocess(cfg, out, (spec.index, spec.count) if spec is not None else None)
+    name = shard_directory(out, spec.index, spec.count) if spec is not None else out
+    lines = [f"{name}: vocab {manifest['vocab_size']}"]
+    for split_name, split in manifest["splits"].items():
         dropped = ", ".join(f"{k} {v}" for k, v in split.get("dropped", {}).items() if v) or "none dropped"
-        lines.append(f"  {name}: {split['pairs']} pairs ({dropped})")
+        lines.append(f"  {split_name}: {split['pairs']} pairs ({dropped})")
+    if spec is not None:
+        lines.append(
+            f"shard {spec.index}/{spec.count} done; once all are, join them: mtkit preprocess --join --out {out}"
+        )
     emit(manifest, as_json, "\n".join(lines))
 
 

@@ -153,8 +153,8 @@ class ParallelData:
         check(split in splits, f"{data_dir}: no split {split!r} (has {', '.join(sorted(splits))})")
         dtype = token_dtype(manifest["vocab_size"])
         pairs = splits[split]["pairs"]
-        src = _map_side(data_dir, split, src_lang, dtype, pairs)
-        tgt = _map_side(data_dir, split, tgt_lang, dtype, pairs)
+        src = map_side(data_dir, split, src_lang, dtype, pairs)
+        tgt = map_side(data_dir, split, tgt_lang, dtype, pairs)
         return cls(src, tgt)
 
     def __len__(self) -> int:
@@ -213,9 +213,7 @@ class MixedData:
         return rows, cols, ids
 
 
-def _map_side(
-    data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs: int
-) -> tuple[np.ndarray, np.ndarray]:
+def map_side(data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs: int) -> tuple[np.ndarray, np.ndarray]:
     """(tokens, offsets) of one side, memory-mapped, after checking that the sizes agree."""
     bin_path, idx_path = data_paths(data_dir, split, lang)
     for path in (bin_path, idx_path):

@@ -1,15 +1,16 @@
 """The splits of a preprocess run, planned before anything is written: each training corpus as its own split, valid
-and test sets per language pair, the split names, and the pieces (target-language token, corpus tag) each split's
-sources start with. Opens and counts the text (mtkit.corpus.sources); tokenizes and writes nothing.
+and test sets per language pair, the split names, the pieces (target-language token, corpus tag) each split's
+sources start with, and a shard's share of them (`--shard K/N`). Opens and counts the text (mtkit.corpus.sources);
+tokenizes and writes nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mtkit.corpus.config import CorpusConfig, PreprocessConfig, corpus_configs
-from mtkit.corpus.sources import Source, file_source, hf_source, load_hf_split
+from mtkit.corpus.sources import Source, file_source, hf_source, load_hf_split, source_span
 from mtkit.errors import UserError, check
 
 
@@ -28,6 +29,7 @@ class Split:
     langs: tuple[str, str]
     corpus: CorpusConfig | None
     prefix: tuple[str, ...]
+    keep_digests: bool = False  # a shard's: its kept pairs' dedup digests written beside, for the join
 
 
 @dataclass
@@ -139,3 +141,37 @@ def _valid_prefixes(valid: str | dict[str, str] | None, pairs: list[str]) -> dic
 def _split(name: str, prefix: str, langs: tuple[str, str], cfg: PreprocessConfig, chunk_pairs: int) -> Split:
     """A valid or test split: read as is, one pair per line."""
     return Split(name, file_source(name, prefix, langs, cfg.on_bad_utf8, False, chunk_pairs), langs, None, ())
+
+
+def shard_range(total: int, index: int, count: int, align: int) -> tuple[int, int]:
+    """Pairs [start, end) of shard `index` (from 1) of `count` over `total` pairs: the ceil(total / align) chunks of
+    `align` pairs split as [floor((K-1) C / N), floor(K C / N)) (mtkit.bulk.shards.line_range splits a bulk job's
+    lines with it), so a shard starts on a chunk of the whole corpus and encodes the chunks one run encodes. More
+    shards than chunks leave some with none."""
+    assert total >= 0 and 1 <= index <= count and align >= 1
+    chunks = -(-total // align)
+    start, end = ((index - 1) * chunks // count) * align, (index * chunks // count) * align
+    return min(start, total), min(end, total)
+
+
+def shard_directory(out_dir: Path, index: int, count: int) -> Path:
+    """DATA.shard-00002-of-00003, beside DATA: zero-padded as the bulk commands' shard files, so a set sorts."""
+    width = max(5, len(str(count)))
+    return out_dir.with_name(f"{out_dir.name}.shard-{index:0{width}d}-of-{count:0{width}d}")
+
+
+def shard_plan(plan: Plan, index: int, count: int, chunk_pairs: int) -> tuple[Plan, dict[str, list[int]]]:
+    """Shard `index` of `count`'s share of `plan`: each training corpus's pairs in its shard_range, each corpus
+    sharded on its own; valid and test splits whole in shard 1 only (they are small and never cleaned: the join
+    takes them from shard 1, no shard encodes them twice). Also each training split's [start, end, total]."""
+    splits, lines = [], {}
+    for split in plan.splits:
+        if split.corpus is None:
+            if index == 1:
+                splits.append(split)
+            continue
+        total = split.source.count
+        start, end = shard_range(total, index, count, chunk_pairs)
+        lines[split.name] = [start, end, total]
+        splits.append(replace(split, source=source_span(split.source, start, end), keep_digests=True))
+    return replace(plan, splits=splits), lines

@@ -3,11 +3,13 @@ streaming and in parallel (its settings: mtkit.corpus.config): cleaning per trai
 (lengths, mtkit.corpus.filters, dedup), language token and tag ids before each source, encoding in worker processes.
 Text is kept as is except that leading/trailing whitespace is stripped (control characters stay: byte fallback
 encodes them). Only training corpora are cleaned; valid/test keep exactly one pair per line. Memory does not grow
-with the corpus (dedup aside: 8 bytes per kept training pair).
+with the corpus (dedup aside: 8 bytes per kept training pair). A shard (`--shard K/N`) writes its share of the
+training corpora, and what the join (mtkit.corpus.shards) needs, into DATA.shard-K-of-N/.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -25,9 +27,9 @@ from mtkit.console import log, progress
 from mtkit.corpus.binarized import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
 from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, manifest_options
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
-from mtkit.corpus.plan import Plan, Split, plan_splits
+from mtkit.corpus.plan import Plan, Split, plan_splits, shard_directory, shard_plan
 from mtkit.errors import check
-from mtkit.files import atomic_directory, write_text
+from mtkit.files import atomic_directory, atomic_write, write_text
 from mtkit.tokenizer import (
     TableTokenizer,
     Tokenizer,
@@ -40,6 +42,7 @@ from mtkit.tokenizer import (
 DROP_REASONS = ("empty", "too_short", "too_long", "ratio", *FILTER_REASONS, "duplicate")  # in the order tried
 CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream
 SPM_MODEL = "spm.model"
+DIGESTS = "{split}.digests"  # in a shard's directory: the uint64 digest of each kept pair of a deduplicated corpus
 
 
 @dataclass
@@ -54,14 +57,26 @@ class _EncodedChunk:
     digests: np.ndarray | None  # uint64 per kept pair when deduplicating
 
 
-def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
-    """Build `out_dir` (spm.model, {split}.{lang}.bin/.idx, manifest.json) atomically; returns the manifest."""
+def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | None = None) -> dict:
+    """Build `out_dir` (spm.model, {split}.{lang}.bin/.idx, manifest.json) atomically; returns the manifest.
+
+    `shard` (K, N): shard K of N (mtkit.corpus.plan.shard_plan) into DATA.shard-K-of-N beside `out_dir`, its manifest
+    holding its counts and a "shard" record, and each deduplicated corpus's kept digests (mtkit.corpus.shards joins
+    the set into the `out_dir` one run writes)."""
     out_dir = Path(out_dir)
+    if shard is not None:
+        check(
+            cfg.spm_model is not None,
+            f"shard {shard[0]} of {shard[1]}: sharded preprocessing needs a sentencepiece model (--spm-model, or "
+            "spm_model in the recipe): shards that each trained their own would not share one vocabulary",
+        )
+        out_dir = shard_directory(out_dir, *shard)
     check(
         not out_dir.exists() or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST).is_file())),
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
-    plan = plan_splits(cfg, CHUNK_PAIRS)  # every count and mismatch check happens before anything is written
+    whole = plan_splits(cfg, CHUNK_PAIRS)  # every count and mismatch check happens before anything is written
+    plan, lines = shard_plan(whole, *shard, CHUNK_PAIRS) if shard is not None else (whole, None)
     reused = load_tokenizer(cfg.spm_model) if cfg.spm_model else None
     check(
         reused is None or token_dtype(reused.vocab_size) == token_dtype(reused.target_vocab_size),
@@ -72,7 +87,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
         "no train split to train sentencepiece on (give one, or an spm_model)",
     )
     if reused is not None:
-        _prefix_ids(plan, reused, str(cfg.spm_model))  # a tag or language token it lacks: refused before writing
+        _prefix_ids(whole, reused, str(cfg.spm_model))  # a tag or language token it lacks: refused before writing
     cleanings = [_cleaning(split.corpus) for split in plan.train_splits() if split.corpus is not None]
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
@@ -100,9 +115,11 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path) -> dict:
                 if split.corpus is not None
             },
             "valid_splits": plan.valid_splits,
-            "split_langs": {split.name: list(split.langs) for split in plan.splits},
+            "split_langs": {split.name: list(split.langs) for split in whole.splits},
             "options": manifest_options(cfg),
         }
+        if shard is not None:  # last: the join drops it and the rest is the whole run's manifest
+            manifest["shard"] = {"index": shard[0], "count": shard[1], "chunk_pairs": CHUNK_PAIRS, "lines": lines}
         write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -224,19 +241,23 @@ def _write_split(
     encode_chunks: Callable,
     bar: Progress,
 ) -> dict:
-    """Stream one split through the encoders into its two binary files; returns its statistics."""
+    """Stream one split through the encoders into its two binary files (a shard's deduplicated corpus: and its kept
+    pairs' digests); returns its statistics."""
     source = split.source
     task = bar.add_task(split.name, total=source.count, info="")
-    seen = _DigestSet() if split.corpus is not None and split.corpus.cleaning.dedup else None
+    seen = DigestSet() if split.corpus is not None and split.corpus.cleaning.dedup else None
     stats = {"pairs": 0, "input_pairs": source.count, "src_tokens": 0, "tgt_tokens": 0}
     dropped = dict.fromkeys(DROP_REASONS, 0)
     with (
         BinaryWriter(out_dir, split.name, split.langs[0], vocab_size) as src_out,
         BinaryWriter(out_dir, split.name, split.langs[1], vocab_size) as tgt_out,
+        _digest_file(out_dir / DIGESTS.format(split=split.name), split.keep_digests and seen is not None) as digest_out,
     ):
         for chunk in encode_chunks((src, tgt, cleaning, prefix) for src, tgt in source.chunks()):
             if seen is not None:
                 chunk = _drop_duplicates(chunk, seen)
+                if digest_out is not None:
+                    digest_out.write(np.ascontiguousarray(chunk.digests, np.uint64).tobytes())
             src_out.write_flat(chunk.src, chunk.src_lens)
             tgt_out.write_flat(chunk.tgt, chunk.tgt_lens)
             stats["pairs"] += len(chunk.src_lens)
@@ -248,6 +269,11 @@ def _write_split(
     reasons = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in dropped.items() if count)
     log(f"{split.name}: kept {stats['pairs']:,} of {source.count:,} pairs (dropped: {reasons or 'none'})")
     return {**stats, "dropped": dropped}
+
+
+def _digest_file(path: Path, wanted: bool) -> contextlib.AbstractContextManager:
+    """The kept digests' file, written atomically as the binary files are, when `wanted`; else None."""
+    return atomic_write(path, "wb") if wanted else contextlib.nullcontext()
 
 
 def _ordered_map(pool: multiprocessing.pool.Pool, fn: Callable, tasks: Iterable, window: int) -> Iterator:
@@ -343,7 +369,7 @@ def _pair_digests(pairs: Iterable[tuple[str, str]]) -> np.ndarray:
     return np.frombuffer(digests, dtype=np.uint64)
 
 
-def _drop_duplicates(chunk: _EncodedChunk, seen: _DigestSet) -> _EncodedChunk:
+def _drop_duplicates(chunk: _EncodedChunk, seen: DigestSet) -> _EncodedChunk:
     fresh = seen.add_new(chunk.digests)
     if fresh.all():
         return replace(chunk, dropped={**chunk.dropped, "duplicate": 0})
@@ -353,11 +379,11 @@ def _drop_duplicates(chunk: _EncodedChunk, seen: _DigestSet) -> _EncodedChunk:
         chunk.tgt[np.repeat(fresh, chunk.tgt_lens)],
         chunk.tgt_lens[fresh],
         {**chunk.dropped, "duplicate": int((~fresh).sum())},
-        None,
+        chunk.digests[fresh],
     )
 
 
-class _DigestSet:
+class DigestSet:
     """Seen uint64 digests as a few sorted arrays merged like a binary counter: 8 bytes per pair
     (a Python set of ints costs about 70) and O(log n) arrays to search per chunk."""
 

@@ -39,10 +39,14 @@ def file_source(
     return Source(name, chunks, src_count, clean)
 
 
-def _file_chunks(src_path: Path, tgt_path: Path, on_bad_utf8: str, chunk_pairs: int) -> Chunks:
-    """chunk_pairs lines of both files at a time, as files.read_lines splits and decodes them."""
-    with open_binary(src_path) as src, open_binary(tgt_path) as tgt:
-        lineno = 1
+def _file_chunks(
+    src_path: Path, tgt_path: Path, on_bad_utf8: str, chunk_pairs: int, start: int = 0, end: int | None = None
+) -> Chunks:
+    """chunk_pairs lines of both files at a time, as files.read_lines splits and decodes them: lines [start, end),
+    those before `start` skipped undecoded."""
+    with open_binary(src_path) as src_file, open_binary(tgt_path) as tgt_file:
+        src, tgt = itertools.islice(src_file, start, end), itertools.islice(tgt_file, start, end)
+        lineno = start + 1
         while src_raw := list(itertools.islice(src, chunk_pairs)):
             tgt_raw = list(itertools.islice(tgt, chunk_pairs))
             check(len(src_raw) == len(tgt_raw), f"{src_path}, {tgt_path}: files changed while being read")
@@ -98,8 +102,12 @@ def load_hf_split(
     return dataset.select_columns(["translation"])
 
 
-def hf_chunks(dataset, src_lang: str, tgt_lang: str, chunk_pairs: int) -> Chunks:  # dataset: datasets.Dataset
-    """chunk_pairs rows at a time; a missing translation reads as an empty line."""
+def hf_chunks(
+    dataset, src_lang: str, tgt_lang: str, chunk_pairs: int, start: int = 0, end: int | None = None
+) -> Chunks:  # dataset: datasets.Dataset
+    """chunk_pairs rows [start, end) at a time; a missing translation reads as an empty line."""
+    if start or end is not None:
+        dataset = dataset.select(range(start, len(dataset) if end is None else end))
     for batch in dataset.iter(batch_size=chunk_pairs):
         rows = batch["translation"]
         yield [row[src_lang] or "" for row in rows], [row[tgt_lang] or "" for row in rows]
@@ -109,3 +117,10 @@ def hf_source(name: str, dataset, langs: tuple[str, str], clean: bool, chunk_pai
     """A loaded split (load_hf_split) as a Source."""
     chunks = functools.partial(hf_chunks, dataset, langs[0], langs[1], chunk_pairs)
     return Source(name, chunks, len(dataset), clean)
+
+
+def source_span(source: Source, start: int, end: int) -> Source:
+    """Pairs [start, end) of `source` as a Source of their own (a shard's share of a corpus): a file's lines before
+    `start` are skipped undecoded, and an error still names its line's number in the whole file."""
+    assert 0 <= start <= end <= source.count, (start, end, source.count)
+    return Source(source.name, functools.partial(source.chunks, start=start, end=end), end - start, source.clean)

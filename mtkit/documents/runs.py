@@ -44,6 +44,8 @@ _ODF_SKIP = {
     ).split()
 }
 _TOKEN = re.compile(r'<p>|</p>|<br>|<span data-r="(\d+)">|</span>|([^<]+)')
+# A look that is a link: docx's w:hyperlink and ODF's text:a in the chain of containers, pptx's a:hlinkClick in a:rPr.
+_LINK = re.compile(r"(?:^|/)(?:hyperlink|a)\d+/|hlinkClick")
 BARE, NONE = "B", "-"  # the paragraph's main look (text outside spans); a run without words, sent outside spans
 
 
@@ -184,7 +186,10 @@ def _chunks(paragraph: Paragraph, numbers: Iterator[int]) -> list[list[_Group]]:
     for item in paragraph:
         if item is not None:
             sizes[item.key] = sizes.get(item.key, 0) + sum(char.isalnum() for char in item.text)
-    bare = max(sizes, key=sizes.__getitem__, default="")
+    # A link is never the bare look, however much of the paragraph it holds: its text must come back inside it,
+    # and the words around it outside ("by <link>a silver car</link>." kept its full stop out of the link).
+    unlinked = {key: size for key, size in sizes.items() if not _LINK.search(key)} or sizes
+    bare = max(unlinked, key=unlinked.__getitem__, default="")
     for group in (group for chunk in chunks for group in chunk):
         group.label = BARE if group.key == bare else str(next(numbers)) if wordy(group.text) else NONE
     return chunks

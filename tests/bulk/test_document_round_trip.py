@@ -33,6 +33,7 @@ from tests.documents.test_office import (
     members,
     members_with,
     odf_styles,
+    odp_page,
     png,
     skeleton,
     text_nodes,
@@ -248,22 +249,15 @@ def make_odt() -> bytes:
 
 def make_odp() -> bytes:
     from odf import dc
-    from odf.draw import Frame, Page, TextBox
+    from odf.draw import Frame, TextBox
     from odf.opendocument import OpenDocumentPresentation
     from odf.presentation import Notes
-    from odf.style import MasterPage, PageLayout, PageLayoutProperties
     from odf.text import P
 
     document = OpenDocumentPresentation()
     document.meta.addElement(dc.Title(text=TITLE))
     bold = odf_styles(document)
-    layout = PageLayout(name="Layout")
-    layout.addElement(PageLayoutProperties(pagewidth="28cm", pageheight="21cm"))
-    document.automaticstyles.addElement(layout)
-    master = MasterPage(name="Default", pagelayoutname=layout)
-    document.masterstyles.addElement(master)
-    page = Page(masterpagename=master)
-    document.presentation.addElement(page)
+    page = odp_page(document)
 
     def box(into: object) -> TextBox:
         frame, text = Frame(width="20cm", height="5cm", x="1cm", y="1cm"), TextBox()

@@ -403,7 +403,7 @@ def test_last_line_without_newline_and_gzip(tmp_path: Path, multi30k_spm: Path) 
 def test_digest_set_matches_a_python_set() -> None:
     rng = np.random.default_rng(0)
     seen_set: set[int] = set()
-    digests = preprocess_module._DigestSet()
+    digests = preprocess_module.DigestSet()
     for _ in range(200):
         batch = rng.integers(0, 3000, rng.integers(0, 40)).astype(np.uint64)
         expected = []

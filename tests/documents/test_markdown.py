@@ -8,6 +8,7 @@ from markdown_it import MarkdownIt
 
 from mtkit.documents.job import DocumentError, run_jobs
 from mtkit.documents.markdown import front_matter, markdown_job
+from tests.documents.stand_ins import Recorder, upper
 
 DOCUMENT = """---
 title: Keep *me* as written
@@ -57,19 +58,6 @@ KEPT = [
     "<https://auto.link/x>",
     "|---|---|\n",
 ]
-
-
-def upper(texts: list[str]) -> list[str]:
-    return [text.upper() for text in texts]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def __call__(self, texts: list[str]) -> list[str]:
-        self.asked += texts
-        return upper(texts)
 
 
 def translate(document: str, translator, name: str = "doc.md") -> str:

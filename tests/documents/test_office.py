@@ -12,6 +12,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from lxml import etree
@@ -384,15 +385,11 @@ def make_odt() -> bytes:
     return out.getvalue()
 
 
-def make_odp() -> bytes:
-    from odf.draw import Frame, Image, Page, TextBox
-    from odf.opendocument import OpenDocumentPresentation
-    from odf.presentation import Notes
+def odp_page(document: Any) -> Any:
+    """A slide of a new presentation, on a master page of its own layout."""
+    from odf.draw import Page
     from odf.style import MasterPage, PageLayout, PageLayoutProperties
-    from odf.text import List, ListItem, P
 
-    document = OpenDocumentPresentation()
-    bold = odf_styles(document)
     layout = PageLayout(name="Layout")
     layout.addElement(PageLayoutProperties(pagewidth="28cm", pageheight="21cm"))
     document.automaticstyles.addElement(layout)
@@ -400,6 +397,18 @@ def make_odp() -> bytes:
     document.masterstyles.addElement(master)
     page = Page(masterpagename=master)
     document.presentation.addElement(page)
+    return page
+
+
+def make_odp() -> bytes:
+    from odf.draw import Frame, Image, TextBox
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.text import List, ListItem, P
+
+    document = OpenDocumentPresentation()
+    bold = odf_styles(document)
+    page = odp_page(document)
 
     def box(*paragraphs: object, into: object = page) -> None:
         frame = Frame(width="20cm", height="5cm", x="1cm", y="1cm")
@@ -528,3 +537,57 @@ def test_a_translation_that_swaps_formatted_words_keeps_its_reading_order() -> N
     paragraph = docx.Document(io.BytesIO(out)).paragraphs[0]
     assert paragraph.text == "klein und groß"  # each word once, in the translation's order
     assert len(paragraph.runs) == 3
+
+
+LINKED = {  # the sentence's translation, and a translation of the link's text not found in it
+    "A man walks by a silver vehicle.": "Ein Mann geht an einem silbernen Fahrzeug vorbei.",
+    "a silver vehicle": "Eine Personze",
+}
+
+
+def linked_docx() -> bytes:
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls, qn
+    from docx.oxml.parser import OxmlElement
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("A man walks by ")
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), document.part.relate_to("https://example.com/", RELATIONSHIP_TYPE.HYPERLINK, True))
+    link.append(parse_xml(f"<w:r {nsdecls('w')}><w:t>a silver vehicle</w:t></w:r>"))
+    paragraph._p.append(link)
+    paragraph.add_run(".")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def linked_pptx() -> bytes:
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    paragraph = slide.shapes.title.text_frame.paragraphs[0]
+    for text in ("A man walks by ", "a silver vehicle", "."):
+        run = paragraph.add_run()
+        run.text = text
+    paragraph.runs[1].hyperlink.address = "https://example.com/"
+    out = io.BytesIO()
+    presentation.save(out)
+    return out.getvalue()
+
+
+def test_a_link_holding_most_of_a_sentence_keeps_only_its_own_words() -> None:
+    """A link is never the paragraph's bare look: the words after it (here its full stop) stay outside it, as in
+    HTML, even when the link's own translation is not found in the sentence's."""
+
+    def translate(texts: list[str]) -> list[str]:
+        return [LINKED.get(text, text.upper()) for text in texts]
+
+    done = run_jobs([docx_job(linked_docx(), "x.docx", "en", LIMITS)], translate)[0]
+    paragraph = docx.Document(io.BytesIO(done)).paragraphs[0]
+    assert [run.text for run in paragraph.runs] == ["Ein Mann geht an einem ", "."]
+    assert [link.text for link in paragraph.hyperlinks] == ["silbernen Fahrzeug vorbei"]
+    done = run_jobs([pptx_job(linked_pptx(), "x.pptx", "en", LIMITS)], translate)[0]
+    runs = pptx.Presentation(io.BytesIO(done)).slides[0].shapes.title.text_frame.paragraphs[0].runs
+    assert [run.text for run in runs] == ["Ein Mann geht an einem ", "silbernen Fahrzeug vorbei", "."]
+    assert runs[1].hyperlink.address == "https://example.com/" and runs[2].hyperlink.address is None

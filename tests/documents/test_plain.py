@@ -9,6 +9,7 @@ import pytest
 
 from mtkit.documents.job import DocumentError, run_jobs
 from mtkit.documents.plain import decode_text, html_job, txt_job
+from tests.documents.stand_ins import Recorder
 
 TEXT = (
     "The shop opens at nine. We close at six.\r\n"
@@ -17,19 +18,6 @@ TEXT = (
     "***\r\n"
     "Last line without an end"
 )
-
-
-def upper(texts: list[str]) -> list[str]:
-    return [text.upper() for text in texts]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def __call__(self, texts: list[str]) -> list[str]:
-        self.asked += texts
-        return upper(texts)
 
 
 def test_txt_white_space_and_line_breaks_are_kept() -> None:

@@ -11,19 +11,7 @@ import pytest
 from mtkit.documents.job import DocumentError, run_jobs
 from mtkit.documents.subtitles import WIDTH, shares, srt_job, vtt_job, wrap
 from tests.conftest import read_gz_lines
-
-
-def upper(texts: list[str]) -> list[str]:
-    return [text.upper() for text in texts]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def __call__(self, texts: list[str]) -> list[str]:
-        self.asked += texts
-        return upper(texts)
+from tests.documents.stand_ins import Recorder, upper
 
 
 def sentences(multi30k: Path, count: int) -> list[str]:
