@@ -1,15 +1,15 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
-Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid,
-multilingual, backtranslation, noisy, subword, distill, splitting, paragraphs, confidence, casing, documents; `all`
-runs the CPU
-ones but ct2search, langid (a comparison of language detectors that `make install` does not install) and the ones
+Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid, multilingual,
+backtranslation, noisy, subword, distill, splitting, paragraphs, confidence, casing, documents, shards; `all` runs the
+CPU ones but ct2search, langid (a comparison of language detectors that `make install` does not install) and the ones
 that train models for many minutes: multilingual (45 minutes at its default budget), backtranslation (six models of
---minutes each), noisy (four), subword (two, to the largest of --budgets) and distill (a teacher and two students);
-nor the text ones: splitting (sentence splitters, pySBD among them when installed) and those that need a trained
-run as --demo-run: paragraphs (paragraphs by `mtkit translate --split-sentences` and `mtkit serve`), confidence
-(how well confidence finds the worst translations), casing (UPPER and Title Case input; --baseline-run for a second
-run), documents (subtitles sentence-aware against cue by cue; a 50-page .docx against its text as lines).
+--minutes each), noisy (four), subword (two, to the largest of --budgets) and distill (a teacher and two students); nor
+the text ones: splitting (sentence splitters, pySBD among them when installed) and those that need a trained run as
+--demo-run: paragraphs (paragraphs by `mtkit translate --split-sentences` and `mtkit serve`), confidence (how well
+confidence finds the worst translations), casing (UPPER and Title Case input; --baseline-run for a second run),
+documents (subtitles sentence-aware against cue by cue; a 50-page .docx against its text as lines), shards (`mtkit
+back-translate` of 100,000 lines as 1 shard and as 2 shards at once on this host, the merge timed).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -32,6 +32,7 @@ from scenarios import (
     paragraphs,
     preprocess,
     serve,
+    shards,
     splitting,
     subword,
     train,
@@ -57,6 +58,7 @@ SCENARIOS = {
     "confidence": confidence.run,
     "casing": casing.run,
     "documents": documents.run,
+    "shards": shards.run,
 }
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
@@ -71,7 +73,7 @@ def main() -> None:
         "--demo-run",
         help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run); paragraphs, confidence, casing, "
         "documents: "
-        "the run they translate with",
+        "the run they translate with; shards: the run that back-translates",
     )
     parser.add_argument("--baseline-run", help="casing: a second run, translated and scored as --demo-run is")
     parser.add_argument(
@@ -86,7 +88,8 @@ def main() -> None:
         type=int,
         help="backtranslation: back-translate only B's first N lines; "
         "noisy: use only the first N training lines (checks); "
-        "splitting, paragraphs, confidence, casing, documents: only the first N test lines (checks)",
+        "splitting, paragraphs, confidence, casing, documents: only the first N test lines (checks); "
+        "shards: back-translate N lines (default 100,000; 5,000 with --small)",
     )
     parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")

@@ -70,6 +70,32 @@ def write_slice(src_dir: Path, split: str, out_prefix: Path, n: int, langs=("en"
     return out_prefix
 
 
+# `make test` sets this to one folder for both its passes: the forced-AVX2 pass then copies the runs the first pass
+# trained instead of training them again (about 70 s of its 165 on a 2-core Zen 4, 2026-11-26). A fixture's model
+# is an input of the tests, not what they prove; each exactness test trains or translates under the pass's kernels.
+FIXTURE_CACHE = "MTKIT_TEST_FIXTURE_CACHE"
+
+
+def trained_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A session fixture's run directory: trained by `build(run)` into a fresh temporary folder, then kept as it
+    was made (before any test touched it) under $MTKIT_TEST_FIXTURE_CACHE; where that holds it already, a copy."""
+    import shutil
+
+    run = tmp_path_factory.mktemp(name) / "run"
+    cache = os.environ.get(FIXTURE_CACHE)
+    kept = Path(cache) / name if cache else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, run, symlinks=True)
+        return run
+    build(run)
+    if kept is not None:
+        partial = kept.with_name(f".{name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(run, partial, symlinks=True)
+        partial.rename(kept)
+    return run
+
+
 @pytest.fixture(scope="session")
 def multi30k_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
     """A small joint en-de sentencepiece model (vocab 1000, first 3000 train pairs), trained once."""
@@ -168,9 +194,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> Path
         ],
         vocab_size=1000,
     )
-    run = tmp_path_factory.mktemp("tiny-run") / "run"
-    train_fixture(small_data, run, recipe)
-    return run
+    return trained_once(tmp_path_factory, "tiny-run", lambda run: train_fixture(small_data, run, recipe))
 
 
 OVERFIT = [
@@ -198,9 +222,8 @@ def overfit_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path) ->
     """A tiny model trained to memorize 64 Multi30k pairs."""
     from mtkit.recipe import resolve_recipe
 
-    run = tmp_path_factory.mktemp("overfit-run") / "run"
-    train_fixture(overfit_data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
-    return run
+    recipe = resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000)
+    return trained_once(tmp_path_factory, "overfit-run", lambda run: train_fixture(overfit_data, run, recipe))
 
 
 @pytest.fixture(scope="session")
@@ -212,14 +235,16 @@ def de_en_run(tmp_path_factory: pytest.TempPathFactory, overfit_data: Path, mult
     from mtkit.recipe import resolve_recipe
 
     raw = overfit_data.parent / f"{overfit_data.name}-raw"  # its text files, written by preprocess_slice
-    data = tmp_path_factory.mktemp("de-en") / "data"
-    preprocess(
-        PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"), spm_model=str(multi30k_spm)),
-        data,
-    )
-    run = tmp_path_factory.mktemp("de-en-run") / "run"
-    train_fixture(data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
-    return run
+
+    def build(run: Path) -> None:
+        data = tmp_path_factory.mktemp("de-en") / "data"
+        spm = str(multi30k_spm)
+        preprocess(
+            PreprocessConfig("de", "en", train=str(raw / "train"), valid=str(raw / "valid"), spm_model=spm), data
+        )
+        train_fixture(data, run, resolve_recipe(None, "tiny", OVERFIT_64, vocab_size=1000))
+
+    return trained_once(tmp_path_factory, "de-en-run", build)
 
 
 MULTILINGUAL_SENTENCES = 16  # English Multi30k val captions en_de_fr_run memorized into German and into French
@@ -259,16 +284,17 @@ def en_de_fr_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, en_de
     from mtkit.corpus.preprocess import preprocess
     from mtkit.recipe import resolve_recipe
 
-    text, raw = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), tmp_path_factory.mktemp("en-de-fr-raw")
-    for lang in ("de", "fr"):
-        for side in ("en", lang):
-            (raw / f"{lang}.{side}").write_text("".join(line + "\n" for line in text[side]), encoding="utf-8")
-    corpora = [{"name": lang, "train": str(raw / lang), "target_lang": lang} for lang in ("de", "fr")]
-    data = tmp_path_factory.mktemp("en-de-fr") / "data"
-    manifest = preprocess(PreprocessConfig(source_lang="en", spm_model=str(en_de_fr_spm), corpora=corpora), data)
-    run = data.parent / "run"
-    train_fixture(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=manifest["vocab_size"]))
-    return run
+    def build(run: Path) -> None:
+        text, raw = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES), tmp_path_factory.mktemp("en-de-fr-raw")
+        for lang in ("de", "fr"):
+            for side in ("en", lang):
+                (raw / f"{lang}.{side}").write_text("".join(line + "\n" for line in text[side]), encoding="utf-8")
+        corpora = [{"name": lang, "train": str(raw / lang), "target_lang": lang} for lang in ("de", "fr")]
+        data = tmp_path_factory.mktemp("en-de-fr") / "data"
+        manifest = preprocess(PreprocessConfig(source_lang="en", spm_model=str(en_de_fr_spm), corpora=corpora), data)
+        train_fixture(data, run, resolve_recipe(None, "tiny", OVERFIT, vocab_size=manifest["vocab_size"]))
+
+    return trained_once(tmp_path_factory, "en-de-fr-run", build)
 
 
 @pytest.fixture(scope="session")

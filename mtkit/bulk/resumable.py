@@ -79,9 +79,9 @@ class ResumableOutputs:
 
 
 def translator_identity(translator: Translating, inputs: dict[str, Path], options: dict[str, Any]) -> dict[str, str]:
-    """A job's identity for a translator: its model, its inputs (path, size, modification time), where and in what
-    precision it runs, its search as resolved from the recipe (the worker count changes no output) and the job's
-    own `options`."""
+    """A job's identity for a translator: its model, its inputs (path, size, modification time), where, in what
+    precision and on how many threads per batch it runs (each can change a line), its search as resolved from the
+    recipe (the worker count changes no output) and the job's own `options`."""
     checkpoint = Path(str(translator.info.get("checkpoint")))
     search = {key: value for key, value in asdict(translator.cfg).items() if key != "workers"}
     return {
@@ -89,5 +89,6 @@ def translator_identity(translator: Translating, inputs: dict[str, Path], option
         **{name: file_identity(path) for name, path in inputs.items()},
         "device": str(translator.device),
         "dtype": str(translator.describe()["dtype"]),
+        "threads": str(translator.info.get("threads", "")),
         **{key: str(value) for key, value in {**search, **options}.items()},
     }

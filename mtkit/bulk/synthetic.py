@@ -124,8 +124,8 @@ def opens_per_chunk(cfg: SyntheticCorpusConfig) -> bool:
 
 
 def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, str]:
-    """What a resumed run must share with the one it continues for the same bytes: model, input, engine and
-    search (each named in the refusal)."""
+    """What a resumed run must share with the one it continues for the same bytes: model, input, engine, where and
+    on how many threads it runs, and search (each named in the refusal)."""
     checkpoint = Path(str(translator.info.get("checkpoint")))
     search = {**asdict(translator.cfg), "seed": cfg.seed}
     search.pop("workers")  # a sentence's output does not depend on it (CTranslate2 samples on one worker)
@@ -144,6 +144,7 @@ def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, s
         ),
         "device": str(translator.device),
         "dtype": str(translator.describe()["dtype"]),
+        "threads": str(translator.info.get("threads", "")),  # a sampled token can depend on a GEMM's rounding
         **{name: str(value) for name, value in search.items()},
     }
 

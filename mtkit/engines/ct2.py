@@ -138,9 +138,8 @@ class CT2Translator:
             "finished hypotheses; use --engine torch",
         )
         workers = cfg.workers if device == "cpu" else 1
-        model = _open_model(
-            ctranslate2, path, exporter, directory, device, compute_type, workers, threads or default_threads(workers)
-        )
+        threads = threads or default_threads(workers)
+        model = _open_model(ctranslate2, path, exporter, directory, device, compute_type, workers, threads)
         tokenizer = tokenizer_from_bytes((directory / SPM_NAME).read_bytes(), name=str(directory / SPM_NAME))
         info = {
             "checkpoint": metadata.get("checkpoint"),
@@ -149,6 +148,7 @@ class CT2Translator:
             "engine": "ctranslate2",
             "model_dir": str(directory),
             "compute_type": compute_type,
+            "threads": threads,  # per batch: a sampled or searched line can depend on it
         }
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
         target = tokenizer.target_pieces()

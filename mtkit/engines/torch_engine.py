@@ -138,6 +138,7 @@ class Translator:
         except TypeError as exc:  # an unknown key; a bad value is TranslateConfig's own UserError, naming it
             raise UserError(f"translate options: {exc}") from None
         info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
+        info["threads"] = torch.get_num_threads()  # a GEMM's rounding, so a line's translation, can depend on it
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
         return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target, info)
 

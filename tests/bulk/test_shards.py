@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from mtkit.bulk.shard_sets import Shard, merge_lock, merge_set, numbers
 from mtkit.bulk.shards import (
@@ -382,6 +383,15 @@ def test_back_translate_shards_sample_what_one_process_samples(
     assert shards_left(tmp_path) == []
     again = run_mtkit_in_process(*common, "-o", tmp_path / "bt", "--shard", "2/3")  # the set is merged
     assert again.returncode == 2 and "bt.de exists and no" in again.stderr
+    # A shard on another thread count could sample other tokens (a GEMM's rounding): the set is refused.
+    mtkit_ok(*common, "-o", tmp_path / "mixed", "--shard", "1/2")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        mixed = run_mtkit_in_process(*common, "-o", tmp_path / "mixed", "--shard", "2/2")
+    finally:
+        torch.set_num_threads(threads)
+    assert mixed.returncode == 2 and "shard 2 of 2 was made with another threads than shard 1" in mixed.stderr
 
 
 def test_distill_shards_on_ctranslate2_give_its_batches_alike(
