@@ -55,7 +55,11 @@ def preprocess(
     source_lang: str | None = typer.Option(None, "--source-lang", "-s", help="Source language suffix, e.g. en."),
     target_lang: str | None = typer.Option(None, "--target-lang", "-t", help="Target language suffix, e.g. de."),
     out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
-    train: str | None = typer.Option(None, "--train", help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz)."),
+    train: str | None = typer.Option(
+        None,
+        "--train",
+        help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs.",
+    ),
     valid: str | None = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
     test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
     vocab_size: int = option(PreprocessConfig, "vocab_size"),

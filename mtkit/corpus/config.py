@@ -70,7 +70,7 @@ class PreprocessConfig:
 
     source_lang: str = ""  # with corpora: each corpus's default
     target_lang: str = ""
-    train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz
+    train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz; a glob or a directory of such pairs
     # A prefix (several language pairs: PREFIX.{src} + PREFIX.{tgt} read for each), or a table "src-tgt" -> prefix.
     valid: str | dict[str, str] | None = None
     test: list[str] = field(default_factory=list)  # each prefix's basename becomes the split name (+ ".src-tgt")
@@ -131,7 +131,7 @@ class CorpusConfig:
     name: str
     source_lang: str
     target_lang: str
-    train: str | None = None  # file prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz
+    train: str | None = None  # file prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz (or a glob)
     hf_dataset: str | None = None
     hf_config: str | None = None
     hf_split: str = "train"

@@ -6,6 +6,7 @@ Reads only: no tokenizing, cleaning or writing (mtkit.corpus.preprocess does tho
 from __future__ import annotations
 
 import functools
+import glob
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,13 +31,47 @@ class Source:
 def file_source(
     name: str, prefix: str, langs: tuple[str, str], on_bad_utf8: str, clean: bool, chunk_pairs: int
 ) -> Source:
-    """PREFIX.{source lang} and PREFIX.{target lang} (either may end in .gz), same line count, read in chunks."""
-    src_path = resolve_prefix(prefix, langs[0])
-    tgt_path = resolve_prefix(prefix, langs[1])
-    src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
-    check(src_count == tgt_count, f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count} lines")
-    chunks = functools.partial(_file_chunks, src_path, tgt_path, on_bad_utf8, chunk_pairs)
-    return Source(name, chunks, src_count, clean)
+    """PREFIX.{source lang} and PREFIX.{target lang} (either may end in .gz), same line count, read in chunks; a
+    PREFIX that is a glob or a directory is every file pair it names (corpus_files), read one after the other as if
+    concatenated, never copied."""
+    pairs, counts = corpus_files(prefix, langs), []
+    for src_path, tgt_path in pairs:
+        src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
+        check(src_count == tgt_count, f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count} lines")
+        counts.append(src_count)
+    chunks = functools.partial(_files_chunks, pairs, counts, on_bad_utf8, chunk_pairs)
+    return Source(name, chunks, sum(counts), clean)
+
+
+def corpus_files(prefix: str, langs: tuple[str, str]) -> list[tuple[Path, Path]]:
+    """The (source, target) files of PREFIX: PREFIX.{lang} (or .gz) itself; for a glob (`corpus/part-*`) each
+    match of PREFIX.{source lang} (or .gz) with its target partner, in sorted order; for a directory, every file of
+    it so named. A match without its partner, or a glob or directory that names no file, is a one-line error."""
+    if not glob.has_magic(prefix) and not Path(prefix).is_dir():
+        return [(resolve_prefix(prefix, langs[0]), resolve_prefix(prefix, langs[1]))]
+    pattern = prefix if glob.has_magic(prefix) else str(Path(prefix) / "*")
+    ends = (f".{langs[0]}", f".{langs[0]}.gz")
+    stems = sorted({match.removesuffix(".gz")[: -len(ends[0])] for end in ends for match in glob.glob(pattern + end)})
+    check(stems, f"{prefix}: no file matches {pattern}{ends[0]} (or {ends[1]})")
+    return [(resolve_prefix(stem, langs[0]), resolve_prefix(stem, langs[1])) for stem in stems]
+
+
+def _files_chunks(
+    pairs: list[tuple[Path, Path]],
+    counts: list[int],
+    on_bad_utf8: str,
+    chunk_pairs: int,
+    start: int = 0,
+    end: int | None = None,
+) -> Chunks:
+    """Pairs [start, end) of the files one after the other, each file's in chunks (_file_chunks)."""
+    end = sum(counts) if end is None else end
+    offset = 0
+    for (src_path, tgt_path), count in zip(pairs, counts):
+        first, last = max(start - offset, 0), min(end - offset, count)
+        if first < last:
+            yield from _file_chunks(src_path, tgt_path, on_bad_utf8, chunk_pairs, first, last)
+        offset += count
 
 
 def _file_chunks(

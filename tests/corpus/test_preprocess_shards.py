@@ -202,3 +202,41 @@ def test_shard_ranges_cover_the_corpus_in_whole_chunks() -> None:
                 assert all(start % align == 0 or start == total for start, _ in ranges)
                 assert ranges[0][0] == 0 and ranges[-1][1] == total
                 assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def without(value: object, text: str) -> object:
+    """`value` (a manifest) with every string equal to `text` replaced by "": the corpus as given differs."""
+    if isinstance(value, dict):
+        return {key: without(item, text) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without(item, text) for item in value]
+    return "" if value == text else value
+
+
+def test_a_corpus_in_many_files_is_their_lines_in_order(
+    tmp_path: Path, multi30k_spm: Path, corpus: tuple[str, str, str]
+) -> None:
+    """A training corpus given as a glob or a directory of file pairs (plain or .gz, boundaries inside chunks)
+    preprocesses as the one file of their lines in sorted order, whole and in shards joined."""
+    train, valid, test = corpus
+    src, tgt = (Path(f"{train}.{lang}").read_text(encoding="utf-8").splitlines() for lang in ("en", "de"))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    bounds = [0, 170, 400, len(src)]
+    for k, (first, last) in enumerate(zip(bounds, bounds[1:]), 1):
+        write_pair(parts / f"part-{k}", src[first:last], tgt[first:last], gz=k == 2)
+    whole = preprocess(config(train, valid, test, multi30k_spm), tmp_path / "whole")
+    expected = {name: data for name, data in files_of(tmp_path / "whole").items() if name != "manifest.json"}
+    for given in (str(parts / "part-*"), str(parts)):
+        out = tmp_path / f"data-{len(given)}"
+        manifest = preprocess(config(given, valid, test, multi30k_spm), out)
+        assert {name: data for name, data in files_of(out).items() if name != "manifest.json"} == expected
+        assert without(manifest, given) == without(whole, train)
+    preprocess_in_shards(config(str(parts / "part-*"), valid, test, multi30k_spm), tmp_path / "sharded", 2)
+    join_shards(tmp_path / "sharded")
+    assert {name: data for name, data in files_of(tmp_path / "sharded").items() if name != "manifest.json"} == expected
+    (parts / "part-9.en").write_text("A lone line.\n", encoding="utf-8")  # no German partner
+    with pytest.raises(UserError, match=r"part-9\.de: no such file"):
+        preprocess(config(str(parts / "part-*"), valid, test, multi30k_spm), tmp_path / "bad")
+    with pytest.raises(UserError, match=r"none-\*: no file matches"):
+        preprocess(config(str(tmp_path / "none-*"), valid, test, multi30k_spm), tmp_path / "bad")
