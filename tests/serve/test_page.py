@@ -98,8 +98,13 @@ def test_page_translates_as_the_api_does(page_server: Server, browser: Any, tmp_
     browser.find_element(By.ID, "source").send_keys("\n".join(lines))
     browser.find_element(By.ID, "translate").click()
     wait.until(lambda driver: driver.find_elements(By.CSS_SELECTOR, "#output li"))
-    shown = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li")]
+    shown = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li .text")]
     assert shown == expected["translations"] and not browser.find_element(By.ID, "error").is_displayed()
+    # each line's weakest sentence's confidence, as the API gave it
+    notes = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li .confidence")]
+    weakest = [min(s["confidence"] for s in sentences) for sentences in expected["sentences"]]
+    shown_scores = [float(note.split(";")[0].removeprefix("confidence ")) for note in notes]
+    assert len(shown_scores) == len(weakest) and all(abs(a - b) <= 0.0051 for a, b in zip(shown_scores, weakest))
     # Usable on a phone: the viewport is the phone's width (viewport meta), and nothing scrolls sideways.
     assert browser.execute_script("return window.innerWidth") == PHONE[0]
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
@@ -141,7 +146,8 @@ def test_page_picks_the_language_pair_of_a_server_of_two_models(
         browser.find_element(By.ID, "source").send_keys("\n".join(lines))
         browser.find_element(By.ID, "translate").click()
         wait.until(lambda driver: driver.find_elements(By.CSS_SELECTOR, "#output li"))
-        assert [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li")] == expected["translations"]
+        shown = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#output li .text")]
+        assert shown == expected["translations"]
     finally:
         server.stop()
 
