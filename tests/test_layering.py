@@ -205,7 +205,7 @@ TORCH_FREE = (
     "errors", "console", "files", "readahead", "faults", "tokenizer", "score", "language_id",
     "search.config",
     "corpus.batching", "corpus.config", "corpus.plan", "corpus.filters", "corpus.mixing", "corpus.subword_sampling",
-    "corpus.modifiers",
+    "corpus.modifiers", "corpus.shortlist",
     "runs.checkpoint_files",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
     "engines.streaming", "engines.output", "engines.splitting",
@@ -215,8 +215,9 @@ TORCH_FREE = (
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",
     "bulk.file_translation",
     "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
-    "serve.libre_request", "serve.api_keys", "serve.files",
-    "cli.main", "cli.data_commands", "cli.document_commands", "cli.command", "cli.options", "cli.process",
+    "serve.libre_request", "serve.api_keys", "serve.files", "serve.http_body",
+    "cli.main", "cli.data_commands", "cli.document_commands", "cli.preprocess_command", "cli.serve_command",
+    "cli.shortlist_command", "cli.command", "cli.options", "cli.process",
 )  # fmt: skip
 TORCH_PARTS = {"model", "training", "huggingface", "recipe"}
 TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "engines.ct2_export",

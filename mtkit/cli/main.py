@@ -18,19 +18,20 @@ import typer
 
 from mtkit.cli import data_commands as cli_data
 from mtkit.cli import document_commands as cli_documents
+from mtkit.cli import preprocess_command as cli_preprocess
+from mtkit.cli import serve_command as cli_serve
+from mtkit.cli import shortlist_command as cli_shortlist
 from mtkit.cli.command import emit, shard_note, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
 from mtkit.cli.options import OVERWRITE_SHARD, SHARD, option, recipe_option, values_of
 from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
-from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
 from mtkit.score import TOKENIZE
 from mtkit.search.config import TranslateConfig
-from mtkit.serve.config import ServeConfig
 
 # translate's options that change its lines beyond the search's: with the search, what every shard shares
-SHARD_IDENTITY = "engine ct2_search scores split_sentences source_lang strict ensemble prefix_file".split()
+SHARD_IDENTITY = "engine ct2_search shortlist scores split_sentences source_lang strict ensemble prefix_file".split()
 
 app = typer.Typer(
     name="mtkit",
@@ -41,112 +42,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-
-@app.command()
-@user_errors
-def preprocess(
-    ctx: typer.Context,
-    config: Path | None = typer.Option(
-        None,
-        "--config",
-        "-c",
-        help="Recipe TOML whose preprocess section gives the settings; options given here override it.",
-    ),
-    source_lang: str | None = typer.Option(None, "--source-lang", "-s", help="Source language suffix, e.g. en."),
-    target_lang: str | None = typer.Option(None, "--target-lang", "-t", help="Target language suffix, e.g. de."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
-    train: str | None = typer.Option(
-        None,
-        "--train",
-        help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs.",
-    ),
-    valid: str | None = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
-    test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
-    vocab_size: int = option(PreprocessConfig, "vocab_size"),
-    workers: int = option(PreprocessConfig, "workers", "-j"),
-    spm_model: Path | None = typer.Option(
-        None,
-        "--spm-model",
-        help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it).",
-    ),
-    max_len: int = option(CleaningConfig, "max_len"),
-    max_ratio: float = option(CleaningConfig, "max_ratio"),
-    dedup: bool = option(CleaningConfig, "dedup", negatable=True),
-    filter_same: bool = option(CleaningConfig, "filter_same", negatable=True),
-    filter_scripts: bool = option(CleaningConfig, "filter_scripts", negatable=True),
-    filter_langid: bool = option(CleaningConfig, "filter_langid", negatable=True),
-    character_coverage: float = option(PreprocessConfig, "character_coverage"),
-    input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
-    on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
-    hf_dataset: str | None = typer.Option(
-        None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."
-    ),
-    hf_config: str | None = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
-    hf_cache_dir: str | None = typer.Option(
-        None,
-        "--hf-cache-dir",
-        help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
-    ),
-    shard: str | None = typer.Option(
-        None,
-        "--shard",
-        metavar="K/N",
-        help="Binarize shard K of N of every training corpus (needs --spm-model) into DATA_DIR.shard-K-of-N; "
-        "`--join` then writes DATA_DIR (docs/preprocessing-and-data.md). Default: from torchrun's RANK/WORLD_SIZE or "
-        "a Slurm job array's SLURM_ARRAY_TASK_ID; 1/1: the whole corpus here.",
-    ),
-    join: bool = typer.Option(
-        False, "--join", help="Join the complete set DATA_DIR.shard-K-of-N into DATA_DIR, as one run writes it."
-    ),
-    keep_shards: bool = typer.Option(
-        False, "--keep-shards", help="With --join: keep the shards' directories (by default removed once joined)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
-) -> None:
-    """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
-    from mtkit.bulk.shards import resolve_shard
-    from mtkit.corpus.plan import shard_directory
-    from mtkit.corpus.preprocess import preprocess as run_preprocess
-    from mtkit.corpus.shards import join_shards
-    from mtkit.recipe import resolve_preprocess
-
-    # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
-    # By name: typer bundles its own copy of click, whose ParameterSource is not click's.
-    given = {
-        name: value
-        for name, value in ctx.params.items()
-        if name not in ("config", "out", "as_json", "shard", "join", "keep_shards")
-        and ctx.get_parameter_source(name).name == "COMMANDLINE"
-    }
-    check(join or not keep_shards, "--keep-shards: only with --join")
-    spec = None
-    if join:
-        check(
-            config is None and shard is None and not given,
-            "--join takes only --out, --keep-shards and --json: the settings are the shards' own",
-        )
-        manifest = join_shards(out, keep_shards)
-    else:
-        if given.get("spm_model") is not None:
-            given["spm_model"] = str(given["spm_model"])
-        cfg = resolve_preprocess(config, given)
-        spec = resolve_shard(shard, os.environ)
-        check(
-            spec is None or cfg.spm_model is not None,
-            f"{spec and spec.origin}: sharded preprocessing needs --spm-model (or spm_model in the recipe), one "
-            "vocabulary for every shard; --shard 1/1 preprocesses the whole corpus here",
-        )
-        manifest = run_preprocess(cfg, out, (spec.index, spec.count) if spec is not None else None)
-    name = shard_directory(out, spec.index, spec.count) if spec is not None else out
-    lines = [f"{name}: vocab {manifest['vocab_size']}"]
-    for split_name, split in manifest["splits"].items():
-        dropped = ", ".join(f"{k} {v}" for k, v in split.get("dropped", {}).items() if v) or "none dropped"
-        lines.append(f"  {split_name}: {split['pairs']} pairs ({dropped})")
-    if spec is not None:
-        lines.append(
-            f"shard {spec.index}/{spec.count} done; once all are, join them: mtkit preprocess --join --out {out}"
-        )
-    emit(manifest, as_json, "\n".join(lines))
+# `mtkit preprocess` (mtkit.cli.preprocess_command), registered first: `mtkit --help` lists commands as registered.
+app.command("preprocess")(cli_preprocess.preprocess)
 
 
 @app.command()
@@ -267,6 +164,7 @@ def translate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     engine: str = option(EngineConfig, "engine"),
     ct2_search: str = option(EngineConfig, "ct2_search"),
+    shortlist: bool = option(EngineConfig, "shortlist"),
     prefix_file: Path | None = typer.Option(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."
     ),
@@ -298,7 +196,14 @@ def translate(
         from mtkit.files import read_lines
 
         translator = load_translator(
-            model, engine, device=device, dtype=dtype, ct2_search=ct2_search, ensemble=list(ensemble), **overrides
+            model,
+            engine,
+            device=device,
+            dtype=dtype,
+            ct2_search=ct2_search,
+            shortlist=shortlist,
+            ensemble=list(ensemble),
+            **overrides,
         )
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
@@ -387,6 +292,7 @@ app.command("back-translate")(cli_data.back_translate)
 app.command("distill")(cli_data.distill)
 app.command("merge-shards")(cli_data.merge_shards)
 app.command("translate-file")(cli_documents.translate_file)
+app.command("shortlist")(cli_shortlist.shortlist)
 
 
 @app.command()
@@ -445,43 +351,8 @@ def import_model(
     )
 
 
-@app.command()
-@user_errors
-def serve(
-    ctx: typer.Context,
-    models: list[Path] = typer.Argument(
-        ...,
-        help="One or more RUN_DIRs or checkpoints, each serving its language "
-        "pair (a text file here lists them, one per line). Clients see each model by its directory's name, "
-        "or by NAME given as NAME=RUN_DIR.",
-    ),
-    host: str = option(ServeConfig, "host"),
-    port: int = option(ServeConfig, "port"),
-    device: str = option(ServeConfig, "device"),
-    dtype: str = option(ServeConfig, "dtype"),
-    max_batch_tokens: int | None = option(ServeConfig, "max_batch_tokens"),
-    max_delay_ms: float = option(ServeConfig, "max_delay_ms"),
-    max_lines: int = option(ServeConfig, "max_lines"),
-    max_bytes: int = option(ServeConfig, "max_bytes"),
-    max_beam: int = option(ServeConfig, "max_beam"),
-    max_file_bytes: int = option(ServeConfig, "max_file_bytes"),
-    file_store_bytes: int = option(ServeConfig, "file_store_bytes"),
-    file_minutes: float = option(ServeConfig, "file_minutes"),
-    queue_size: int = option(ServeConfig, "queue_size"),
-    strict: bool = option(ServeConfig, "strict"),
-    access_log: bool = option(ServeConfig, "access_log"),
-    body_timeout: float = option(ServeConfig, "body_timeout"),
-    grace_seconds: float = option(ServeConfig, "grace_seconds"),
-    engine: str = option(ServeConfig, "engine"),
-    ct2_search: str = option(ServeConfig, "ct2_search"),
-    workers: int | None = option(ServeConfig, "workers"),
-    threads: int = option(ServeConfig, "threads"),
-    api_keys: str | None = option(ServeConfig, "api_keys"),
-) -> None:
-    """Serve translations over HTTP: mtkit's API and LibreTranslate's (docs/serving.md)."""
-    from mtkit.serve.app import serve as run_serve
-
-    run_serve(models, ServeConfig(**values_of(ServeConfig, ctx.params)))
+# `mtkit serve` (mtkit.cli.serve_command), last in `mtkit --help`.
+app.command("serve")(cli_serve.serve)
 
 
 def main() -> None:

@@ -43,6 +43,14 @@ class EngineConfig:
             "maximum length per batch; faster, for bulk work such as back-translation)."
         },
     )
+    shortlist: bool = field(
+        default=False,
+        metadata={
+            "help": "--engine ctranslate2: each batch chooses only among the target pieces the run's lexical "
+            "shortlist allows its source pieces (`mtkit shortlist`), the frequent ones and each piece's best: "
+            "faster, probabilities over the shortlist."
+        },
+    )
 
     def __post_init__(self) -> None:
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")

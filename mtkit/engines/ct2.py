@@ -33,6 +33,7 @@ COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat
 DEAD_SCORE = -1e9
 # A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
 MIN_BATCH = 32
+VMAP_NAME = "vmap.txt"  # where CTranslate2 keeps a model's vocabulary map (ModelSpec.register_vocabulary_mapping)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
 
 
@@ -103,6 +104,7 @@ class CT2Translator:
     target_pieces: list[str] = field(default_factory=list)
     piece_ids: dict[str, int] = field(default_factory=dict)
     native: bool = False  # CTranslate2's own search (_search_native) instead of mtkit's
+    shortlist: bool = False  # search only the model's vocabulary map's candidates (use_vmap)
 
     @classmethod
     def load(
@@ -114,6 +116,7 @@ class CT2Translator:
         threads: int = 0,
         exporter: Exporter | None = None,
         native: bool = False,
+        shortlist: bool = False,
         **overrides: Any,
     ) -> CT2Translator:
         """RUN_DIR or a checkpoint (exported on first use by `exporter`, cached) or an `mtkit export` directory.
@@ -121,6 +124,7 @@ class CT2Translator:
         `threads`: intra-op threads per batch (0: default_threads); cfg.workers batches decode at once.
         `exporter`: mtkit.engines.factory.EXPORT_ON_FIRST_USE (needs torch); None takes only an export or a warm cache.
         `native`: CTranslate2's own search instead of mtkit's (`--ct2-search native`).
+        `shortlist`: each batch searches only the target pieces its source pieces' shortlist names (`--shortlist`).
         """
         check(not ensemble, "--ensemble: --engine ctranslate2 decodes one model; use --engine torch to ensemble")
         ctranslate2 = import_ctranslate2()
@@ -128,6 +132,11 @@ class CT2Translator:
         compute_type = resolve_compute_type(ctranslate2, dtype, device)
         directory = model_directory(path, exporter)
         metadata = read_metadata(directory)
+        check(
+            not shortlist or (directory / VMAP_NAME).is_file(),
+            f"--shortlist: {path} has no shortlist; make one with `mtkit shortlist RUN_DIR DATA_DIR` "
+            "(an export carries its run's)",
+        )
         try:
             cfg = replace(TranslateConfig(**metadata.get("translate", metadata.get("search", {}))), **overrides)
         except TypeError as exc:  # an unknown key; a bad value is TranslateConfig's own UserError, naming it
@@ -149,6 +158,7 @@ class CT2Translator:
             "model_dir": str(directory),
             "compute_type": compute_type,
             "threads": threads,  # per batch: a sampled or searched line can depend on it
+            "shortlist": shortlist,
         }
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
         target = tokenizer.target_pieces()
@@ -163,6 +173,7 @@ class CT2Translator:
             target,
             {piece: i for i, piece in enumerate(target)},
             native,
+            shortlist,
         )
 
     @property
@@ -333,6 +344,7 @@ class CT2Translator:
             target,
             asynchronous=True,
             max_decoding_length=max(steps, 1),
+            use_vmap=self.shortlist,
             **search_options(self.cfg, self.native),
         )
 

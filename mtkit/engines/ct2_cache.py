@@ -2,7 +2,8 @@
 and cached in RUN_DIR/ctranslate2, keyed by the checkpoint it came from.
 
 A cache is used only when its key names the checkpoint the run means now (path, size, mtime, recorded sha256)
-and every file it lists is there at its size; anything else (a new checkpoint, a missing or truncated file, bad
+and the run's shortlist as it is now (`mtkit shortlist`: made, made again or removed is exported again), and every
+file it lists is there at its size; anything else (a new checkpoint, a missing or truncated file, bad
 metadata) is exported again, never trusted. Exporting needs torch: the caller passes an Exporter (mtkit.engines.factory
 imports mtkit.engines.ct2_export only when it runs), so a warm cache starts without torch and this module stays
 below both.
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.console import log
+from mtkit.corpus.shortlist import read_shortlist
 from mtkit.engines.interop import METADATA_NAME
 from mtkit.errors import check
 from mtkit.files import write_text
-from mtkit.runs.checkpoint_files import CHECKPOINT_DIR, checkpoint_candidate, checkpoint_identity
+from mtkit.runs.checkpoint_files import CHECKPOINT_DIR, checkpoint_candidate, checkpoint_identity, run_directory
 
 CACHE_DIR = "ctranslate2"  # in RUN_DIR
 KEY_NAME = "cache.json"  # written last: a cache without it (an export cut short) is not used
@@ -57,10 +59,7 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 def cache_path(path: Path) -> Path:
     """RUN_DIR/ctranslate2 for a run directory or a checkpoint in it (RUN_DIR/checkpoints/step_*.pt, average.pt)."""
-    if path.is_dir():
-        return path / CACHE_DIR
-    run_dir = path.parent.parent if path.parent.name == CHECKPOINT_DIR else path.parent
-    return run_dir / CACHE_DIR
+    return run_directory(path) / CACHE_DIR
 
 
 def cache_key(cache: Path) -> dict[str, Any] | None:
@@ -86,7 +85,8 @@ def model_directory(path: str | Path, exporter: Exporter | None, rebuild: bool =
     cache = cache_path(path)
     key = cache_key(cache)
     if not rebuild and key is not None and key["checkpoint"] == checkpoint_identity(checkpoint_candidate(path)):
-        return cache
+        if key.get("shortlist") == shortlist_digest(path):
+            return cache
     check(
         exporter is not None,
         f"{path}: no CTranslate2 model here yet; load it through mtkit.engines.factory.load_translator, "
@@ -95,19 +95,26 @@ def model_directory(path: str | Path, exporter: Exporter | None, rebuild: bool =
     return export_to_cache(path, cache, None if rebuild else key, exporter)
 
 
+def shortlist_digest(path: Path) -> str | None:
+    """The sha256 of the run's shortlist.txt as its record states it (checked against the text), None without one."""
+    info = read_shortlist(run_directory(path))
+    return None if info is None else info["sha256"]
+
+
 def export_to_cache(path: Path, cache: Path, key: dict[str, Any] | None, exporter: Exporter) -> Path:
     """Export the checkpoint `path` means (verified: damaged newer ones are skipped) into `cache`, then write its key.
 
     The export itself is atomic; the key, written after it, commits it.
     """
     source = exporter.resolve(path)
-    identity = checkpoint_identity(source)
-    if key is not None and key["checkpoint"] == identity:  # the newest checkpoint is damaged; the cache is of this one
-        return cache
+    identity, shortlist = checkpoint_identity(source), shortlist_digest(path)
+    if key is not None and key["checkpoint"] == identity and key.get("shortlist") == shortlist:
+        return cache  # the newest checkpoint is damaged; the cache is of the one resolve fell back to
     log(f"exporting {source} to CTranslate2 (cached in {cache})")
     if cache.exists():  # stale or damaged: never reused, and export refuses to replace what is not an export
         shutil.rmtree(cache)
     exporter.export(source, cache)
     files = {p.name: p.stat().st_size for p in cache.iterdir() if p.is_file()}
-    write_text(cache / KEY_NAME, json.dumps({"checkpoint": identity, "files": files}, indent=2) + "\n")
+    key = {"checkpoint": identity, "shortlist": shortlist, "files": files}
+    write_text(cache / KEY_NAME, json.dumps(key, indent=2) + "\n")
     return cache

@@ -7,6 +7,7 @@ code here; ctranslate2 is an optional extra, imported only when an export runs.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 import torch
 
+from mtkit.corpus.shortlist import SHORTLIST_NAME, read_shortlist
 from mtkit.engines.interop import METADATA_NAME, check_export_dir, import_ctranslate2
 from mtkit.engines.torch_engine import load_model, resolve_checkpoint
 from mtkit.errors import UserError, check
@@ -22,6 +24,7 @@ from mtkit.files import atomic_directory
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint_files import run_directory
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
@@ -123,6 +126,9 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     out, step, spm_model = Path(out), read.step, read.spm_model
     pieces, target_pieces = tokenizer.pieces(), tokenizer.target_pieces()
     spec = build_spec(ctranslate2.specs, model, pieces, tokenizer.unk_id, target_pieces)
+    shortlist = run_shortlist(source, spm_model)
+    if shortlist is not None:  # saved by spec.save as vmap.txt, where CTranslate2's use_vmap reads it
+        spec.register_vocabulary_mapping(str(run_directory(source) / SHORTLIST_NAME))
     spec.validate()
     spec.optimize(quantization=quantization)
     try:
@@ -132,6 +138,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
     metadata = _metadata(source, step, model.cfg, quantization, search)
     metadata |= {"configs": configs, "manifest": manifest}  # what the run says of itself (mtkit serve's /info)
     metadata["language_codes"] = tokenizer.language_codes()  # a multilingual model's targets: sources begin >>xx<<
+    metadata["shortlist"] = shortlist
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)  # a model directory others may serve (mkdtemp made it private)
         spec.save(str(tmp))
@@ -150,7 +157,21 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
         "ctranslate2": ctranslate2.__version__,
         "files": files,
         "bytes": size,
+        "shortlist": shortlist is not None,
     }
+
+
+def run_shortlist(checkpoint: Path, spm_model: bytes) -> dict[str, Any] | None:
+    """The record of the shortlist in the checkpoint's run directory (`mtkit shortlist`), None without one; one made
+    with another sentencepiece model than the checkpoint's is refused, never exported beside it."""
+    info = read_shortlist(run_directory(checkpoint))
+    if info is not None:
+        check(
+            info.get("spm_sha256") == hashlib.sha256(spm_model).hexdigest(),
+            f"{run_directory(checkpoint) / SHORTLIST_NAME}: made for another sentencepiece model than {checkpoint}'s; "
+            "make it again with `mtkit shortlist`",
+        )
+    return info
 
 
 def build_spec(

@@ -39,11 +39,13 @@ def load_translator(
     device: str = "auto",
     dtype: str | None = None,
     ct2_search: str = "exact",
+    shortlist: bool = False,
     **overrides: Any,
 ) -> Translating:
     """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
 
-    `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native);
+    `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native), and
+    `shortlist` (search the model's vocabulary map's candidates only);
     `overrides` are TranslateConfig fields and the engine's own options (torch: ensemble, packed; ctranslate2:
     threads).
     """
@@ -52,6 +54,10 @@ def load_translator(
     check(
         engine == "ctranslate2" or ct2_search == "exact",
         f"--ct2-search {ct2_search}: --engine {engine} runs mtkit's own search; use --engine ctranslate2",
+    )
+    check(
+        engine == "ctranslate2" or not shortlist,
+        f"--shortlist: --engine {engine} scores the whole vocabulary; use --engine ctranslate2 (its vocabulary map)",
     )
     if engine == "ctranslate2":
         from mtkit.engines.ct2 import CT2Translator
@@ -62,6 +68,7 @@ def load_translator(
             dtype=dtype or "float32",
             exporter=EXPORT_ON_FIRST_USE,
             native=ct2_search == "native",
+            shortlist=shortlist,
             **overrides,
         )
     from mtkit.engines.torch_engine import Translator

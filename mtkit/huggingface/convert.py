@@ -29,7 +29,7 @@ from mtkit.huggingface.marian import (
 )
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import WEIGHTS_KIND, save_checkpoint, step_path
-from mtkit.runs.checkpoint_files import CHECKPOINT_DIR
+from mtkit.runs.checkpoint_files import CHECKPOINT_DIR, run_directory
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer
 from mtkit.training.config import TrainConfig
@@ -147,7 +147,7 @@ def save_marian_tokenizer(transformers: Any, tokenizer: Any, cfg: ModelConfig, m
 
 def _valid_bleu(source: Path) -> dict | None:
     """The last validation BLEU in the run's metrics.jsonl (train.valid_bleu), if any."""
-    run_dir = source.parent.parent if source.parent.name == CHECKPOINT_DIR else source.parent  # step_N.pt, average.pt
+    run_dir = run_directory(source)
     metrics = run_dir / "metrics.jsonl"
     found = None
     if metrics.is_file():

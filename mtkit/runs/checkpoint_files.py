@@ -45,6 +45,14 @@ def checkpoint_candidate(path: str | Path) -> Path:
     return steps[-1]
 
 
+def run_directory(path: str | Path) -> Path:
+    """The run directory of RUN_DIR itself or of a checkpoint in it (RUN_DIR/checkpoints/step_*.pt, average.pt)."""
+    path = Path(path)
+    if path.is_dir():
+        return path
+    return path.parent.parent if path.parent.name == CHECKPOINT_DIR else path.parent
+
+
 def trailer_digest(path: Path) -> str | None:
     """The sha256 a checkpoint's trailer records (not recomputed: one small read); None without a trailer."""
     size = path.stat().st_size

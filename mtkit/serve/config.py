@@ -31,6 +31,7 @@ class ServeConfig:
     device: str = same_field(EngineConfig, "device")
     dtype: str = same_field(EngineConfig, "dtype")
     ct2_search: str = same_field(EngineConfig, "ct2_search")
+    shortlist: bool = same_field(EngineConfig, "shortlist")
     workers: int | None = field(
         default=None,
         metadata={

@@ -8,7 +8,6 @@ no upload or translation ever touches the server's disk or shows one of its path
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.parser
 import email.policy
 import mimetypes
@@ -24,7 +23,7 @@ from mtkit.documents.formats import FORMATS, open_job
 from mtkit.documents.job import DocumentError
 from mtkit.documents.safety import Limits
 from mtkit.engines.splitting import split_options
-from mtkit.serve.request import RequestError, SearchOverrides
+from mtkit.serve.request import RequestError
 from mtkit.serve.router import Router
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -122,13 +121,10 @@ async def translate_file(
         job = await asyncio.to_thread(open_job, safe_filename(filename), data, source, limits)
     except DocumentError as exc:
         raise RequestError(400, str(exc)) from None
-    whole = dataclasses.replace(split_options(model.translator, source), split=False)  # the format cut sentences
     warnings: list[str] = []
     texts = list(dict.fromkeys(job.texts))
-    done = await model.translate_split(
-        texts, whole, SearchOverrides(model.translator.cfg.beam, 1), strict, warnings, target
-    )
-    found = dict(zip(texts, (text.text for text in done)))
+    done = await model.translate_whole(texts, split_options(model.translator, source), strict, warnings, target)
+    found = dict(zip(texts, done))
     try:
         document = await asyncio.to_thread(job.finish, [found[text] for text in job.texts])
     except DocumentError as exc:

@@ -8,7 +8,6 @@ here.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -105,13 +104,9 @@ async def translate_html_documents(
     """HTML documents, their text translated sentence by sentence in two batches (see mtkit.text.markup), their
     markup kept; every text the markup asks for goes through the guard."""
     jobs = [HtmlTranslation(document, options.language, options.split) for document in documents]
-    whole = dataclasses.replace(options, split=False)  # the markup gives sentences, without line breaks
 
-    async def translate(texts: list[str]) -> list[str]:
-        done = await model.translate_split(
-            texts, whole, SearchOverrides(model.translator.cfg.beam, 1), strict, warnings, target
-        )
-        return [text.text for text in done]
+    async def translate(texts: list[str]) -> list[str]:  # the markup gives sentences, without line breaks
+        return await model.translate_whole(texts, options, strict, warnings, target)
 
     first = await translate([text for job in jobs for text in job.first])
     needed = [job.second(take(first, len(job.first))) for job in jobs]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,20 @@ class ServedModel:
             return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, target=target))
 
         return await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
+
+    async def translate_whole(
+        self,
+        texts: list[str],
+        options: SplitOptions,
+        strict: bool,
+        warnings: list[str],
+        target: str | None = None,
+    ) -> list[str]:
+        """Texts already cut into sentences (by a document's format, by HTML's markup), each translated whole: its
+        best translation with the model's own beam, through the guard (`options` with `split` off)."""
+        whole = replace(options, split=False)
+        search = SearchOverrides(self.translator.cfg.beam, 1)
+        return [text.text for text in await self.translate_split(texts, whole, search, strict, warnings, target)]
 
 
 def pair_text(pairs: list[tuple[str, str]]) -> str:
