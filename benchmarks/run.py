@@ -9,7 +9,9 @@ the text ones: splitting (sentence splitters, pySBD among them when installed) a
 --demo-run: paragraphs (paragraphs by `mtkit translate --split-sentences` and `mtkit serve`), confidence (how well
 confidence finds the worst translations), casing (UPPER and Title Case input; --baseline-run for a second run),
 documents (subtitles sentence-aware against cue by cue; a 50-page .docx against its text as lines), shards (`mtkit
-back-translate` of 100,000 lines as 1 shard and as 2 shards at once on this host, the merge timed).
+back-translate` of 100,000 lines as 1 shard and as 2 shards at once on this host, the merge timed); int8
+(CTranslate2's int8 against float32 by model width, with its ISA and GEMM switches: fixed work, random weights);
+cpu_models (BLEU against sentences/s of a teacher, its ensemble and students with the CPU levers, and a picture).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -21,11 +23,13 @@ from scenarios import (
     backtranslation,
     casing,
     confidence,
+    cpu_models,
     ct2search,
     distill,
     documents,
     finetune,
     gpu,
+    int8,
     langid,
     multilingual,
     noisy,
@@ -59,6 +63,8 @@ SCENARIOS = {
     "casing": casing.run,
     "documents": documents.run,
     "shards": shards.run,
+    "int8": int8.run,
+    "cpu_models": cpu_models.run,
 }
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
@@ -91,12 +97,18 @@ def main() -> None:
         "splitting, paragraphs, confidence, casing, documents: only the first N test lines (checks); "
         "shards: back-translate N lines (default 100,000; 5,000 with --small)",
     )
-    parser.add_argument("--teacher", help="distill: an existing run as the teacher instead of training one")
+    parser.add_argument(
+        "--teacher", help="distill: an existing run as the teacher instead of training one; cpu_models: the teacher"
+    )
+    parser.add_argument("--ensemble", action="append", help="cpu_models: another teacher ensembled with --teacher")
+    parser.add_argument("--model", action="append", help="cpu_models: NAME=RUN_DIR, a student (repeat)")
+    parser.add_argument("--levers", help="cpu_models: the --model NAME that gets every CPU lever (default: the first)")
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")
     parser.add_argument(
         "--length-penalty",
         type=float,
-        help="distill: the teacher's length penalty, to distill and translate (default: its recipe's)",
+        help="distill: the teacher's length penalty, to distill and translate (default: its recipe's); "
+        "cpu_models: the ensemble's",
     )
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")

@@ -213,11 +213,11 @@ TORCH_FREE = (
     "documents.job", "documents.formats", "documents.safety", "documents.runs", "documents.office", "documents.epub",
     "documents.plain", "documents.markdown", "documents.subtitles", "bulk.document_translation",
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",
-    "bulk.file_translation",
+    "bulk.file_translation", "bulk.distill_clean",
     "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
     "serve.libre_request", "serve.api_keys", "serve.files", "serve.http_body",
     "cli.main", "cli.data_commands", "cli.document_commands", "cli.preprocess_command", "cli.serve_command",
-    "cli.shortlist_command", "cli.command", "cli.options", "cli.process",
+    "cli.shortlist_command", "cli.clean_command", "cli.command", "cli.options", "cli.process",
 )  # fmt: skip
 TORCH_PARTS = {"model", "training", "huggingface", "recipe"}
 TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "engines.ct2_export",

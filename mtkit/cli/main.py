@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from mtkit.cli import clean_command as cli_clean
 from mtkit.cli import data_commands as cli_data
 from mtkit.cli import document_commands as cli_documents
 from mtkit.cli import preprocess_command as cli_preprocess
@@ -290,6 +291,7 @@ app.command("score-pairs")(cli_data.score_pairs)
 app.command("filter-pairs")(cli_data.filter_pairs)
 app.command("back-translate")(cli_data.back_translate)
 app.command("distill")(cli_data.distill)
+app.command("clean-distilled")(cli_clean.clean_distilled_command)
 app.command("merge-shards")(cli_data.merge_shards)
 app.command("translate-file")(cli_documents.translate_file)
 app.command("shortlist")(cli_shortlist.shortlist)

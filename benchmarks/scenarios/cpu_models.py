@@ -1,0 +1,180 @@
+"""The best model a CPU can serve: BLEU against sentences/s for a teacher, its ensemble and students, and the CPU
+levers (int8, threads, a vocabulary shortlist, greedy search, batch size) on one student, in one run.
+
+Every program is `mtkit translate` of test_2016_flickr (1,000 lines) as a whole process (start-up and model load
+included), --rounds alternating rounds, medians. The teacher (--teacher) and each --model NAME=RUN run on
+CTranslate2 (`--engine ctranslate2 --ct2-search native`); the ensemble (the teacher with every --ensemble RUN, at
+--length-penalty) runs on the torch engine, the only one that ensembles, and so does the teacher once more for a
+like-for-like row. The first --model (or --levers NAME) gets every lever, one at a time from float32, beam 4, two
+threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU too, as the Multi30k
+literature scores) and its runaways counted: lines longer than twice their source in words. Writes the table and
+docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e '.[plots]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+from pathlib import Path
+
+from harness import ROOT, WORK, alternate, checked, figures, measure, medians, write_results
+
+from scenarios.workload import MULTI30K, mtkit
+
+OUT = WORK / "cpu-models"
+PICTURE = ROOT / "docs" / "cpu-models.png"
+CT2 = ("--engine", "ctranslate2", "--ct2-search", "native")
+BASE = ("--dtype", "fp32", "--beam", "4")
+# (label, options) of every model on CTranslate2; the lever student gets LEVERS too
+SETTINGS = {
+    "fp32, beam 4": BASE,
+    "fp32, greedy": ("--dtype", "fp32", "--beam", "1"),
+    "int8, greedy, 2 workers x 1 thread, shortlist": (
+        "--dtype",
+        "int8",
+        "--beam",
+        "1",
+        "--workers",
+        "2",
+        "--shortlist",
+    ),
+}
+LEVERS = {
+    "int8, beam 4": ("--dtype", "int8", "--beam", "4"),
+    "int8, beam 4, 2 workers x 1 thread": ("--dtype", "int8", "--beam", "4", "--workers", "2"),
+    "fp32, beam 4, 2 workers x 1 thread": (*BASE, "--workers", "2"),
+    "fp32, beam 4, shortlist": (*BASE, "--shortlist"),
+    "fp32, greedy, shortlist": ("--dtype", "fp32", "--beam", "1", "--shortlist"),
+    "int8, greedy, 2 workers x 1 thread": ("--dtype", "int8", "--beam", "1", "--workers", "2"),
+    "fp32, beam 4, batches of 1,000 tokens": (*BASE, "--batch-tokens", "1000"),
+    "fp32, beam 4, batches of 16,000 tokens": (*BASE, "--batch-tokens", "16000"),
+}
+
+
+def named_runs(items: list[str]) -> dict[str, Path]:
+    """--model NAME=RUN, in the order given."""
+    runs = {}
+    for item in items:
+        name, sep, run = item.partition("=")
+        if not sep or not Path(run).is_dir():
+            raise SystemExit(f"--model {item}: give NAME=RUN_DIR of a trained run")
+        runs[name] = Path(run).resolve()
+    return runs
+
+
+def runaways(sources: list[str], outputs: list[str]) -> int:
+    """Lines longer than twice their source, in words."""
+    return sum(len(out.split()) > 2 * len(src.split()) for src, out in zip(sources, outputs))
+
+
+def scored(hyp: Path, refs: list[str], sources: list[str]) -> dict[str, float]:
+    import sacrebleu
+
+    from mtkit.score import lc_tok_bleu
+
+    lines = hyp.read_text(encoding="utf-8").splitlines()
+    return {
+        "sacreBLEU": round(sacrebleu.corpus_bleu(lines, [refs]).score, 2),
+        "lc-tok BLEU": round(lc_tok_bleu(lines, [refs], "de"), 2),
+        "runaways": runaways(sources, lines),
+    }
+
+
+def programs(
+    rows: dict[str, tuple[Path, tuple[str, ...]]], source: Path, lines: int, refs: list[str], sources: list[str]
+) -> tuple[dict, dict[str, dict[str, float]]]:
+    """One alternating program per row (its output scored once, untimed, first: the export into the run's cache
+    happens there), and the scores."""
+    found, scores = {}, {}
+    for what, (run, options) in rows.items():
+        hyp = OUT / "outputs" / (re.sub(r"\W+", "-", what).strip("-") + ".de")
+        hyp.parent.mkdir(parents=True, exist_ok=True)
+        cmd = mtkit("translate", str(run), *options, "-q", "-i", str(source), "-o", str(hyp))
+        log = OUT / "logs" / hyp.stem
+        checked(measure(cmd, log), what)
+        scores[what] = scored(hyp, refs, sources)
+
+        def once(round_: int, cmd: list[str] = cmd, log: Path = log, what: str = what) -> dict[str, float]:
+            m = checked(measure(cmd, log), what)
+            return {**figures(m), "sent_per_s": round(lines / m.wall_s, 1)}
+
+        found[what] = once
+    return found, scores
+
+
+def picture(rows: list[dict], path: Path) -> None:
+    """BLEU against sentences/s (log scale), one labelled point per row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
+    for row in rows:
+        kind = row["model"].split(",")[0].split(" ")[0]
+        marker = {"ensemble": "*", "teacher": "s"}.get(kind, "o")
+        ax.scatter(row["sent/s"], row["sacreBLEU"], marker=marker, s=70 if marker == "*" else 30)
+        ax.annotate(f"{row['model']}: {row['setting']}", (row["sent/s"], row["sacreBLEU"]), fontsize=6.5,
+                    xytext=(4, 2), textcoords="offset points")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("sentences/s, whole process, 1,000 lines of test_2016_flickr (log scale)")
+    ax.set_ylabel("sacreBLEU, test_2016_flickr")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> None:
+    if not args.teacher or not args.model:
+        raise SystemExit("cpu_models: give --teacher RUN and at least one --model NAME=RUN")
+    teacher, students = Path(args.teacher).resolve(), named_runs(args.model)
+    levers = args.levers or next(iter(students))
+    for name, run_dir in students.items():
+        if not (run_dir / "shortlist.txt").is_file():
+            raise SystemExit(f"--model {name}: no shortlist; make one first: mtkit shortlist {run_dir} DATA_DIR")
+    OUT.mkdir(parents=True, exist_ok=True)
+    with gzip.open(MULTI30K / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as f:
+        sources = f.read().splitlines()
+    with gzip.open(MULTI30K / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as f:
+        refs = f.read().splitlines()
+    source = OUT / "test.en"
+    source.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    penalty = ["--length-penalty", str(args.length_penalty)] if args.length_penalty is not None else []
+    table: dict[str, tuple[Path, tuple[str, ...]]] = {"teacher, fp32, beam 4": (teacher, (*CT2, *BASE))}
+    if args.ensemble:
+        others = [item for run in args.ensemble for item in ("--ensemble", str(Path(run).resolve()))]
+        table[f"ensemble of {1 + len(args.ensemble)}, torch, fp32, beam 4"] = (teacher, (*BASE, *others, *penalty))
+        table["teacher, torch, fp32, beam 4"] = (teacher, BASE)
+    table |= {
+        f"teacher, {label}": (teacher, (*CT2, *options))
+        for label, options in SETTINGS.items()
+        if "shortlist" not in label
+    }
+    for name, run_dir in students.items():
+        settings = SETTINGS | (LEVERS if name == levers else {})
+        table |= {f"{name}, {label}": (run_dir, (*CT2, *options)) for label, options in settings.items()}
+    found, scores = programs(table, source, len(sources), refs, sources)
+    results = alternate(found, args.rounds)
+    base = medians(results["teacher, fp32, beam 4"])["sent_per_s"]
+    ensemble = next((medians(results[w])["sent_per_s"] for w in results if w.startswith("ensemble")), None)
+    rows = []
+    for what, rounds in results.items():
+        model, _, setting = what.partition(", ")
+        speed = medians(rounds)
+        rows.append(
+            {
+                "model": model,
+                "setting": setting,
+                **scores[what],
+                "sent/s": speed["sent_per_s"],
+                "vs teacher fp32 beam 4": round(speed["sent_per_s"] / base, 2),
+                **({"vs ensemble": round(speed["sent_per_s"] / ensemble, 2)} if ensemble else {}),
+                "peak RSS MiB": speed["peak_rss_mib"],
+            }
+        )
+    picture(rows, PICTURE)
+    report = {"teacher": str(teacher), "ensemble": args.ensemble, "models": {k: str(v) for k, v in students.items()}}
+    write_results("cpu_models", {**report, "levers": levers, "rounds": args.rounds, "picture": str(PICTURE)}, rows)

@@ -1,0 +1,91 @@
+"""A distilled corpus cleaned before a student learns from it: a teacher's translation that runs away (far longer
+than its source in words, or a phrase repeated in a row) teaches the student to loop, so such a pair takes the
+human reference instead (or, without references, is dropped). Streams the three files once; writes both sides
+atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtkit.errors import check
+from mtkit.files import atomic_write, read_lines, resolve_prefix
+from mtkit.text.guard import Guard
+
+PUNCTUATION = ".,;:!?\"'()"
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """What makes a distilled translation a runaway: more than `max_ratio` x its source's words, or a phrase of up
+    to 4 words repeated `max_repeats` times in a row."""
+
+    max_ratio: float = field(
+        default=2.0, metadata={"help": "A translation of more than this many times its source's words is a runaway."}
+    )
+    max_repeats: int = field(
+        default=2, metadata={"help": "A phrase of up to 4 words repeated this many times in a row is a loop."}
+    )
+
+    def __post_init__(self) -> None:
+        check(self.max_ratio > 0, f"--max-ratio must be positive; got {self.max_ratio}")
+        check(self.max_repeats >= 2, f"--max-repeats must be 2 or more; got {self.max_repeats}")
+
+    @property
+    def guard(self) -> Guard:
+        return Guard(ratio=self.max_ratio, slack=0, max_repeats=self.max_repeats, max_phrase=4, short=0)
+
+
+def runaway(cfg: CleanConfig, source: str, translation: str) -> str:
+    """ "" for a translation a student may learn from; else why not: "long" or "loop"."""
+    words = translation.split()
+    if len(words) > cfg.guard.limit(len(source.split())):
+        return "long"
+    bare = [word.strip(PUNCTUATION) for word in words]  # "im Schnee Schnee." repeats "Schnee"
+    return "loop" if cfg.guard.loop(bare) is not None else ""
+
+
+def _triples(source: Path, distilled: Path, reference: Path | None) -> Iterator[tuple[int, str, str, str | None]]:
+    """(line number, source, teacher's translation, reference or None), refusing files of different lengths."""
+    names = [source, distilled] + ([reference] if reference else [])
+    readers = [read_lines(path) for path in names]
+    lineno = 0
+    while True:
+        lines = [next(reader, None) for reader in readers]
+        if all(line is None for line in lines):
+            return
+        lineno += 1
+        missing = [str(path) for path, line in zip(names, lines) if line is None]
+        check(not missing, f"{', '.join(missing)}: ends at line {lineno - 1}, before {names[0]} does")
+        yield lineno, lines[0], lines[1], lines[2] if reference else None  # type: ignore[misc]
+
+
+def clean_distilled(
+    prefix: Path, langs: tuple[str, str], out: Path, references: Path | None, cfg: CleanConfig
+) -> dict[str, object]:
+    """PREFIX.SRC/.TGT (distill's output) -> OUT.SRC/.TGT; a runaway translation replaced by REFERENCES.TGT's line
+    (the same sources, line by line) or, without references, the pair dropped. Returns the counts."""
+    src_lang, tgt_lang = langs
+    source, distilled = resolve_prefix(prefix, src_lang), resolve_prefix(prefix, tgt_lang)
+    reference = resolve_prefix(references, tgt_lang) if references is not None else None
+    outputs = [Path(f"{out}.{src_lang}"), Path(f"{out}.{tgt_lang}")]
+    check(not {source, distilled} & set(outputs), f"--out {out}: would overwrite the distilled corpus it reads")
+    counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "replaced": 0, "dropped": 0}
+    with contextlib.ExitStack() as stack:
+        src_out, tgt_out = (stack.enter_context(atomic_write(path, "wb")) for path in outputs)
+        for _, src, hyp, ref in _triples(source, distilled, reference):
+            counts["pairs"] += 1
+            why = runaway(cfg, src, hyp)
+            if why:
+                counts[why] += 1
+                counts["replaced" if ref is not None else "dropped"] += 1
+                if ref is None:
+                    continue
+                hyp = ref
+            counts["kept"] += 1
+            src_out.write(f"{src}\n".encode())
+            tgt_out.write(f"{hyp}\n".encode())
+    return {**counts, "outputs": [str(path) for path in outputs]}
