@@ -99,6 +99,24 @@ def test_tiny_student_recipe_is_the_teacher_with_one_decoder_layer() -> None:
     assert {**student["preprocess"], "train": teacher["preprocess"]["train"]} == teacher["preprocess"]
 
 
+def test_ensemble_students_are_the_teachers_shape_and_a_deep_encoder_shallow_decoder() -> None:
+    """The students of the teachers' ensemble: one in the teacher's own shape and schedule, one with a 6-layer
+    encoder, a 1-layer decoder and a wider FFN; both on the cleaned distilled corpus and the references, weighted
+    alike."""
+    teacher = dry_run(RECIPES / "multi30k-en-de/teacher.toml")
+    same = dry_run(RECIPES / "multi30k-en-de/student-ensemble.toml")
+    deep = dry_run(RECIPES / "multi30k-en-de/student-ensemble-deep.toml")
+    assert same["model"] == teacher["model"] and same["train"] == teacher["train"]
+    assert {**deep["model"], "d_ff": 256, "encoder_layers": 4, "decoder_layers": 4} == teacher["model"]
+    assert (deep["model"]["d_ff"], deep["model"]["encoder_layers"], deep["model"]["decoder_layers"]) == (512, 6, 1)
+    for student in (same, deep):
+        corpora = {c["name"]: (c["train"], c["weight"]) for c in student["preprocess"]["corpora"]}
+        assert corpora == {
+            "distilled": ("runs/ensemble-distilled-clean", 1.0),
+            "references": ("data/multi30k/train", 1.0),
+        }
+
+
 def test_dry_run_names_and_overrides() -> None:
     cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "12")
     for section, key in [
