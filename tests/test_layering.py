@@ -205,7 +205,7 @@ TORCH_FREE = (
     "errors", "console", "files", "readahead", "faults", "tokenizer", "score", "language_id",
     "search.config",
     "corpus.batching", "corpus.config", "corpus.plan", "corpus.filters", "corpus.mixing", "corpus.subword_sampling",
-    "corpus.modifiers", "corpus.shortlist",
+    "corpus.modifiers", "corpus.shortlist", "corpus.shortlist_record",
     "runs.checkpoint_files",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
     "engines.streaming", "engines.output", "engines.splitting",

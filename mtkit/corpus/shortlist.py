@@ -2,15 +2,13 @@
 co-occurrence of pieces in the sentence pairs of a preprocessed directory's training corpora.
 
 Written in CTranslate2's vocabulary-map format (`source piece<TAB>target pieces`, the empty key: pieces always
-allowed), which its search reads with `use_vmap`. Counting, writing and reading its record; no model, no engine,
-no torch (the CTranslate2 engine reads the record).
+allowed), which its search reads with `use_vmap`. Counting and writing; no model, no engine, no torch (numpy
+and, to count, the binarized reader). Its files and record: mtkit.corpus.shortlist_record.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mtkit.errors import UserError, check
-from mtkit.files import write_text
+from mtkit.corpus.shortlist_record import read_shortlist, write_shortlist
+from mtkit.errors import check
 from mtkit.tokenizer import file_sha256, load_tokenizer
 
 if TYPE_CHECKING:
     from mtkit.corpus.binarized import ParallelData
 
-SHORTLIST_NAME = "shortlist.txt"  # in RUN_DIR, CTranslate2's vmap format
-SHORTLIST_INFO = "shortlist.json"  # how it was made: settings, corpus, the sentencepiece model it belongs to
 CHUNK_PAIRS = 4096  # sentence pairs counted per numpy pass
 
 
@@ -156,32 +152,6 @@ def vmap_text(
         if chosen:
             lines.append(piece + "\t" + " ".join(target_pieces[i] for i in chosen))
     return "\n".join(lines) + "\n"
-
-
-def write_shortlist(run_dir: Path, text: str, info: dict[str, Any]) -> Path:
-    """shortlist.txt and, written after it, shortlist.json (what the engines check it by, with the text's sha256);
-    returns the .txt path."""
-    write_text(run_dir / SHORTLIST_NAME, text)
-    info = {**info, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    write_text(run_dir / SHORTLIST_INFO, json.dumps(info, indent=2) + "\n")
-    return run_dir / SHORTLIST_NAME
-
-
-def read_shortlist(run_dir: Path) -> dict[str, Any] | None:
-    """RUN_DIR's shortlist record, None when it has none; a record whose text is missing or not the one it was
-    written with (edited, cut short, left from an older shortlist) is a one-line error."""
-    info_path, text_path = run_dir / SHORTLIST_INFO, run_dir / SHORTLIST_NAME
-    if not info_path.is_file():
-        return None
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-        whole = hashlib.sha256(text_path.read_bytes()).hexdigest() == info["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(
-            f"{info_path}: unreadable shortlist record ({exc}); make it again with `mtkit shortlist`"
-        ) from None
-    check(whole, f"{text_path}: not the shortlist {info_path.name} records; make it again with `mtkit shortlist`")
-    return info
 
 
 def make_shortlist(run_dir: Path, data_dir: Path, cfg: ShortlistConfig) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.console import log
-from mtkit.corpus.shortlist import read_shortlist
+from mtkit.corpus.shortlist_record import read_shortlist
 from mtkit.engines.interop import METADATA_NAME
 from mtkit.errors import check
 from mtkit.files import write_text

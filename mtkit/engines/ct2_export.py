@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from mtkit.corpus.shortlist import SHORTLIST_NAME, read_shortlist
+from mtkit.corpus.shortlist_record import SHORTLIST_NAME, read_shortlist
 from mtkit.engines.interop import METADATA_NAME, check_export_dir, import_ctranslate2
 from mtkit.engines.torch_engine import load_model, resolve_checkpoint
 from mtkit.errors import UserError, check

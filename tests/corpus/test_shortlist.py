@@ -8,17 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtkit.corpus.shortlist import (
-    SHORTLIST_INFO,
-    SHORTLIST_NAME,
-    ShortlistConfig,
-    _chosen,
-    candidates,
-    count_pieces,
-    read_shortlist,
-    vmap_text,
-    write_shortlist,
-)
+from mtkit.corpus.shortlist import ShortlistConfig, _chosen, candidates, count_pieces, vmap_text
+from mtkit.corpus.shortlist_record import SHORTLIST_INFO, SHORTLIST_NAME, read_shortlist, write_shortlist
 from mtkit.errors import UserError
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.corpus.shortlist import SHORTLIST_INFO, SHORTLIST_NAME, ShortlistConfig, make_shortlist, write_shortlist
+from mtkit.corpus.shortlist import ShortlistConfig, make_shortlist
+from mtkit.corpus.shortlist_record import SHORTLIST_INFO, SHORTLIST_NAME, write_shortlist
 from mtkit.engines.ct2 import VMAP_NAME, CT2Translator
 from mtkit.engines.ct2_cache import model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator

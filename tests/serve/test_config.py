@@ -36,6 +36,7 @@ def test_the_documented_defaults() -> None:
         "grace_seconds": 5.0,
         "api_keys": None,
         "ct2_search": "exact",
+        "shortlist": False,
     }
 
 
