@@ -84,6 +84,7 @@ def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
         "translate": dataclasses.asdict(translator.cfg),
         "recipe": public_recipe(configs),
         "engine": cfg.engine,
+        "shortlist": cfg.shortlist,  # CTranslate2 searches the run's shortlist only (--shortlist)
         "device": str(translator.device),
         "dtype": facts["dtype"],
         "workers": translator.workers,

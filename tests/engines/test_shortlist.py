@@ -127,5 +127,7 @@ def test_serve_searches_the_shortlist_as_translate_does(
     try:
         status, _, answer = server.translate({"text": lines[:12], "beam": 4, "split_sentences": False})
         assert status == 200 and answer["translations"] == expected
+        status, _, info = server.request("GET", "/info")
+        assert status == 200 and info["shortlist"] is True
     finally:
         server.stop()

@@ -235,7 +235,7 @@ def test_health_and_info(server: Server, tiny_run: Path) -> None:
     assert (info["source_lang"], info["target_lang"], info["vocab_size"]) == ("en", "de", 1000)
     assert info["model"]["arch"] == "tiny" and info["model"]["d_model"] == 64 and info["model"]["parameters"] > 0
     assert info["recipe"]["train"]["max_steps"] == 150 and info["device"] == "cpu" and info["dtype"] == "fp32"
-    assert info["engine"] == "torch" and info["workers"] == 1
+    assert info["engine"] == "torch" and info["workers"] == 1 and info["shortlist"] is False
     assert info["limits"]["max_lines"] == 16 and (info["name"], info["checkpoint"]) == (tiny_run.name, "average.pt")
     # a public server shows no file system: no path of the model's in any answer a client can ask for (the page
     # shows /info's)
