@@ -103,6 +103,29 @@ def programs(
     return found, scores
 
 
+def shortlist_candidates(run: Path, sources: list[str], sizes: tuple[int, ...] = (1, 32, 270)) -> dict[int, float]:
+    """Batch size -> the mean number of target pieces CTranslate2 searches with the run's shortlist (the union of
+    the candidates of the batch's source pieces and the frequent ones), batches of length-sorted sources as mtkit
+    makes them."""
+    import sentencepiece as spm
+
+    always: set[str] = set()
+    per_piece: dict[str, set[str]] = {}
+    for line in (run / "shortlist.txt").read_text(encoding="utf-8").splitlines():
+        key, _, targets = line.partition("\t")
+        (per_piece.setdefault(key, set()) if key else always).update(targets.split())
+    sp = spm.SentencePieceProcessor(model_file=str(run / "spm.model"))
+    pieces = sorted((sp.encode(line, out_type=str) for line in sources), key=len)
+    found = {}
+    for size in sizes:
+        unions = [
+            len(always.union(*(per_piece.get(p, set()) for s in pieces[i : i + size] for p in s)))
+            for i in range(0, len(pieces), size)
+        ]
+        found[size] = round(sum(unions) / len(unions), 1)
+    return found
+
+
 def picture(rows: list[dict], path: Path) -> None:
     """BLEU against sentences/s (log scale), one labelled point per row."""
     import matplotlib
@@ -176,5 +199,11 @@ def run(args: argparse.Namespace) -> None:
             }
         )
     picture(rows, PICTURE)
-    report = {"teacher": str(teacher), "ensemble": args.ensemble, "models": {k: str(v) for k, v in students.items()}}
+    candidates = {name: shortlist_candidates(run_dir, sources) for name, run_dir in students.items()}
+    report = {
+        "shortlist_candidates_per_batch_size": candidates,
+        "teacher": str(teacher),
+        "ensemble": args.ensemble,
+        "models": {k: str(v) for k, v in students.items()},
+    }
     write_results("cpu_models", {**report, "levers": levers, "rounds": args.rounds, "picture": str(PICTURE)}, rows)
