@@ -1,0 +1,105 @@
+"""recipes/multi30k-en-de/ensemble.sh's order and resumption, with a stand-in for `python -m mtkit` that records each
+command and writes the files the real one would: the ensemble is every seed's teacher, the length penalty is the one
+of the best val score, nothing whole is done twice, and the student recipes read what the chain writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "recipes" / "multi30k-en-de" / "ensemble.sh"
+VAL_BLEU = {"0.6": 39.1, "1.0": 39.8, "1.5": 40.2, "2.0": 40.2}  # a tie: the smaller penalty
+
+STAND_IN = r"""
+import json, os, re, sys
+from pathlib import Path
+if sys.argv[1] == "-":  # the script's own Python (the length penalty's choice)
+    sys.argv = sys.argv[1:]
+    exec(sys.stdin.read())
+    sys.exit(0)
+args = sys.argv[3:]  # python -m mtkit COMMAND ...
+with open(os.environ["MTKIT_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\n")
+def after(flag):
+    return args[args.index(flag) + 1]
+command = args[0]
+if command == "preprocess":
+    Path(after("--out")).mkdir(parents=True, exist_ok=True)
+    (Path(after("--out")) / "manifest.json").write_text("{}")
+elif command == "train":
+    Path(after("--save-dir")).mkdir(parents=True, exist_ok=True)
+    (Path(after("--save-dir")) / "average.pt").write_text("")
+elif command == "translate":
+    Path(after("-o")).write_text("Ein Hund.\n")
+elif command == "score":
+    lp = re.search(r"val-([0-9.]+)\.de$", args[-1])
+    print(json.dumps({"bleu": json.loads(os.environ["VAL_BLEU"])[lp.group(1)] if lp else 41.5, "lc_tok_bleu": 42.0}))
+elif command == "distill":
+    for lang in ("en", "de"):
+        Path(after("--out") + "." + lang).write_text("x\n")
+elif command == "clean-distilled":
+    for lang in ("en", "de"):
+        Path(after("--out") + "." + lang).write_text("x\n")
+    print(json.dumps({"pairs": 1}))
+elif command == "shortlist":
+    (Path(args[1]) / "shortlist.txt").write_text("")
+"""
+
+
+def run_chain(tmp_path: Path, seeds: int) -> list[list[str]]:
+    fake = tmp_path / "fake_python.py"
+    fake.write_text(STAND_IN, encoding="utf-8")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {fake} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    log = tmp_path / "commands.jsonl"
+    env = {
+        **os.environ,
+        "PY": str(wrapper),
+        "OUT": str(tmp_path / "runs"),
+        "SEEDS": str(seeds),
+        "MTKIT_LOG": str(log),
+        "VAL_BLEU": json.dumps(VAL_BLEU),
+    }
+    done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    commands = [json.loads(line) for line in log.read_text().splitlines()]
+    log.unlink()
+    return commands
+
+
+def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tmp_path: Path) -> None:
+    first = run_chain(tmp_path, seeds=3)
+    out = tmp_path / "runs"
+    names = [c[0] for c in first]
+    assert names[:4] == ["preprocess", "train", "train", "train"]
+    assert [c[c.index("--set") + 1] for c in first[1:4]] == [f"train.seed={s}" for s in (1, 2, 3)]
+    assert (out / "ensemble" / "length_penalty").read_text().strip() == "1.5"
+    ensembles = [c for c in first if c[0] in ("translate", "distill")]
+    assert len(ensembles) == 6  # 4 penalties on val, test, the distillation
+    for c in ensembles:
+        assert c[1] == str(out / "teacher-1")
+        assert [c[i + 1] for i, a in enumerate(c) if a == "--ensemble"] == [str(out / f"teacher-{s}") for s in (2, 3)]
+    assert ensembles[-2][ensembles[-2].index("--length-penalty") + 1] == "1.5"  # test and distill: the chosen one
+    assert ensembles[-1][ensembles[-1].index("--length-penalty") + 1] == "1.5"
+    assert json.loads((out / "ensemble" / "test.json").read_text())["bleu"] == 41.5
+    students = [c[c.index("--save-dir") + 1] for c in first if c[0] == "train"][3:]
+    assert students == [str(out / "student-ensemble"), str(out / "student-ensemble-deep")]
+    assert [c[1] for c in first if c[0] == "shortlist"] == students
+    again = [c[0] for c in run_chain(tmp_path, seeds=3)]
+    assert "preprocess" not in again and "translate" not in again and "distill" not in again and "score" not in again
+    assert again.count("train") == 5  # a finished run ends at once
+
+
+def test_the_students_read_the_cleaned_corpus_the_chain_writes() -> None:
+    text = SCRIPT.read_text(encoding="utf-8")
+    assert '--out "$OUT/ensemble-distilled-clean"' in text and "OUT=${OUT:-runs}" in text
+    for name in ("student-ensemble", "student-ensemble-deep"):
+        recipe = tomllib.loads((ROOT / "recipes" / "multi30k-en-de" / f"{name}.toml").read_text(encoding="utf-8"))
+        trains = [corpus["train"] for corpus in recipe["preprocess"]["corpora"]]
+        assert trains == ["runs/ensemble-distilled-clean", "data/multi30k/train"]
