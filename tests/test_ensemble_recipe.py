@@ -51,7 +51,7 @@ elif command == "shortlist":
 """
 
 
-def run_chain(tmp_path: Path, seeds: int) -> list[list[str]]:
+def run_chain(tmp_path: Path, seeds: int, expect: int = 0, **extra: str) -> list[list[str]]:
     fake = tmp_path / "fake_python.py"
     fake.write_text(STAND_IN, encoding="utf-8")
     wrapper = tmp_path / "python"
@@ -65,9 +65,11 @@ def run_chain(tmp_path: Path, seeds: int) -> list[list[str]]:
         "SEEDS": str(seeds),
         "MTKIT_LOG": str(log),
         "VAL_BLEU": json.dumps(VAL_BLEU),
+        **extra,
     }
     done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == expect, done.stderr
+    assert expect == 0 or "made by an ensemble of 2, not 4" in done.stderr
     commands = [json.loads(line) for line in log.read_text().splitlines()]
     log.unlink()
     return commands
@@ -79,7 +81,7 @@ def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tm
     names = [c[0] for c in first]
     assert names[:4] == ["preprocess", "train", "train", "train"]
     assert [c[c.index("--set") + 1] for c in first[1:4]] == [f"train.seed={s}" for s in (1, 2, 3)]
-    assert (out / "ensemble" / "length_penalty").read_text().strip() == "1.5"
+    assert (out / "ensemble-of-3" / "length_penalty").read_text().strip() == "1.5"
     ensembles = [c for c in first if c[0] in ("translate", "distill")]
     assert len(ensembles) == 6  # 4 penalties on val, test, the distillation
     for c in ensembles:
@@ -87,13 +89,21 @@ def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tm
         assert [c[i + 1] for i, a in enumerate(c) if a == "--ensemble"] == [str(out / f"teacher-{s}") for s in (2, 3)]
     assert ensembles[-2][ensembles[-2].index("--length-penalty") + 1] == "1.5"  # test and distill: the chosen one
     assert ensembles[-1][ensembles[-1].index("--length-penalty") + 1] == "1.5"
-    assert json.loads((out / "ensemble" / "test.json").read_text())["bleu"] == 41.5
+    assert json.loads((out / "ensemble-of-3" / "test.json").read_text())["bleu"] == 41.5
     students = [c[c.index("--save-dir") + 1] for c in first if c[0] == "train"][3:]
     assert students == [str(out / "student-ensemble"), str(out / "student-ensemble-deep")]
     assert [c[1] for c in first if c[0] == "shortlist"] == students
     again = [c[0] for c in run_chain(tmp_path, seeds=3)]
     assert "preprocess" not in again and "translate" not in again and "distill" not in again and "score" not in again
     assert again.count("train") == 5  # a finished run ends at once
+
+
+def test_a_corpus_distilled_by_another_ensemble_is_not_reused(tmp_path: Path) -> None:
+    run_chain(tmp_path, seeds=2)
+    four = run_chain(tmp_path, seeds=4, STEPS="teachers,penalty,distill", expect=1)
+    assert [c[0] for c in four].count("translate") == 5  # its own penalty and test, in ensemble-of-4
+    assert "distill" not in [c[0] for c in four]
+    assert (tmp_path / "runs" / "ensemble-distilled.seeds").read_text().strip() == "2"
 
 
 def test_the_students_read_the_cleaned_corpus_the_chain_writes() -> None:

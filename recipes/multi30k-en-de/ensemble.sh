@@ -7,8 +7,8 @@
 #   3. the ensemble's translations of the training sources (`mtkit distill --ensemble`), cleaned of runaways
 #      (`mtkit clean-distilled --references`);
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
-# Each step's figures land in $OUT/ensemble/ (val-*.json, test.json, length_penalty). Hours on a 2-core CPU: the
-# teachers about 50 minutes each, the students 45-60, the distillation 15-30.
+# Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json). Hours
+# on a 2-core CPU: the teachers about 50 minutes each, the students 45-60, the distillation 15-30.
 # Usage (from the project root): OUT=runs SEEDS=4 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
 # The student recipes read the cleaned corpus as runs/ensemble-distilled-clean: keep OUT=runs (a link will do).
 set -euo pipefail
@@ -20,7 +20,8 @@ DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
-mkdir -p "$OUT/ensemble"
+ENS="$OUT/ensemble-of-$SEEDS"
+mkdir -p "$ENS"
 
 if [[ ! -f "$OUT/teacher-data/manifest.json" ]]; then
     mtkit preprocess --config "$R/teacher.toml" --out "$OUT/teacher-data"
@@ -34,40 +35,46 @@ others=()
 for seed in $(seq 2 "$SEEDS"); do others+=(--ensemble "$OUT/teacher-$seed"); done
 
 if step penalty; then
-    gzip -dc "$DATA/val.en.gz" > "$OUT/ensemble/val.en"
-    gzip -dc "$DATA/test_2016_flickr.en.gz" > "$OUT/ensemble/test.en"
+    gzip -dc "$DATA/val.en.gz" > "$ENS/val.en"
+    gzip -dc "$DATA/test_2016_flickr.en.gz" > "$ENS/test.en"
     for lp in 0.6 1.0 1.5 2.0; do
-        if [[ ! -f "$OUT/ensemble/val-$lp.json" ]]; then
+        if [[ ! -f "$ENS/val-$lp.json" ]]; then
             mtkit translate "$OUT/teacher-1" "${others[@]}" --length-penalty "$lp" -q \
-                -i "$OUT/ensemble/val.en" -o "$OUT/ensemble/val-$lp.de"
-            mtkit score --ref "$DATA/val.de.gz" --lc-tok --json "$OUT/ensemble/val-$lp.de" > "$OUT/ensemble/val-$lp.json.tmp"
-            mv "$OUT/ensemble/val-$lp.json.tmp" "$OUT/ensemble/val-$lp.json"
+                -i "$ENS/val.en" -o "$ENS/val-$lp.de"
+            mtkit score --ref "$DATA/val.de.gz" --lc-tok --json "$ENS/val-$lp.de" > "$ENS/val-$lp.json.tmp"
+            mv "$ENS/val-$lp.json.tmp" "$ENS/val-$lp.json"
         fi
     done
-    "$PY" - "$OUT/ensemble" <<'EOF' > "$OUT/ensemble/length_penalty"
+    "$PY" - "$ENS" <<'EOF' > "$ENS/length_penalty"
 import json, sys
 from pathlib import Path
 found = {lp: json.loads((Path(sys.argv[1]) / f"val-{lp}.json").read_text())["bleu"] for lp in ("0.6", "1.0", "1.5", "2.0")}
 print(max(found, key=lambda lp: (found[lp], -float(lp))))  # the best val sacreBLEU; a tie goes to the smaller
 EOF
-    lp=$(cat "$OUT/ensemble/length_penalty")
-    if [[ ! -f "$OUT/ensemble/test.json" ]]; then
+    lp=$(cat "$ENS/length_penalty")
+    if [[ ! -f "$ENS/test.json" ]]; then
         mtkit translate "$OUT/teacher-1" "${others[@]}" --length-penalty "$lp" -q \
-            -i "$OUT/ensemble/test.en" -o "$OUT/ensemble/test.de"
-        mtkit score --ref "$DATA/test_2016_flickr.de.gz" --lc-tok --json "$OUT/ensemble/test.de" > "$OUT/ensemble/test.json.tmp"
-        mv "$OUT/ensemble/test.json.tmp" "$OUT/ensemble/test.json"
+            -i "$ENS/test.en" -o "$ENS/test.de"
+        mtkit score --ref "$DATA/test_2016_flickr.de.gz" --lc-tok --json "$ENS/test.de" > "$ENS/test.json.tmp"
+        mv "$ENS/test.json.tmp" "$ENS/test.json"
     fi
-    echo "ensemble of $SEEDS, length penalty $lp (chosen on val): test $(cat "$OUT/ensemble/test.json")" >&2
+    echo "ensemble of $SEEDS, length penalty $lp (chosen on val): test $(cat "$ENS/test.json")" >&2
 fi
 
 if step distill; then
-    lp=$(cat "$OUT/ensemble/length_penalty")
+    lp=$(cat "$ENS/length_penalty")
+    made=$(cat "$OUT/ensemble-distilled.seeds" 2>/dev/null || echo "$SEEDS")
+    if [[ "$made" != "$SEEDS" ]]; then
+        echo "$OUT/ensemble-distilled: made by an ensemble of $made, not $SEEDS; move it away to distill again" >&2
+        exit 1
+    fi
+    echo "$SEEDS" > "$OUT/ensemble-distilled.seeds"
     if [[ ! -f "$OUT/ensemble-distilled.de" || -f "$OUT/ensemble-distilled.progress.json" ]]; then
         mtkit distill "$OUT/teacher-1" "${others[@]}" --length-penalty "$lp" --input "$DATA/train.en.gz" \
             --out "$OUT/ensemble-distilled" --json
     fi
     mtkit clean-distilled "$OUT/ensemble-distilled" --source-lang en --target-lang de --references "$DATA/train" \
-        --out "$OUT/ensemble-distilled-clean" --json > "$OUT/ensemble/clean.json"
+        --out "$OUT/ensemble-distilled-clean" --json > "$ENS/clean.json"
 fi
 
 if step students; then
