@@ -49,6 +49,19 @@ LEVERS = {
     "int8, greedy, 2 workers x 1 thread": ("--dtype", "int8", "--beam", "1", "--workers", "2"),
     "fp32, beam 4, batches of 1,000 tokens": (*BASE, "--batch-tokens", "1000"),
     "fp32, beam 4, batches of 16,000 tokens": (*BASE, "--batch-tokens", "16000"),
+    # a batch searches the union of its sentences' candidates: the shortlist in smaller batches
+    "fp32, beam 4, shortlist, batches of 1,000 tokens": (*BASE, "--shortlist", "--batch-tokens", "1000"),
+    "int8, beam 4, 2 workers x 1 thread, shortlist, batches of 1,000 tokens": (
+        "--dtype",
+        "int8",
+        "--beam",
+        "4",
+        "--workers",
+        "2",
+        "--shortlist",
+        "--batch-tokens",
+        "1000",
+    ),
 }
 
 
