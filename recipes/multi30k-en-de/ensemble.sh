@@ -10,12 +10,17 @@
 # Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json). Hours
 # on a 2-core CPU: the teachers about 50 minutes each, the students 45-60, the distillation 15-30.
 # Usage (from the project root): OUT=runs SEEDS=4 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
+# On 2 cores two one-thread trainings at once make 1.22x the tokens/s of one two-thread run (Zen 4, 2026-11-26;
+# BENCHMARKS.md, "A teacher"):
+#   STEPS=students STUDENTS=student-ensemble OMP_NUM_THREADS=1 bash recipes/multi30k-en-de/ensemble.sh &
+#   STEPS=students STUDENTS=student-ensemble-deep OMP_NUM_THREADS=1 bash recipes/multi30k-en-de/ensemble.sh
 # The student recipes read the cleaned corpus as runs/ensemble-distilled-clean: keep OUT=runs (a link will do).
 set -euo pipefail
 PY=${PY:-python3}
 OUT=${OUT:-runs}
 SEEDS=${SEEDS:-4}
 STEPS=${STEPS:-teachers,penalty,distill,students}
+STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two processes: both at once
 DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
@@ -78,7 +83,7 @@ if step distill; then
 fi
 
 if step students; then
-    for name in student-ensemble student-ensemble-deep; do
+    for name in $STUDENTS; do
         if [[ ! -f "$OUT/$name-data/manifest.json" ]]; then
             mtkit preprocess --config "$R/$name.toml" --out "$OUT/$name-data"
         fi
