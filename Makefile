@@ -40,18 +40,23 @@ FORCE_AVX2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_C
 # runtime, and at 2 threads each the in-process CTranslate2 tests ran 3x slower (test_ct2engine.py 27.0 -> 9.1 s,
 # the whole first pass 388 -> 356 s on a 2-core Zen 4, 2026-11-25).
 TEST_ENV := OMP_NUM_THREADS=1
+# Two test processes (pytest-xdist), one per core of the 2-core machines the suite is held to, each test module
+# whole in one of them (its module fixtures made once); a session fixture's run is trained by one process while
+# the other waits for it (tests/conftest.py, trained_once).
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 # Ends with its own wall time (each pass and the total), the figure the suite is held to. Both passes share one
 # folder of the runs the session fixtures train (tests/conftest.py, trained_once): the AVX2 pass copies them.
 test: $(INSTALLED)
 	@start=$$(date +%s); \
 	fixtures=$$(mktemp -d); trap 'rm -rf "$$fixtures"' EXIT; export MTKIT_TEST_FIXTURE_CACHE=$$fixtures; \
-	$(TEST_ENV) $(PY) -m pytest -q -x --durations=15 || exit 1; \
+	$(TEST_ENV) $(PYTEST) -q -x --durations=15 || exit 1; \
 	first=$$(date +%s); \
 	capability=$$($(PY) -c 'import torch; print(torch.backends.cpu.get_cpu_capability())') || exit 1; \
 	case "$$capability" in \
 	AVX512*) echo "exactness tests again on the AVX2 kernels ($(FORCE_AVX2))"; \
-		$(TEST_ENV) $(FORCE_AVX2) $(PY) -m pytest -q -x -m exactness --durations=5 || exit 1;; \
+		$(TEST_ENV) $(FORCE_AVX2) $(PYTEST) -q -x -m exactness --durations=5 || exit 1;; \
 	*) echo "CPU kernels: $$capability, no AVX-512: the pass above ran the AVX2 paths; no forced-AVX2 pass";; \
 	esac; \
 	end=$$(date +%s); \
@@ -59,7 +64,7 @@ test: $(INSTALLED)
 
 # The suite without the tests marked slow, and no forced-AVX2 pass: a quick check while working.
 test-fast: $(INSTALLED)
-	$(TEST_ENV) $(PY) -m pytest -q -m 'not slow'
+	$(TEST_ENV) $(PYTEST) -q -m 'not slow'
 
 demo: $(INSTALLED)
 	MINUTES=$(DEMO_MINUTES) PY=$(PY) bash recipes/multi30k-en-de/run.sh

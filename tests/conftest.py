@@ -78,21 +78,27 @@ FIXTURE_CACHE = "MTKIT_TEST_FIXTURE_CACHE"
 
 def trained_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     """A session fixture's run directory: trained by `build(run)` into a fresh temporary folder, then kept as it
-    was made (before any test touched it) under $MTKIT_TEST_FIXTURE_CACHE; where that holds it already, a copy."""
+    was made (before any test touched it) under $MTKIT_TEST_FIXTURE_CACHE; where that holds it already, a copy.
+    The test processes of `pytest -n 2` share the folder: one trains a run while the other waits for it."""
+    import fcntl
     import shutil
 
     run = tmp_path_factory.mktemp(name) / "run"
     cache = os.environ.get(FIXTURE_CACHE)
-    kept = Path(cache) / name if cache else None
-    if kept is not None and kept.is_dir():
-        shutil.copytree(kept, run, symlinks=True)
+    if not cache:
+        build(run)
         return run
-    build(run)
-    if kept is not None:
-        partial = kept.with_name(f".{name}.partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(run, partial, symlinks=True)
-        partial.rename(kept)
+    kept = Path(cache) / name
+    with open(Path(cache) / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not kept.is_dir():
+            build(run)
+            partial = kept.with_name(f".{name}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(run, partial, symlinks=True)
+            partial.rename(kept)
+            return run
+    shutil.copytree(kept, run, symlinks=True)
     return run
 
 
