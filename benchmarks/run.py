@@ -108,7 +108,7 @@ def main() -> None:
         "--length-penalty",
         type=float,
         help="distill: the teacher's length penalty, to distill and translate (default: its recipe's); "
-        "cpu_models: the ensemble's",
+        "cpu_models: the ensemble's, chosen on val (the teacher and each student get theirs on val in the run)",
     )
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")

@@ -3,12 +3,14 @@ levers (int8, threads, a vocabulary shortlist, greedy search, batch size) on one
 
 Every program is `mtkit translate` of test_2016_flickr (1,000 lines) as a whole process (start-up and model load
 included), --rounds alternating rounds, medians. The teacher (--teacher) and each --model NAME=RUN run on
-CTranslate2 (`--engine ctranslate2 --ct2-search native`); the ensemble (the teacher with every --ensemble RUN, at
---length-penalty) runs on the torch engine, the only one that ensembles, and so does the teacher once more for a
-like-for-like row. The first --model (or --levers NAME) gets every lever, one at a time from float32, beam 4, two
-threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU too, as the Multi30k
-literature scores) and its runaways counted: lines longer than twice their source in words. Writes the table and
-docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e '.[plots]'`).
+CTranslate2 (`--engine ctranslate2 --ct2-search native`), each at its own length penalty chosen on val (beam 4,
+among PENALTIES, never on test); the ensemble (the teacher with every --ensemble RUN, at --length-penalty, chosen on
+val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that ensembles, and so does the
+teacher once more for a like-for-like row. The first --model (or --levers NAME) gets every lever, one at a time from
+float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU too, as the
+Multi30k literature scores) and its runaways counted: lines longer than twice their source in words. Writes the
+table and docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib
+(`pip install -e '.[plots]'`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ OUT = WORK / "cpu-models"
 PICTURE = ROOT / "docs" / "cpu-models.png"
 CT2 = ("--engine", "ctranslate2", "--ct2-search", "native")
 BASE = ("--dtype", "fp32", "--beam", "4")
+PENALTIES = ("0.6", "1.0", "1.5", "2.0", "2.5")
 # (label, options) of every model on CTranslate2; the lever student gets LEVERS too
 SETTINGS = {
     "fp32, beam 4": BASE,
@@ -116,6 +119,28 @@ def programs(
     return found, scores
 
 
+def read_gz(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def val_penalty(name: str, run: Path) -> tuple[str, dict[str, float]]:
+    """The run's length penalty of the best val sacreBLEU on CTranslate2 at beam 4 (a tie: the smaller), and the
+    val sacreBLEU of each."""
+    import sacrebleu
+
+    source, refs = OUT / "val.en", read_gz(MULTI30K / "val.de.gz")
+    source.write_text("\n".join(read_gz(MULTI30K / "val.en.gz")) + "\n", encoding="utf-8")
+    found = {}
+    for lp in PENALTIES:
+        hyp = OUT / "val" / f"{name}-{lp}.de"
+        hyp.parent.mkdir(parents=True, exist_ok=True)
+        cmd = mtkit("translate", str(run), *CT2, *BASE, "--length-penalty", lp, "-q", "-i", str(source), "-o", str(hyp))
+        checked(measure(cmd, OUT / "logs" / hyp.stem), f"{name} on val at length penalty {lp}")
+        found[lp] = round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
+    return max(found, key=lambda lp: (found[lp], -float(lp))), found
+
+
 def shortlist_candidates(run: Path, sources: list[str], sizes: tuple[int, ...] = (1, 32, 270)) -> dict[int, float]:
     """Batch size -> the mean number of target pieces CTranslate2 searches with the run's shortlist (the union of
     the candidates of the batch's source pieces and the frequent ones), batches of length-sorted sources as mtkit
@@ -172,26 +197,26 @@ def run(args: argparse.Namespace) -> None:
         if not (run_dir / "shortlist.txt").is_file():
             raise SystemExit(f"--model {name}: no shortlist; make one first: mtkit shortlist {run_dir} DATA_DIR")
     OUT.mkdir(parents=True, exist_ok=True)
-    with gzip.open(MULTI30K / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as f:
-        sources = f.read().splitlines()
-    with gzip.open(MULTI30K / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as f:
-        refs = f.read().splitlines()
+    sources = read_gz(MULTI30K / "test_2016_flickr.en.gz")
+    refs = read_gz(MULTI30K / "test_2016_flickr.de.gz")
     source = OUT / "test.en"
     source.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    on_val = {name: val_penalty(name, run_dir) for name, run_dir in {"teacher": teacher, **students}.items()}
+    lp = {name: ("--length-penalty", chosen) for name, (chosen, _) in on_val.items()}
     penalty = ["--length-penalty", str(args.length_penalty)] if args.length_penalty is not None else []
-    table: dict[str, tuple[Path, tuple[str, ...]]] = {"teacher, fp32, beam 4": (teacher, (*CT2, *BASE))}
+    table: dict[str, tuple[Path, tuple[str, ...]]] = {"teacher, fp32, beam 4": (teacher, (*CT2, *BASE, *lp["teacher"]))}
     if args.ensemble:
         others = [item for run in args.ensemble for item in ("--ensemble", str(Path(run).resolve()))]
         table[f"ensemble of {1 + len(args.ensemble)}, torch, fp32, beam 4"] = (teacher, (*BASE, *others, *penalty))
-        table["teacher, torch, fp32, beam 4"] = (teacher, BASE)
+        table["teacher, torch, fp32, beam 4"] = (teacher, (*BASE, *lp["teacher"]))
     table |= {
-        f"teacher, {label}": (teacher, (*CT2, *options))
+        f"teacher, {label}": (teacher, (*CT2, *options, *lp["teacher"]))
         for label, options in SETTINGS.items()
         if "shortlist" not in label
     }
     for name, run_dir in students.items():
         settings = SETTINGS | (LEVERS if name == levers else {})
-        table |= {f"{name}, {label}": (run_dir, (*CT2, *options)) for label, options in settings.items()}
+        table |= {f"{name}, {label}": (run_dir, (*CT2, *options, *lp[name])) for label, options in settings.items()}
     found, scores = programs(table, source, len(sources), refs, sources)
     results = alternate(found, args.rounds)
     base = medians(results["teacher, fp32, beam 4"])["sent_per_s"]
@@ -217,6 +242,10 @@ def run(args: argparse.Namespace) -> None:
         "shortlist_candidates_per_batch_size": candidates,
         "teacher": str(teacher),
         "ensemble": args.ensemble,
+        "ensemble_length_penalty": args.length_penalty,
+        "length_penalty_on_val": {
+            name: {"chosen": chosen, "val sacreBLEU": found} for name, (chosen, found) in on_val.items()
+        },
         "models": {k: str(v) for k, v in students.items()},
     }
     write_results("cpu_models", {**report, "levers": levers, "rounds": args.rounds, "picture": str(PICTURE)}, rows)
