@@ -8,8 +8,11 @@
 #      (`mtkit clean-distilled --references`);
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
 # Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json). Hours
-# on a 2-core CPU: the teachers about 50 minutes each, the students 45-60, the distillation 15-30.
-# Usage (from the project root): OUT=runs SEEDS=4 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
+# on a 2-core CPU: the teachers about 50 minutes each, the students 45-60 (85 each, two at once), the distillation
+# about 5 (three teachers; Zen 4, 2026-11-27).
+# Usage (from the project root): OUT=runs SEEDS=3 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
+# Three seeds: the third, the weakest, added nothing on val over two (BENCHMARKS.md, "An ensemble teacher and its
+# students"), so a fourth was not trained to its end.
 # On 2 cores two one-thread trainings at once make 1.22x the tokens/s of one two-thread run (Zen 4, 2026-11-26;
 # BENCHMARKS.md, "A teacher"):
 #   STEPS=students STUDENTS=student-ensemble OMP_NUM_THREADS=1 bash recipes/multi30k-en-de/ensemble.sh &
@@ -18,7 +21,7 @@
 set -euo pipefail
 PY=${PY:-python3}
 OUT=${OUT:-runs}
-SEEDS=${SEEDS:-4}
+SEEDS=${SEEDS:-3}
 STEPS=${STEPS:-teachers,penalty,distill,students}
 STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two processes: both at once
 # An ensemble of two gained on val up to 2.0 (40.39 at 0.6, 41.14 at 2.0): the grid goes past it.
