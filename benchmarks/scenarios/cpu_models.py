@@ -240,12 +240,16 @@ def run(args: argparse.Namespace) -> None:
     candidates = {name: shortlist_candidates(run_dir, sources) for name, run_dir in students.items()}
     report = {
         "shortlist_candidates_per_batch_size": candidates,
-        "teacher": str(teacher),
+        "teacher": args.teacher,  # as given: no path of the machine that ran it
         "ensemble": args.ensemble,
         "ensemble_length_penalty": args.length_penalty,
         "length_penalty_on_val": {
             name: {"chosen": chosen, "val sacreBLEU": found} for name, (chosen, found) in on_val.items()
         },
-        "models": {k: str(v) for k, v in students.items()},
+        "models": args.model,
     }
-    write_results("cpu_models", {**report, "levers": levers, "rounds": args.rounds, "picture": str(PICTURE)}, rows)
+    write_results(
+        "cpu_models",
+        {**report, "levers": levers, "rounds": args.rounds, "picture": str(PICTURE.relative_to(ROOT))},
+        rows,
+    )
