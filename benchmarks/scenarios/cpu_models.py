@@ -165,23 +165,27 @@ def shortlist_candidates(run: Path, sources: list[str], sizes: tuple[int, ...] =
 
 
 def picture(rows: list[dict], path: Path) -> None:
-    """BLEU against sentences/s (log scale), one labelled point per row."""
+    """BLEU against sentences/s (log scale), one point per row, numbered, its model and setting in the key beside
+    (the rows of one model lie close together: labels on the points would overlap)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
-    for row in rows:
-        kind = row["model"].split(",")[0].split(" ")[0]
-        marker = {"ensemble": "*", "teacher": "s"}.get(kind, "o")
-        ax.scatter(row["sent/s"], row["sacreBLEU"], marker=marker, s=70 if marker == "*" else 30)
-        ax.annotate(f"{row['model']}: {row['setting']}", (row["sent/s"], row["sacreBLEU"]), fontsize=6.5,
-                    xytext=(4, 2), textcoords="offset points")  # fmt: skip
+    fig, ax = plt.subplots(figsize=(13, 6.5), dpi=110)
+    markers = {"ensemble": "*", "teacher": "s"}
+    for number, row in enumerate(rows, 1):
+        marker = markers.get(row["model"].split(" ")[0], "o")
+        label = f"{number}. {row['model']}: {row['setting']} ({row['sacreBLEU']})"
+        ax.scatter(row["sent/s"], row["sacreBLEU"], marker=marker, s=90 if marker == "*" else 35, label=label)
+        ax.annotate(
+            str(number), (row["sent/s"], row["sacreBLEU"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+        )
     ax.set_xscale("log")
     ax.set_xlabel("sentences/s, whole process, 1,000 lines of test_2016_flickr (log scale)")
     ax.set_ylabel("sacreBLEU, test_2016_flickr")
     ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
