@@ -209,7 +209,7 @@ TORCH_FREE = (
     "runs.checkpoint_files",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
     "engines.streaming", "engines.output", "engines.splitting",
-    "text.sentences", "text.guard", "text.translation", "text.casing", "text.markup",
+    "text.sentences", "text.guard", "text.translation", "text.casing", "text.markup", "text.html_tree",
     "documents.job", "documents.formats", "documents.safety", "documents.runs", "documents.office", "documents.epub",
     "documents.plain", "documents.markdown", "documents.subtitles", "bulk.document_translation",
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",

@@ -13,7 +13,8 @@ from html.parser import HTMLParser
 import pytest
 
 from mtkit.text import markup
-from mtkit.text.markup import VOID, HtmlTranslation, find_places, translate_html
+from mtkit.text.html_tree import VOID
+from mtkit.text.markup import HtmlTranslation, find_places, translate_html
 from mtkit.text.sentences import Segmented, split_sentences
 
 MASTODON = (
