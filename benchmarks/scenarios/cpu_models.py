@@ -124,13 +124,11 @@ def read_gz(path: Path) -> list[str]:
         return f.read().splitlines()
 
 
-def val_penalty(name: str, run: Path) -> tuple[str, dict[str, float]]:
+def val_penalty(name: str, run: Path, source: Path, refs: list[str]) -> tuple[str, dict[str, float]]:
     """The run's length penalty of the best val sacreBLEU on CTranslate2 at beam 4 (a tie: the smaller), and the
-    val sacreBLEU of each."""
+    val sacreBLEU of each; `source` is val's English as a file, `refs` its German."""
     import sacrebleu
 
-    source, refs = OUT / "val.en", read_gz(MULTI30K / "val.de.gz")
-    source.write_text("\n".join(read_gz(MULTI30K / "val.en.gz")) + "\n", encoding="utf-8")
     found = {}
     for lp in PENALTIES:
         hyp = OUT / "val" / f"{name}-{lp}.de"
@@ -205,7 +203,10 @@ def run(args: argparse.Namespace) -> None:
     refs = read_gz(MULTI30K / "test_2016_flickr.de.gz")
     source = OUT / "test.en"
     source.write_text("\n".join(sources) + "\n", encoding="utf-8")
-    on_val = {name: val_penalty(name, run_dir) for name, run_dir in {"teacher": teacher, **students}.items()}
+    val, val_refs = OUT / "val.en", read_gz(MULTI30K / "val.de.gz")
+    val.write_text("\n".join(read_gz(MULTI30K / "val.en.gz")) + "\n", encoding="utf-8")
+    runs = {"teacher": teacher, **students}
+    on_val = {name: val_penalty(name, run_dir, val, val_refs) for name, run_dir in runs.items()}
     lp = {name: ("--length-penalty", chosen) for name, (chosen, _) in on_val.items()}
     penalty = ["--length-penalty", str(args.length_penalty)] if args.length_penalty is not None else []
     table: dict[str, tuple[Path, tuple[str, ...]]] = {"teacher, fp32, beam 4": (teacher, (*CT2, *BASE, *lp["teacher"]))}
