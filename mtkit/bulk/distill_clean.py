@@ -1,18 +1,20 @@
 """A distilled corpus cleaned before a student learns from it: a teacher's translation that runs away (far longer
 than its source in words, or a phrase repeated in a row) teaches the student to loop, so such a pair takes the
-human reference instead (or, without references, is dropped). Streams the three files once; writes both sides
-atomically.
+human reference instead (or, without references, is dropped). So does, given the teacher's own scores of its
+translations (`mtkit score-pairs --json`), the fraction it scores worst per piece: the lines it was least sure of.
+Streams the three files once (the scores are read first, one float a line); writes both sides atomically.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtkit.errors import check
-from mtkit.files import atomic_write, read_lines, resolve_prefix
+from mtkit.errors import UserError, check
+from mtkit.files import atomic_write, count_lines, read_lines, resolve_prefix
 from mtkit.text.guard import Guard
 
 PUNCTUATION = ".,;:!?\"'()"
@@ -29,10 +31,18 @@ class CleanConfig:
     max_repeats: int = field(
         default=2, metadata={"help": "A phrase of up to 4 words repeated this many times in a row is a loop."}
     )
+    worst: float = field(
+        default=0.0,
+        metadata={
+            "help": "With --scores: this fraction of the pairs, those the teacher scores lowest per piece, take their "
+            "references too (or are dropped)."
+        },
+    )
 
     def __post_init__(self) -> None:
         check(self.max_ratio > 0, f"--max-ratio must be positive; got {self.max_ratio}")
         check(self.max_repeats >= 2, f"--max-repeats must be 2 or more; got {self.max_repeats}")
+        check(0 <= self.worst < 1, f"--worst must be at least 0 and below 1; got {self.worst}")
 
     @property
     def guard(self) -> Guard:
@@ -46,6 +56,22 @@ def runaway(cfg: CleanConfig, source: str, translation: str) -> str:
         return "long"
     bare = [word.strip(PUNCTUATION) for word in words]  # "im Schnee Schnee." repeats "Schnee"
     return "loop" if cfg.guard.loop(bare) is not None else ""
+
+
+def worst_lines(scores: Path, pairs: int, fraction: float) -> set[int]:
+    """The line numbers (from 1) of the round(fraction x pairs) pairs with the lowest mean log-probability per piece
+    in `scores` (score-pairs --json, one object a pair); a pair without a score counts as lowest, a tie goes to the
+    earlier line."""
+    means: list[float] = []
+    for lineno, line in enumerate(read_lines(scores), 1):
+        try:
+            mean = json.loads(line)["mean"]
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{scores}:{lineno}: not a line of `mtkit score-pairs --json`") from None
+        means.append(float("-inf") if mean is None else float(mean))
+    check(len(means) == pairs, f"{scores}: {len(means)} scores for {pairs} pairs")
+    ranked = sorted(range(len(means)), key=lambda index: means[index])
+    return {index + 1 for index in ranked[: round(fraction * pairs)]}
 
 
 def _triples(source: Path, distilled: Path, reference: Path | None) -> Iterator[tuple[int, str, str, str | None]]:
@@ -64,21 +90,31 @@ def _triples(source: Path, distilled: Path, reference: Path | None) -> Iterator[
 
 
 def clean_distilled(
-    prefix: Path, langs: tuple[str, str], out: Path, references: Path | None, cfg: CleanConfig
+    prefix: Path,
+    langs: tuple[str, str],
+    out: Path,
+    references: Path | None,
+    cfg: CleanConfig,
+    scores: Path | None = None,
 ) -> dict[str, object]:
-    """PREFIX.SRC/.TGT (distill's output) -> OUT.SRC/.TGT; a runaway translation replaced by REFERENCES.TGT's line
-    (the same sources, line by line) or, without references, the pair dropped. Returns the counts."""
+    """PREFIX.SRC/.TGT (distill's output) -> OUT.SRC/.TGT; a runaway translation, or one of the cfg.worst fraction
+    `scores` ranks lowest, replaced by REFERENCES.TGT's line (the same sources, line by line) or, without
+    references, the pair dropped. Returns the counts."""
     src_lang, tgt_lang = langs
     source, distilled = resolve_prefix(prefix, src_lang), resolve_prefix(prefix, tgt_lang)
     reference = resolve_prefix(references, tgt_lang) if references is not None else None
     outputs = [Path(f"{out}.{src_lang}"), Path(f"{out}.{tgt_lang}")]
     check(not {source, distilled} & set(outputs), f"--out {out}: would overwrite the distilled corpus it reads")
-    counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "replaced": 0, "dropped": 0}
+    check(scores is not None or not cfg.worst, f"--worst {cfg.worst}: give --scores, the teacher's scores to rank by")
+    if scores is not None:
+        check(scores.is_file(), f"{scores}: no such file")
+    worst = worst_lines(scores, count_lines(source), cfg.worst) if scores is not None else set()
+    counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "worst": 0, "replaced": 0, "dropped": 0}
     with contextlib.ExitStack() as stack:
         src_out, tgt_out = (stack.enter_context(atomic_write(path, "wb")) for path in outputs)
-        for _, src, hyp, ref in _triples(source, distilled, reference):
+        for lineno, src, hyp, ref in _triples(source, distilled, reference):
             counts["pairs"] += 1
-            why = runaway(cfg, src, hyp)
+            why = runaway(cfg, src, hyp) or ("worst" if lineno in worst else "")
             if why:
                 counts[why] += 1
                 counts["replaced" if ref is not None else "dropped"] += 1

@@ -26,15 +26,24 @@ def clean_distilled_command(
     ),
     max_ratio: float = option(CleanConfig, "max_ratio"),
     max_repeats: int = option(CleanConfig, "max_repeats"),
+    scores: Path | None = typer.Option(
+        None,
+        "--scores",
+        help="The teacher's scores of its own translations, `mtkit score-pairs TEACHER --source PREFIX.SRC --target "
+        "PREFIX.TGT --json` (an ensemble's with --ensemble), for --worst.",
+    ),
+    worst: float = option(CleanConfig, "worst"),
     as_json: bool = typer.Option(False, "--json", help="The counts as JSON."),
 ) -> None:
     """Clean a distilled corpus before a student learns from it: a teacher's translation far longer than its source
-    or looping (a phrase repeated in a row) takes the reference instead, or is dropped."""
-    cfg = CleanConfig(max_ratio=max_ratio, max_repeats=max_repeats)
-    counts = clean_distilled(prefix, (source_lang, target_lang), out, references, cfg)
+    or looping (a phrase repeated in a row), or with --scores and --worst among those its teacher scores lowest,
+    takes the reference instead, or is dropped."""
+    cfg = CleanConfig(max_ratio=max_ratio, max_repeats=max_repeats, worst=worst)
+    counts = clean_distilled(prefix, (source_lang, target_lang), out, references, cfg, scores)
     action = "replaced by their references" if references is not None else "dropped"
     text = (
-        f"{counts['pairs']} pairs: {counts['long']} too long and {counts['loop']} looping {action}; "
+        f"{counts['pairs']} pairs: {counts['long']} too long, {counts['loop']} looping and {counts['worst']} scored "
+        f"worst {action}; "
         f"{counts['kept']} written to {' and '.join(counts['outputs'])}"  # type: ignore[arg-type]
     )
     emit(counts, as_json, text)

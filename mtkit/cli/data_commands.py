@@ -52,6 +52,12 @@ def score_pairs(
     model: Path = typer.Argument(..., help=MODEL_HELP),
     source: Path = typer.Option(..., "--source", help="Source sentences, one per line (plain or .gz)."),
     target: Path = typer.Option(..., "--target", help="Their targets, line-aligned with --source."),
+    ensemble: list[Path] = typer.Option(
+        [],
+        "--ensemble",
+        help="More models, ensembled with MODEL: each piece scored by the mean of their log-probabilities, as the "
+        "ensemble's search scores it (--engine torch).",
+    ),
     engine: str = option(EngineConfig, "engine"),
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
@@ -82,9 +88,11 @@ def score_pairs(
             for key, value in (("batch_tokens", batch_tokens), ("target_lang", target_lang))
             if value is not None
         }
-        translator = load_translator(model, engine, device=device, dtype=dtype, **overrides)
+        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble), **overrides)
     if spec is not None:
         options = {"engine": engine, "as_json": as_json, "piece_scores": piece_scores}
+        if ensemble:  # only with one: a shard begun before ensembles were scored still resumes
+            options["ensemble"] = [str(path) for path in ensemble]
         counts = score_pair_shard(
             translator, source, target, output, spec, options, as_json, piece_scores, CHUNK_PAIRS, overwrite
         )  # type: ignore[arg-type]

@@ -62,3 +62,51 @@ def test_mistakes_are_one_line_and_write_nothing(tmp_path: Path) -> None:
     assert missing.returncode != 0 and "nowhere.de: no such file" in missing.stderr
     same = run_mtkit_in_process(*args, "--out", tmp_path / "distilled")
     assert same.returncode != 0 and "would overwrite the distilled corpus" in same.stderr
+
+
+def scores_file(path: Path, means: list[float | None]) -> Path:
+    """score-pairs --json lines with the given means (one piece each, so score = mean)."""
+    rows = [{"score": m, "tokens": 1 if m is not None else 0, "mean": m} for m in means]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_the_pairs_the_teacher_scores_worst_take_their_references(tmp_path: Path) -> None:
+    """--worst 0.5 of 4 pairs: the two lowest means; a runaway among them counts as a runaway, once."""
+    write_lines(tmp_path / "distilled", "en", SOURCES)
+    write_lines(tmp_path / "distilled", "de", DISTILLED)
+    write_lines(tmp_path / "refs", "de", REFERENCES)
+    scores = scores_file(tmp_path / "scores.jsonl", [-0.2, -0.1, -3.0, -2.5])
+    args = ["clean-distilled", tmp_path / "distilled", "--source-lang", "en", "--target-lang", "de", "--json"]
+    done = run_mtkit_in_process(
+        *args, "--references", tmp_path / "refs", "--out", tmp_path / "clean", "--scores", scores, "--worst", "0.5"
+    )
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)
+    assert {k: counts[k] for k in ("long", "loop", "worst", "replaced", "kept")} == {
+        "long": 1, "loop": 1, "worst": 1, "replaced": 3, "kept": 4
+    }  # fmt: skip
+    assert (tmp_path / "clean.de").read_text(encoding="utf-8").splitlines() == [
+        DISTILLED[0], REFERENCES[1], REFERENCES[2], REFERENCES[3]
+    ]  # fmt: skip
+    unscored = scores_file(tmp_path / "unscored.jsonl", [None, -0.1, -0.3, -0.2])
+    dropped = run_mtkit_in_process(*args, "--out", tmp_path / "kept", "--scores", unscored, "--worst", "0.25")
+    assert dropped.returncode == 0 and json.loads(dropped.stdout)["dropped"] == 3  # the unscored line is worst
+    assert (tmp_path / "kept.en").read_text(encoding="utf-8").splitlines() == [SOURCES[3]]
+
+
+def test_scores_that_do_not_fit_are_one_line(tmp_path: Path) -> None:
+    write_lines(tmp_path / "distilled", "en", SOURCES)
+    write_lines(tmp_path / "distilled", "de", DISTILLED)
+    args = ["clean-distilled", tmp_path / "distilled", "--source-lang", "en", "--target-lang", "de"]
+    args += ["--out", tmp_path / "clean"]
+    few = run_mtkit_in_process(*args, "--scores", scores_file(tmp_path / "few", [-1.0] * 3), "--worst", "0.1")
+    assert few.returncode != 0 and "3 scores for 4 pairs" in few.stderr
+    (tmp_path / "plain").write_text("-1.5\n" * 4)
+    plain = run_mtkit_in_process(*args, "--scores", tmp_path / "plain", "--worst", "0.1")
+    assert plain.returncode != 0 and "plain:1: not a line of `mtkit score-pairs --json`" in plain.stderr
+    alone = run_mtkit_in_process(*args, "--worst", "0.1")
+    assert alone.returncode != 0 and "give --scores" in alone.stderr
+    for bad in (few, plain, alone):
+        assert len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "clean.en").exists()

@@ -128,6 +128,30 @@ def test_both_engines_give_the_same_scores_from_the_command_line(
         assert math.isclose(ours["score"], theirs["score"], abs_tol=1e-4), (ours, theirs)  # 9e-6 at most on 1,000 pairs
 
 
+def test_an_ensemble_scores_each_piece_by_its_members_mean(
+    tiny_run: Path, overfit_run: Path, pairs: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
+    """`--ensemble` as distill's teacher scores a line: every piece the mean of the members' log-probabilities."""
+    (tmp_path / "src.en").write_text("\n".join(pairs[0][:12]) + "\n")
+    (tmp_path / "tgt.de").write_text("\n".join(pairs[1][:12]) + "\n")
+    files = ("--source", tmp_path / "src.en", "--target", tmp_path / "tgt.de", "--json", "--piece-scores")
+
+    def pieces(*models: object) -> list[list[float]]:
+        run = run_mtkit_in_process("score-pairs", *models, *files, "--device", "cpu")
+        assert run.returncode == 0, run.stderr
+        return [json.loads(line)["pieces"] for line in run.stdout.splitlines()]
+
+    tiny, overfit, both = pieces(tiny_run), pieces(overfit_run), pieces(tiny_run, "--ensemble", overfit_run)
+    assert len(both) == 12 and tiny != overfit
+    for a, b, mean in zip(tiny, overfit, both):
+        assert mean == pytest.approx([(x + y) / 2 for x, y in zip(a, b)], abs=1e-5)
+    refused = run_mtkit_in_process(
+        "score-pairs", tiny_run, "--ensemble", overfit_run, *files, "--engine", "ctranslate2"
+    )
+    assert refused.returncode != 0 and "--ensemble" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
 def test_the_command_names_a_missing_file(tiny_run: Path, tmp_path: Path) -> None:
     run = subprocess.run(
         [
