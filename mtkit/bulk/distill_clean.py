@@ -1,14 +1,16 @@
 """A distilled corpus cleaned before a student learns from it: a teacher's translation that runs away (far longer
-than its source in words, or a phrase repeated in a row) teaches the student to loop, so such a pair takes the
-human reference instead (or, without references, is dropped). So does, given the teacher's own scores of its
-translations (`mtkit score-pairs --json`), the fraction it scores worst per piece: the lines it was least sure of.
-Streams the three files once (the scores are read first, one float a line); writes both sides atomically.
+than its source in words, a phrase repeated in a row, or letters repeated in a row inside a word) teaches the
+student to loop, so such a pair takes the human reference instead (or, without references, is dropped). So does,
+given the teacher's own scores of its translations (`mtkit score-pairs --json`), the fraction it scores worst per
+piece: the lines it was least sure of. Streams the three files once (the scores are read first, one float a line);
+writes both sides atomically.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,9 @@ from mtkit.files import atomic_write, count_lines, read_lines, resolve_prefix
 from mtkit.text.guard import Guard
 
 PUNCTUATION = ".,;:!?\"'()"
+# A loop inside a word, of subword pieces: 2-4 letters 3 times or more in a row ("Oririririels", "VWWWWWW-Bus").
+# In an ensemble's Multi30k training translations 175 of 29,000 lines stutter, in the references 1 (a typo).
+STUTTER = re.compile(r"(\w{2,4})\1{2,}")
 
 
 @dataclass(frozen=True)
@@ -50,12 +55,14 @@ class CleanConfig:
 
 
 def runaway(cfg: CleanConfig, source: str, translation: str) -> str:
-    """ "" for a translation a student may learn from; else why not: "long" or "loop"."""
+    """ "" for a translation a student may learn from; else why not: "long", "loop" or "stutter"."""
     words = translation.split()
     if len(words) > cfg.guard.limit(len(source.split())):
         return "long"
     bare = [word.strip(PUNCTUATION) for word in words]  # "im Schnee Schnee." repeats "Schnee"
-    return "loop" if cfg.guard.loop(bare) is not None else ""
+    if cfg.guard.loop(bare) is not None:
+        return "loop"
+    return "stutter" if STUTTER.search(translation) else ""
 
 
 def worst_lines(scores: Path, pairs: int, fraction: float) -> set[int]:
@@ -109,7 +116,7 @@ def clean_distilled(
     if scores is not None:
         check(scores.is_file(), f"{scores}: no such file")
     worst = worst_lines(scores, count_lines(source), cfg.worst) if scores is not None else set()
-    counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "worst": 0, "replaced": 0, "dropped": 0}
+    counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "stutter": 0, "worst": 0, "replaced": 0, "dropped": 0}
     with contextlib.ExitStack() as stack:
         src_out, tgt_out = (stack.enter_context(atomic_write(path, "wb")) for path in outputs)
         for lineno, src, hyp, ref in _triples(source, distilled, reference):

@@ -36,14 +36,14 @@ def clean_distilled_command(
     as_json: bool = typer.Option(False, "--json", help="The counts as JSON."),
 ) -> None:
     """Clean a distilled corpus before a student learns from it: a teacher's translation far longer than its source
-    or looping (a phrase repeated in a row), or with --scores and --worst among those its teacher scores lowest,
-    takes the reference instead, or is dropped."""
+    or looping (a phrase repeated in a row, or letters inside a word), or with --scores and --worst among those its
+    teacher scores lowest, takes the reference instead, or is dropped."""
     cfg = CleanConfig(max_ratio=max_ratio, max_repeats=max_repeats, worst=worst)
     counts = clean_distilled(prefix, (source_lang, target_lang), out, references, cfg, scores)
     action = "replaced by their references" if references is not None else "dropped"
+    written = " and ".join(counts["outputs"])  # type: ignore[arg-type]
     text = (
-        f"{counts['pairs']} pairs: {counts['long']} too long, {counts['loop']} looping and {counts['worst']} scored "
-        f"worst {action}; "
-        f"{counts['kept']} written to {' and '.join(counts['outputs'])}"  # type: ignore[arg-type]
+        f"{counts['pairs']} pairs: {counts['long']} too long, {counts['loop']} looping, {counts['stutter']} "
+        f"stuttering and {counts['worst']} scored worst {action}; {counts['kept']} written to {written}"
     )
     emit(counts, as_json, text)

@@ -27,6 +27,9 @@ def test_runaway_names_why() -> None:
     assert [runaway(cfg, s, t) for s, t in zip(SOURCES, DISTILLED)] == ["", "loop", "long", ""]
     assert runaway(CleanConfig(max_repeats=3), SOURCES[1], DISTILLED[1]) == ""
     assert runaway(CleanConfig(max_ratio=6.0), SOURCES[2], DISTILLED[2]) == ""
+    assert runaway(cfg, "Street view of the Orient Hotel.", "Straßenansicht des Oririririels.") == "stutter"
+    assert runaway(cfg, "A VW bus.", "Ein VWWWWWW-Bus.") == "stutter"
+    assert runaway(cfg, "A ship on the river.", "Ein Schifffahrtsschiff auf dem Fluss.") == ""  # 'f' x3 is German
     with pytest.raises(UserError, match="--max-repeats"):
         CleanConfig(max_repeats=1)
 
