@@ -46,6 +46,8 @@ elif command == "clean-distilled":
     for lang in ("en", "de"):
         Path(after("--out") + "." + lang).write_text("x\n")
     print(json.dumps({"pairs": 1}))
+elif command == "score-pairs":
+    Path(after("-o")).write_text("{}\n")
 elif command == "shortlist":
     (Path(args[1]) / "shortlist.txt").write_text("")
 """
@@ -104,6 +106,26 @@ def test_a_corpus_distilled_by_another_ensemble_is_not_reused(tmp_path: Path) ->
     assert [c[0] for c in four].count("translate") == 7  # its own penalties and test, in ensemble-of-4
     assert "distill" not in [c[0] for c in four]
     assert (tmp_path / "runs" / "ensemble-distilled.seeds").read_text().strip() == "2"
+
+
+def test_the_worst_scored_pairs_are_scored_once_by_the_same_ensemble(tmp_path: Path) -> None:
+    """WORST: the ensemble that distilled scores the corpus it wrote, once; clean-distilled ranks by those scores.
+    A corpus distilled again is scored again."""
+    first = run_chain(tmp_path, seeds=2, STEPS="teachers,penalty,distill", WORST="0.05")
+    out = tmp_path / "runs"
+    scored = [c for c in first if c[0] == "score-pairs"]
+    assert len(scored) == 1 and scored[0][1] == str(out / "teacher-1") and "--ensemble" in scored[0]
+    assert scored[0][scored[0].index("--target") + 1] == str(out / "ensemble-distilled.de")
+    clean = next(c for c in first if c[0] == "clean-distilled")
+    assert clean[clean.index("--worst") + 1] == "0.05"
+    assert clean[clean.index("--scores") + 1] == str(out / "ensemble-distilled.scores.jsonl")
+    again = run_chain(tmp_path, seeds=2, STEPS="distill", WORST="0.05")
+    assert [c[0] for c in again] == ["clean-distilled"]
+    (out / "ensemble-distilled.de").unlink()
+    distilled_again = [c[0] for c in run_chain(tmp_path, seeds=2, STEPS="distill", WORST="0.05")]
+    assert distilled_again == ["distill", "score-pairs", "clean-distilled"]
+    plain = run_chain(tmp_path, seeds=2, STEPS="distill")
+    assert [c[0] for c in plain] == ["clean-distilled"] and "--worst" not in plain[0]
 
 
 def test_the_students_read_the_cleaned_corpus_the_chain_writes() -> None:

@@ -5,7 +5,8 @@
 #   2. the ensemble's length penalty chosen on val among PENALTIES, 0.6-3.0 (never on test), then test_2016_flickr
 #      scored with it (sacreBLEU and lower-cased tokenized BLEU);
 #   3. the ensemble's translations of the training sources (`mtkit distill --ensemble`), cleaned of runaways
-#      (`mtkit clean-distilled --references`);
+#      (`mtkit clean-distilled --references`) and, with WORST (a fraction), of the pairs the ensemble itself
+#      scores lowest per piece (`mtkit score-pairs --ensemble`, then clean-distilled's --scores and --worst);
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
 # Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json). Hours
 # on a 2-core CPU: the teachers about 50 minutes each, the students 45-60 (85 each, two at once), the distillation
@@ -26,6 +27,7 @@ STEPS=${STEPS:-teachers,penalty,distill,students}
 STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two processes: both at once
 # An ensemble of two gained on val up to 2.0 (40.39 at 0.6, 41.14 at 2.0): the grid goes past it.
 PENALTIES=${PENALTIES:-0.6 1.0 1.5 2.0 2.5 3.0}
+WORST=${WORST:-0}  # the fraction of the distilled pairs the ensemble scores lowest that take their references
 DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
@@ -79,12 +81,23 @@ if step distill; then
         exit 1
     fi
     echo "$SEEDS" > "$OUT/ensemble-distilled.seeds"
+    scores="$OUT/ensemble-distilled.scores.jsonl"
     if [[ ! -f "$OUT/ensemble-distilled.de" || -f "$OUT/ensemble-distilled.progress.json" ]]; then
+        rm -f "$scores"  # the scores of another corpus
         mtkit distill "$OUT/teacher-1" "${others[@]}" --length-penalty "$lp" --input "$DATA/train.en.gz" \
             --out "$OUT/ensemble-distilled" --json
     fi
+    worst=()
+    if [[ "$WORST" != 0 ]]; then  # the ensemble scores its own translations; the worst take their references
+        if [[ ! -f "$scores" ]]; then
+            mtkit score-pairs "$OUT/teacher-1" "${others[@]}" --source "$OUT/ensemble-distilled.en" \
+                --target "$OUT/ensemble-distilled.de" --json -o "$scores.tmp"
+            mv "$scores.tmp" "$scores"
+        fi
+        worst=(--scores "$scores" --worst "$WORST")
+    fi
     mtkit clean-distilled "$OUT/ensemble-distilled" --source-lang en --target-lang de --references "$DATA/train" \
-        --out "$OUT/ensemble-distilled-clean" --json > "$ENS/clean.json"
+        "${worst[@]}" --out "$OUT/ensemble-distilled-clean" --json > "$ENS/clean.json"
 fi
 
 if step students; then
