@@ -1,5 +1,5 @@
-"""The cpu_models benchmark's own logic, without a model: runaway lines counted by words, --model parsed, and the
-picture drawn as a PNG of BLEU against sentences/s."""
+"""The cpu_models benchmark's own logic, without a model: runaway lines counted by words, stutters inside words,
+--model parsed, and the picture drawn as a PNG of BLEU against sentences/s."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ def test_a_runaway_is_more_than_twice_the_source_in_words(scenario: ModuleType) 
     sources = ["A dog runs.", "Two men.", "A cat."]
     outputs = ["Ein Hund rennt rennt rennt rennt rennt.", "Zwei Männer Männer Männer.", "Eine Katze."]
     assert scenario.runaways(sources, outputs) == 1  # 7 words > 6; 4 words = 2 x 2 is not more
+
+
+def test_a_stutter_is_a_loop_inside_a_word(scenario: ModuleType) -> None:
+    outputs = ["Ein Mann betritt eine Dababababel.", "Ein Schifffahrtsschiff.", "Ein GARARARARe wartet.", "Ein Hund."]
+    assert scenario.stutters(outputs) == 2
 
 
 def test_models_are_named_runs(scenario: ModuleType, tmp_path: Path) -> None:

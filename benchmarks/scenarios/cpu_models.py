@@ -8,9 +8,9 @@ among PENALTIES, never on test); the ensemble (the teacher with every --ensemble
 val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that ensembles, and so does the
 teacher once more for a like-for-like row. The first --model (or --levers NAME) gets every lever, one at a time from
 float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU too, as the
-Multi30k literature scores) and its runaways counted: lines longer than twice their source in words. Writes the
-table and docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib
-(`pip install -e '.[plots]'`).
+Multi30k literature scores) and its runaways counted: lines longer than twice their source in words, and lines
+that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER). Writes the table and
+docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e '.[plots]'`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness import ROOT, WORK, alternate, checked, figures, measure, medians, write_results
 
+from mtkit.bulk.distill_clean import STUTTER
 from scenarios.workload import MULTI30K, mtkit
 
 OUT = WORK / "cpu-models"
@@ -84,6 +85,12 @@ def runaways(sources: list[str], outputs: list[str]) -> int:
     return sum(len(out.split()) > 2 * len(src.split()) for src, out in zip(sources, outputs))
 
 
+def stutters(outputs: list[str]) -> int:
+    """Lines with a loop inside a word, piece by piece ("eine Dababababel"), as clean-distilled finds them: a runaway
+    that the count of words misses."""
+    return sum(STUTTER.search(line) is not None for line in outputs)
+
+
 def scored(hyp: Path, refs: list[str], sources: list[str]) -> dict[str, float]:
     import sacrebleu
 
@@ -94,6 +101,7 @@ def scored(hyp: Path, refs: list[str], sources: list[str]) -> dict[str, float]:
         "sacreBLEU": round(sacrebleu.corpus_bleu(lines, [refs]).score, 2),
         "lc-tok BLEU": round(lc_tok_bleu(lines, [refs], "de"), 2),
         "runaways": runaways(sources, lines),
+        "stutters": stutters(lines),
     }
 
 
