@@ -102,7 +102,11 @@ def main() -> None:
     )
     parser.add_argument("--ensemble", action="append", help="cpu_models: another teacher ensembled with --teacher")
     parser.add_argument("--model", action="append", help="cpu_models: NAME=RUN_DIR, a student (repeat)")
-    parser.add_argument("--levers", help="cpu_models: the --model NAME that gets every CPU lever (default: the first)")
+    parser.add_argument(
+        "--levers",
+        action="append",
+        help="cpu_models: a --model NAME that gets every CPU lever (repeat; default: the first)",
+    )
     parser.add_argument("--student", help="distill: the student's recipe (default recipes/multi30k-en-de/student.toml)")
     parser.add_argument(
         "--length-penalty",

@@ -39,6 +39,15 @@ def test_models_are_named_runs(scenario: ModuleType, tmp_path: Path) -> None:
         scenario.named_runs([f"gone={tmp_path / 'b'}"])
 
 
+def test_levers_go_to_named_models_only(scenario: ModuleType, tmp_path: Path) -> None:
+    import argparse
+
+    (tmp_path / "a").mkdir()
+    args = argparse.Namespace(teacher=str(tmp_path / "a"), model=[f"a={tmp_path / 'a'}"], levers=["a", "b"])
+    with pytest.raises(SystemExit, match=r"--levers b: not a --model NAME \(a\)"):
+        scenario.run(args)
+
+
 def test_the_picture_is_a_png(scenario: ModuleType, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: pip install -e '.[plots]'")
     rows = [

@@ -1,15 +1,15 @@
 """The best model a CPU can serve: BLEU against sentences/s for a teacher, its ensemble and students, and the CPU
-levers (int8, threads, a vocabulary shortlist, greedy search, batch size) on one student, in one run.
+levers (int8, threads, a vocabulary shortlist, greedy search, batch size) on a student or more, in one run.
 
 Every program is `mtkit translate` of test_2016_flickr (1,000 lines) as a whole process (start-up and model load
 included), --rounds alternating rounds, medians. The teacher (--teacher) and each --model NAME=RUN run on
 CTranslate2 (`--engine ctranslate2 --ct2-search native`), each at its own length penalty chosen on val (beam 4,
 among PENALTIES, never on test); the ensemble (the teacher with every --ensemble RUN, at --length-penalty, chosen on
 val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that ensembles, and so does the
-teacher once more for a like-for-like row. The first --model (or --levers NAME) gets every lever, one at a time from
-float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU too, as the
-Multi30k literature scores) and its runaways counted: lines longer than twice their source in words, and lines
-that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER). Writes the table and
+teacher once more for a like-for-like row. The first --model (or each --levers NAME) gets every lever, one at a
+time from float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU
+too, as the Multi30k literature scores) and its runaways counted: lines longer than twice their source in words,
+and lines that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER). Writes the table and
 docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e '.[plots]'`).
 """
 
@@ -202,7 +202,10 @@ def run(args: argparse.Namespace) -> None:
     if not args.teacher or not args.model:
         raise SystemExit("cpu_models: give --teacher RUN and at least one --model NAME=RUN")
     teacher, students = Path(args.teacher).resolve(), named_runs(args.model)
-    levers = args.levers or next(iter(students))
+    levers = args.levers or [next(iter(students))]
+    for name in levers:
+        if name not in students:
+            raise SystemExit(f"--levers {name}: not a --model NAME ({', '.join(students)})")
     for name, run_dir in students.items():
         if not (run_dir / "shortlist.txt").is_file():
             raise SystemExit(f"--model {name}: no shortlist; make one first: mtkit shortlist {run_dir} DATA_DIR")
@@ -228,7 +231,7 @@ def run(args: argparse.Namespace) -> None:
         if "shortlist" not in label
     }
     for name, run_dir in students.items():
-        settings = SETTINGS | (LEVERS if name == levers else {})
+        settings = SETTINGS | (LEVERS if name in levers else {})
         table |= {f"{name}, {label}": (run_dir, (*CT2, *options, *lp[name])) for label, options in settings.items()}
     found, scores = programs(table, source, len(sources), refs, sources)
     results = alternate(found, args.rounds)
