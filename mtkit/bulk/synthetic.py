@@ -50,7 +50,7 @@ class SyntheticCorpusConfig:
     on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
     overwrite: bool = False
     beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
-    ensemble: tuple[Path, ...] = ()  # more models whose log-probabilities are averaged with run's (torch engine)
+    ensemble: tuple[Path, ...] = ()  # more models combined with run's at each step (torch engine, engine.ensemble_mode)
     shard: ShardSpec | None = None  # this process's share of the input (mtkit.bulk.shards); None: all of it
 
     def __post_init__(self) -> None:
@@ -101,7 +101,8 @@ def load_job_translator(cfg: SyntheticCorpusConfig, index: int) -> Translating:
     """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
     which of several threads takes a batch would change its draws."""
     engine = cfg.engine
-    options = {**cfg.overrides(), **({"ensemble": list(cfg.ensemble)} if cfg.ensemble else {})}
+    ensemble = {"ensemble": list(cfg.ensemble), "ensemble_mode": cfg.engine.ensemble_mode} if cfg.ensemble else {}
+    options = {**cfg.overrides(), **ensemble}
     if engine.engine == "ctranslate2":
         options["ct2_search"] = engine.ct2_search
         if options["sampling"]:
@@ -138,7 +139,10 @@ def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, s
         "ct2_search": cfg.engine.ct2_search if cfg.engine.engine == "ctranslate2" else "",
         # only with an ensemble: a progress file written before ensembles existed still resumes
         **(
-            {"ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble)}
+            {
+                "ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble),
+                "ensemble_mode": cfg.engine.ensemble_mode,
+            }
             if cfg.ensemble
             else {}
         ),

@@ -55,9 +55,10 @@ def score_pairs(
     ensemble: list[Path] = typer.Option(
         [],
         "--ensemble",
-        help="More models, ensembled with MODEL: each piece scored by the mean of their log-probabilities, as the "
-        "ensemble's search scores it (--engine torch).",
+        help="More models, ensembled with MODEL: each piece scored as the ensemble's search scores it "
+        "(--ensemble-mode; --engine torch).",
     ),
+    ensemble_mode: str = option(EngineConfig, "ensemble_mode"),
     engine: str = option(EngineConfig, "engine"),
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
@@ -88,11 +89,14 @@ def score_pairs(
             for key, value in (("batch_tokens", batch_tokens), ("target_lang", target_lang))
             if value is not None
         }
-        translator = load_translator(model, engine, device=device, dtype=dtype, ensemble=list(ensemble), **overrides)
+        translator = load_translator(
+            model, engine, device=device, dtype=dtype, ensemble=list(ensemble), ensemble_mode=ensemble_mode, **overrides
+        )
     if spec is not None:
         options = {"engine": engine, "as_json": as_json, "piece_scores": piece_scores}
         if ensemble:  # only with one: a shard begun before ensembles were scored still resumes
             options["ensemble"] = [str(path) for path in ensemble]
+            options["ensemble_mode"] = ensemble_mode
         counts = score_pair_shard(
             translator, source, target, output, spec, options, as_json, piece_scores, CHUNK_PAIRS, overwrite
         )  # type: ignore[arg-type]
@@ -287,8 +291,9 @@ def distill(
     ensemble: list[Path] = typer.Option(
         [],
         "--ensemble",
-        help="More teachers, ensembled with TEACHER (log-probabilities averaged at each step; --engine torch).",
+        help="More teachers, ensembled with TEACHER at each step (--ensemble-mode; --engine torch).",
     ),
+    ensemble_mode: str = option(EngineConfig, "ensemble_mode"),
     beam: int | None = typer.Option(None, "--beam", help="The teacher's beam (default: its recipe's translate.beam)."),
     length_penalty: float | None = BEAM_LENGTH_PENALTY,
     engine: str | None = typer.Option(
@@ -325,6 +330,7 @@ def distill(
                 device=device,
                 dtype=dtype,
                 ct2_search=ct2_search,
+                ensemble_mode=ensemble_mode,
             ),
             search={"beam": beam, "length_penalty": length_penalty, "target_lang": target_lang},
             on_bad_utf8=on_bad_utf8,

@@ -162,6 +162,7 @@ def translate(
     top_p: float = option(TranslateConfig, "top_p"),
     temperature: float = option(TranslateConfig, "temperature"),
     ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
+    ensemble_mode: str = option(EngineConfig, "ensemble_mode"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     engine: str = option(EngineConfig, "engine"),
     ct2_search: str = option(EngineConfig, "ct2_search"),
@@ -204,6 +205,7 @@ def translate(
             ct2_search=ct2_search,
             shortlist=shortlist,
             ensemble=list(ensemble),
+            ensemble_mode=ensemble_mode,
             **overrides,
         )
     if spec is not None:
@@ -213,6 +215,8 @@ def translate(
 
         split = split_options(translator, source_lang) if split_sentences else None
         options = {name: ctx.params[name] for name in SHARD_IDENTITY}
+        if ensemble:  # only with one: a shard begun before ensembles had modes still resumes
+            options["ensemble_mode"] = ensemble_mode
         summary = translate_shard(
             translator, input, output, spec, CHUNK_LINES, options, scores, strict, prefix_file, split, overwrite, quiet
         )  # type: ignore[arg-type]

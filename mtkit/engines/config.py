@@ -13,6 +13,7 @@ from mtkit.errors import check
 
 ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines.factory loads each
 CT2_SEARCHES = ("exact", "native")  # what --ct2-search takes; mtkit.engines.ct2 runs each
+ENSEMBLE_MODES = ("linear", "log-linear")  # what --ensemble-mode takes; mtkit.search.step combines by each
 
 
 @dataclass
@@ -52,8 +53,21 @@ class EngineConfig:
         },
     )
 
+    ensemble_mode: str = field(
+        default="linear",
+        metadata={
+            "help": "How --ensemble combines its models at each step: linear (the log of the mean of their "
+            "probabilities, as fairseq and Sockeye do) or log-linear (the mean of their log-probabilities, as Marian "
+            "and OpenNMT-py do)."
+        },
+    )
+
     def __post_init__(self) -> None:
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
+        check(
+            self.ensemble_mode in ENSEMBLE_MODES,
+            f"--ensemble-mode {self.ensemble_mode}: choose one of {', '.join(ENSEMBLE_MODES)}",
+        )
         check(
             self.ct2_search in CT2_SEARCHES, f"--ct2-search {self.ct2_search}: choose one of {', '.join(CT2_SEARCHES)}"
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mtkit.engines.config import CT2_SEARCHES, ENGINES
+from mtkit.engines.config import CT2_SEARCHES, ENGINES, ENSEMBLE_MODES
 from mtkit.engines.contract import Translating
 from mtkit.engines.ct2_cache import Exporter
 from mtkit.errors import check
@@ -40,16 +40,22 @@ def load_translator(
     dtype: str | None = None,
     ct2_search: str = "exact",
     shortlist: bool = False,
+    ensemble_mode: str = "linear",
     **overrides: Any,
 ) -> Translating:
     """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
 
     `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native), and
-    `shortlist` (search the model's vocabulary map's candidates only);
+    `shortlist` (search the model's vocabulary map's candidates only); `ensemble_mode` how the torch engine
+    combines an ensemble's models (linear or log-linear);
     `overrides` are TranslateConfig fields and the engine's own options (torch: ensemble, packed; ctranslate2:
     threads).
     """
     check(engine in ENGINES, f"--engine {engine}: choose one of {', '.join(ENGINES)}")
+    check(
+        ensemble_mode in ENSEMBLE_MODES,
+        f"--ensemble-mode {ensemble_mode}: choose one of {', '.join(ENSEMBLE_MODES)}",
+    )
     check(ct2_search in CT2_SEARCHES, f"--ct2-search {ct2_search}: choose one of {', '.join(CT2_SEARCHES)}")
     check(
         engine == "ctranslate2" or ct2_search == "exact",
@@ -73,4 +79,4 @@ def load_translator(
         )
     from mtkit.engines.torch_engine import Translator
 
-    return Translator.load(path, device=device, dtype=dtype or "fp32", **overrides)
+    return Translator.load(path, device=device, dtype=dtype or "fp32", ensemble_mode=ensemble_mode, **overrides)

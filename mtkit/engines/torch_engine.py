@@ -30,7 +30,7 @@ from mtkit.runs.checkpoint import latest_valid_checkpoint, load_checkpoint
 from mtkit.runs.checkpoint_files import AVERAGE_NAME, checkpoint_candidate
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
-from mtkit.search.step import ModelDecoder
+from mtkit.search.step import ModelDecoder, combine
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 # Streaming, output formats and length batching moved to torch-free modules; the names stay importable from here.
@@ -114,6 +114,7 @@ class Translator:
         dtype: str = "fp32",
         ensemble: list[Path] | None = None,
         packed: bool = True,
+        ensemble_mode: str = "linear",
         **overrides: Any,
     ) -> Translator:
         device = resolve_torch_device(device)
@@ -140,7 +141,7 @@ class Translator:
         info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
         info["threads"] = torch.get_num_threads()  # a GEMM's rounding, so a line's translation, can depend on it
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
-        return cls(ModelDecoder(models), tokenizer, cfg, model.cfg, target, info)
+        return cls(ModelDecoder(models, ensemble_mode), tokenizer, cfg, model.cfg, target, info)
 
     @property
     def max_source_tokens(self) -> int:
@@ -220,7 +221,7 @@ class Translator:
 
     def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
         """Per-piece log-probabilities of each target and its end of sentence, batched by length as search_ids
-        batches; an ensemble's are the mean of its members' log-probabilities, as in the search."""
+        batches; an ensemble's combine its members' as the search does (mtkit.search.step.combine)."""
         results: list[list[float]] = [[] for _ in src]
         lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
         for batch in length_batches(lengths, self.cfg.batch_tokens):
@@ -239,8 +240,7 @@ class Translator:
             tgt_out[row, : len(tokens) + 1] = torch.tensor([*tokens, c.eos_id])
         tgt_in, tgt_out = tgt_in.to(self.device), tgt_out.to(self.device)
         logps = [torch.log_softmax(model(src, tgt_in).float(), dim=-1) for model in self.decoder.models]
-        mean = logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)
-        picked = mean.gather(2, tgt_out[..., None])[..., 0].cpu()
+        picked = combine(logps, self.decoder.mode).gather(2, tgt_out[..., None])[..., 0].cpu()
         return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
 
     @torch.inference_mode()

@@ -44,16 +44,29 @@ def _log_softmax_(logits: Tensor) -> Tensor:
     return torch.ops.aten._log_softmax.out(logits, -1, False, out=logits)
 
 
+def combine(logps: list[Tensor], mode: str = "linear") -> Tensor:
+    """An ensemble's log-probabilities from its members': "linear", the log of the mean of their probabilities
+    (fairseq, Sockeye), or "log-linear", the mean of their log-probabilities (Marian, OpenNMT-py). One member's
+    are its own."""
+    if len(logps) == 1:
+        return logps[0]
+    stacked = torch.stack(logps)
+    if mode == "log-linear":
+        return stacked.mean(dim=0)
+    return torch.logsumexp(stacked, dim=0) - math.log(len(logps))
+
+
 class ModelDecoder:
     """The search contract over models with init_decode_state / decode_hidden / project /
     reorder_decode_state (mtkit.model.transformer.Transformer), one or an ensemble.
 
-    An ensemble averages the members' log-probabilities at every step. project must return fresh
-    logits: they are turned into log-probs in place.
+    An ensemble combines the members' log-probabilities at every step (`combine`, by `mode`). project must return
+    fresh logits: they are turned into log-probs in place.
     """
 
-    def __init__(self, models: list[Any]) -> None:
+    def __init__(self, models: list[Any], mode: str = "linear") -> None:
         self.models = models
+        self.mode = mode
 
     def start(self, src: Tensor) -> list[Any]:
         return [model.init_decode_state(src) for model in self.models]
@@ -63,7 +76,7 @@ class ModelDecoder:
 
     def log_probs(self, output: list[Tensor], rows: slice) -> Tensor:
         logps = [_log_softmax_(m.project(hidden[rows]).float()) for m, hidden in zip(self.models, output)]
-        return logps[0] if len(logps) == 1 else torch.stack(logps).mean(dim=0)  # [r, V]
+        return combine(logps, self.mode)  # [r, V]
 
     def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
         return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]

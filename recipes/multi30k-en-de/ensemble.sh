@@ -8,7 +8,8 @@
 #      (`mtkit clean-distilled --references`) and, with WORST (a fraction), of the pairs the ensemble itself
 #      scores lowest per piece (`mtkit score-pairs --ensemble`, then clean-distilled's --scores and --worst);
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
-# Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json). Hours
+# Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json; with
+# ENSEMBLE_MODE=log-linear, $OUT/ensemble-of-$SEEDS-log-linear/). Hours
 # on a 2-core CPU: the teachers about 50 minutes each, the students 45-60 (85 each, two at once), the distillation
 # about 5 (three teachers; Zen 4, 2026-11-27).
 # Usage (from the project root): OUT=runs SEEDS=3 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
@@ -27,12 +28,14 @@ STEPS=${STEPS:-teachers,penalty,distill,students}
 STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two processes: both at once
 # An ensemble of two gained on val up to 2.0 (40.39 at 0.6, 41.14 at 2.0): the grid goes past it.
 PENALTIES=${PENALTIES:-0.6 1.0 1.5 2.0 2.5 3.0}
+ENSEMBLE_MODE=${ENSEMBLE_MODE:-linear}  # or log-linear: how the teachers' log-probabilities combine at each step
 WORST=${WORST:-0}  # the fraction of the distilled pairs the ensemble scores lowest that take their references
 DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
 ENS="$OUT/ensemble-of-$SEEDS"
+[[ "$ENSEMBLE_MODE" == linear ]] || ENS="$ENS-$ENSEMBLE_MODE"
 mkdir -p "$ENS"
 
 if [[ ! -f "$OUT/teacher-data/manifest.json" ]]; then
@@ -43,7 +46,7 @@ if step teachers; then
         mtkit train "$OUT/teacher-data" --save-dir "$OUT/teacher-$seed" --config "$R/teacher.toml" --set train.seed="$seed"
     done
 fi
-others=()
+others=(--ensemble-mode "$ENSEMBLE_MODE")
 for seed in $(seq 2 "$SEEDS"); do others+=(--ensemble "$OUT/teacher-$seed"); done
 
 if step penalty; then
@@ -75,12 +78,13 @@ fi
 
 if step distill; then
     lp=$(cat "$ENS/length_penalty")
-    made=$(cat "$OUT/ensemble-distilled.seeds" 2>/dev/null || echo "$SEEDS")
-    if [[ "$made" != "$SEEDS" ]]; then
-        echo "$OUT/ensemble-distilled: made by an ensemble of $made, not $SEEDS; move it away to distill again" >&2
+    made=$(cat "$OUT/ensemble-distilled.seeds" 2>/dev/null || echo "$SEEDS $ENSEMBLE_MODE")
+    if [[ "$made" != "$SEEDS $ENSEMBLE_MODE" ]]; then
+        echo "$OUT/ensemble-distilled: made by an ensemble of $made, not $SEEDS $ENSEMBLE_MODE;" \
+            "move it away to distill again" >&2
         exit 1
     fi
-    echo "$SEEDS" > "$OUT/ensemble-distilled.seeds"
+    echo "$SEEDS $ENSEMBLE_MODE" > "$OUT/ensemble-distilled.seeds"
     scores="$OUT/ensemble-distilled.scores.jsonl"
     if [[ ! -f "$OUT/ensemble-distilled.de" || -f "$OUT/ensemble-distilled.progress.json" ]]; then
         rm -f "$scores"  # the scores of another corpus

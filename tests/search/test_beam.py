@@ -21,7 +21,7 @@ from mtkit.errors import UserError
 from mtkit.search.beam import _topk, beam_search, search
 from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty
 from mtkit.search.sampling import greedy_search, sample_search
-from mtkit.search.step import ModelDecoder, max_lengths, source_lengths
+from mtkit.search.step import ModelDecoder, combine, max_lengths, source_lengths
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 VOCAB = 5
@@ -411,3 +411,16 @@ def test_a_forced_prefix_begins_every_hypothesis_and_scores_nothing(search_fn, b
                 assert h.logprob == pytest.approx(expected, abs=1e-4)
         if not sampling:
             assert [(h.tokens, h.score) for h in forced[1]] == [(h.tokens, h.score) for h in plain[1]]
+
+
+def test_an_ensemble_combines_linearly_or_log_linearly() -> None:
+    """linear: the log of the mean of the members' probabilities; log-linear: the mean of their log-probabilities.
+    They differ where the members disagree, and one member is its own."""
+    a = torch.log_softmax(torch.tensor([[2.0, 0.0, -1.0]]), dim=-1)
+    b = torch.log_softmax(torch.tensor([[-1.0, 0.0, 3.0]]), dim=-1)
+    linear = combine([a, b])
+    assert torch.allclose(linear.exp(), (a.exp() + b.exp()) / 2)
+    assert torch.allclose(linear.exp().sum(), torch.tensor(1.0))  # still a distribution
+    assert torch.equal(combine([a, b], "log-linear"), (a + b) / 2)
+    assert not torch.allclose(linear, combine([a, b], "log-linear"))
+    assert combine([a]) is a and combine([a], "log-linear") is a
