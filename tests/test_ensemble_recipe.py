@@ -71,7 +71,7 @@ def run_chain(tmp_path: Path, seeds: int, expect: int = 0, **extra: str) -> list
     }
     done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == expect, done.stderr
-    assert expect == 0 or "made by an ensemble of 2 linear, not 4 linear" in done.stderr
+    assert expect == 0 or "made by an ensemble of 2 log-linear, not 4 log-linear" in done.stderr
     commands = [json.loads(line) for line in log.read_text().splitlines()]
     log.unlink()
     return commands
@@ -89,7 +89,7 @@ def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tm
     for c in ensembles:
         assert c[1] == str(out / "teacher-1")
         assert [c[i + 1] for i, a in enumerate(c) if a == "--ensemble"] == [str(out / f"teacher-{s}") for s in (2, 3)]
-        assert c[c.index("--ensemble-mode") + 1] == "linear"
+        assert c[c.index("--ensemble-mode") + 1] == "log-linear"
     assert ensembles[-2][ensembles[-2].index("--length-penalty") + 1] == "1.5"  # test and distill: the chosen one
     assert ensembles[-1][ensembles[-1].index("--length-penalty") + 1] == "1.5"
     assert json.loads((out / "ensemble-of-3" / "test.json").read_text())["bleu"] == 41.5
@@ -101,10 +101,10 @@ def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tm
     assert again.count("train") == 5  # a finished run ends at once
 
 
-def test_a_log_linear_ensemble_has_its_own_figures(tmp_path: Path) -> None:
-    commands = run_chain(tmp_path, seeds=2, STEPS="penalty", ENSEMBLE_MODE="log-linear")
-    assert all(c[c.index("--ensemble-mode") + 1] == "log-linear" for c in commands if c[0] == "translate")
-    assert (tmp_path / "runs" / "ensemble-of-2-log-linear" / "length_penalty").is_file()
+def test_a_linear_ensemble_has_its_own_figures(tmp_path: Path) -> None:
+    commands = run_chain(tmp_path, seeds=2, STEPS="penalty", ENSEMBLE_MODE="linear")
+    assert all(c[c.index("--ensemble-mode") + 1] == "linear" for c in commands if c[0] == "translate")
+    assert (tmp_path / "runs" / "ensemble-of-2-linear" / "length_penalty").is_file()
     assert not (tmp_path / "runs" / "ensemble-of-2").exists()
 
 
@@ -113,7 +113,7 @@ def test_a_corpus_distilled_by_another_ensemble_is_not_reused(tmp_path: Path) ->
     four = run_chain(tmp_path, seeds=4, STEPS="teachers,penalty,distill", expect=1)
     assert [c[0] for c in four].count("translate") == 7  # its own penalties and test, in ensemble-of-4
     assert "distill" not in [c[0] for c in four]
-    assert (tmp_path / "runs" / "ensemble-distilled.seeds").read_text().strip() == "2 linear"
+    assert (tmp_path / "runs" / "ensemble-distilled.seeds").read_text().strip() == "2 log-linear"
 
 
 def test_the_worst_scored_pairs_are_scored_once_by_the_same_ensemble(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from mtkit.errors import check
 
 ENGINES = ("torch", "ctranslate2")  # what --engine takes; mtkit.engines.factory loads each
 CT2_SEARCHES = ("exact", "native")  # what --ct2-search takes; mtkit.engines.ct2 runs each
-ENSEMBLE_MODES = ("linear", "log-linear")  # what --ensemble-mode takes; mtkit.search.step combines by each
+ENSEMBLE_MODES = ("log-linear", "linear")  # what --ensemble-mode takes; mtkit.search.step combines by each
 
 
 @dataclass
@@ -54,11 +54,11 @@ class EngineConfig:
     )
 
     ensemble_mode: str = field(
-        default="linear",
+        default="log-linear",
         metadata={
-            "help": "How --ensemble combines its models at each step: linear (the log of the mean of their "
-            "probabilities, as fairseq and Sockeye do) or log-linear (the mean of their log-probabilities, as Marian "
-            "and OpenNMT-py do)."
+            "help": "How --ensemble combines its models at each step: log-linear (the mean of their log-probabilities, "
+            "as Marian and OpenNMT-py do) or linear (the log of the mean of their probabilities, as fairseq and "
+            "Sockeye do)."
         },
     )
 

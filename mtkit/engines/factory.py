@@ -40,14 +40,14 @@ def load_translator(
     dtype: str | None = None,
     ct2_search: str = "exact",
     shortlist: bool = False,
-    ensemble_mode: str = "linear",
+    ensemble_mode: str = "log-linear",
     **overrides: Any,
 ) -> Translating:
     """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
 
     `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native), and
     `shortlist` (search the model's vocabulary map's candidates only); `ensemble_mode` how the torch engine
-    combines an ensemble's models (linear or log-linear);
+    combines an ensemble's models (log-linear or linear);
     `overrides` are TranslateConfig fields and the engine's own options (torch: ensemble, packed; ctranslate2:
     threads).
     """

@@ -114,7 +114,7 @@ class Translator:
         dtype: str = "fp32",
         ensemble: list[Path] | None = None,
         packed: bool = True,
-        ensemble_mode: str = "linear",
+        ensemble_mode: str = "log-linear",
         **overrides: Any,
     ) -> Translator:
         device = resolve_torch_device(device)

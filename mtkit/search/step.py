@@ -44,16 +44,16 @@ def _log_softmax_(logits: Tensor) -> Tensor:
     return torch.ops.aten._log_softmax.out(logits, -1, False, out=logits)
 
 
-def combine(logps: list[Tensor], mode: str = "linear") -> Tensor:
-    """An ensemble's log-probabilities from its members': "linear", the log of the mean of their probabilities
-    (fairseq, Sockeye), or "log-linear", the mean of their log-probabilities (Marian, OpenNMT-py). One member's
-    are its own."""
+def combine(logps: list[Tensor], mode: str = "log-linear") -> Tensor:
+    """An ensemble's log-probabilities from its members': "log-linear", the mean of their log-probabilities (Marian,
+    OpenNMT-py), or "linear", the log of the mean of their probabilities (fairseq, Sockeye). One member's are its
+    own."""
     if len(logps) == 1:
         return logps[0]
     stacked = torch.stack(logps)
-    if mode == "log-linear":
-        return stacked.mean(dim=0)
-    return torch.logsumexp(stacked, dim=0) - math.log(len(logps))
+    if mode == "linear":
+        return torch.logsumexp(stacked, dim=0) - math.log(len(logps))
+    return stacked.mean(dim=0)
 
 
 class ModelDecoder:
@@ -64,7 +64,7 @@ class ModelDecoder:
     fresh logits: they are turned into log-probs in place.
     """
 
-    def __init__(self, models: list[Any], mode: str = "linear") -> None:
+    def __init__(self, models: list[Any], mode: str = "log-linear") -> None:
         self.models = models
         self.mode = mode
 

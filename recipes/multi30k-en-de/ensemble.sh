@@ -9,7 +9,7 @@
 #      scores lowest per piece (`mtkit score-pairs --ensemble`, then clean-distilled's --scores and --worst);
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
 # Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json; with
-# ENSEMBLE_MODE=log-linear, $OUT/ensemble-of-$SEEDS-log-linear/). Hours
+# ENSEMBLE_MODE=linear, $OUT/ensemble-of-$SEEDS-linear/). Hours
 # on a 2-core CPU: the teachers about 50 minutes each, the students 45-60 (85 each, two at once), the distillation
 # about 5 (three teachers; Zen 4, 2026-11-27).
 # Usage (from the project root): OUT=runs SEEDS=3 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
@@ -28,14 +28,14 @@ STEPS=${STEPS:-teachers,penalty,distill,students}
 STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two processes: both at once
 # An ensemble of two gained on val up to 2.0 (40.39 at 0.6, 41.14 at 2.0): the grid goes past it.
 PENALTIES=${PENALTIES:-0.6 1.0 1.5 2.0 2.5 3.0}
-ENSEMBLE_MODE=${ENSEMBLE_MODE:-linear}  # or log-linear: how the teachers' log-probabilities combine at each step
+ENSEMBLE_MODE=${ENSEMBLE_MODE:-log-linear}  # or linear: how the teachers combine at each step (--ensemble-mode)
 WORST=${WORST:-0}  # the fraction of the distilled pairs the ensemble scores lowest that take their references
 DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
 ENS="$OUT/ensemble-of-$SEEDS"
-[[ "$ENSEMBLE_MODE" == linear ]] || ENS="$ENS-$ENSEMBLE_MODE"
+[[ "$ENSEMBLE_MODE" == log-linear ]] || ENS="$ENS-$ENSEMBLE_MODE"
 mkdir -p "$ENS"
 
 if [[ ! -f "$OUT/teacher-data/manifest.json" ]]; then

@@ -131,8 +131,8 @@ def test_both_engines_give_the_same_scores_from_the_command_line(
 def test_an_ensemble_scores_each_piece_as_its_search_combines_the_members(
     tiny_run: Path, overfit_run: Path, pairs: tuple[list[str], list[str]], tmp_path: Path
 ) -> None:
-    """`--ensemble` as distill's teacher scores a line: every piece the log of the mean of the members'
-    probabilities (linear, the default) or the mean of their log-probabilities (--ensemble-mode log-linear)."""
+    """`--ensemble` as distill's teacher scores a line: every piece the mean of the members' log-probabilities
+    (log-linear, the default) or the log of the mean of their probabilities (--ensemble-mode linear)."""
     (tmp_path / "src.en").write_text("\n".join(pairs[0][:12]) + "\n")
     (tmp_path / "tgt.de").write_text("\n".join(pairs[1][:12]) + "\n")
     files = ("--source", tmp_path / "src.en", "--target", tmp_path / "tgt.de", "--json", "--piece-scores")
@@ -143,8 +143,8 @@ def test_an_ensemble_scores_each_piece_as_its_search_combines_the_members(
         return [json.loads(line)["pieces"] for line in run.stdout.splitlines()]
 
     tiny, overfit = pieces(tiny_run), pieces(overfit_run)
-    linear = pieces(tiny_run, "--ensemble", overfit_run)
-    log_linear = pieces(tiny_run, "--ensemble", overfit_run, "--ensemble-mode", "log-linear")
+    linear = pieces(tiny_run, "--ensemble", overfit_run, "--ensemble-mode", "linear")
+    log_linear = pieces(tiny_run, "--ensemble", overfit_run)
     assert len(linear) == 12 and tiny != overfit and linear != log_linear
     for a, b, lin, log_lin in zip(tiny, overfit, linear, log_linear):
         assert lin == pytest.approx([math.log((math.exp(x) + math.exp(y)) / 2) for x, y in zip(a, b)], abs=1e-5)
@@ -155,7 +155,7 @@ def test_an_ensemble_scores_each_piece_as_its_search_combines_the_members(
     assert refused.returncode != 0 and "--ensemble" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     unknown = run_mtkit_in_process("score-pairs", tiny_run, "--ensemble", overfit_run, *files, "--ensemble-mode", "max")
-    assert unknown.returncode != 0 and "--ensemble-mode max: choose one of linear, log-linear" in unknown.stderr
+    assert unknown.returncode != 0 and "--ensemble-mode max: choose one of log-linear, linear" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
 
 

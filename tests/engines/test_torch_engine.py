@@ -215,9 +215,9 @@ def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
     the mean of equal probabilities is a up to rounding, so its scores are compared within a tolerance."""
     lines = ["A man is sleeping.", "A dog."]
     single = Translator.load(tiny_run)
-    double = Translator.load(tiny_run, ensemble=[tiny_run], ensemble_mode="log-linear")
+    double = Translator.load(tiny_run, ensemble=[tiny_run])
     assert single.translate(lines) == double.translate(lines)
-    linear = Translator.load(tiny_run, ensemble=[tiny_run])
+    linear = Translator.load(tiny_run, ensemble=[tiny_run], ensemble_mode="linear")
     ids = single.encode_lines(lines)
     targets = [hyps[0].tokens for hyps in single.search_ids(ids)]
     for alone, twice in zip(single.score_ids(ids, targets), linear.score_ids(ids, targets)):

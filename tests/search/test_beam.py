@@ -418,9 +418,9 @@ def test_an_ensemble_combines_linearly_or_log_linearly() -> None:
     They differ where the members disagree, and one member is its own."""
     a = torch.log_softmax(torch.tensor([[2.0, 0.0, -1.0]]), dim=-1)
     b = torch.log_softmax(torch.tensor([[-1.0, 0.0, 3.0]]), dim=-1)
-    linear = combine([a, b])
+    linear = combine([a, b], "linear")
     assert torch.allclose(linear.exp(), (a.exp() + b.exp()) / 2)
     assert torch.allclose(linear.exp().sum(), torch.tensor(1.0))  # still a distribution
-    assert torch.equal(combine([a, b], "log-linear"), (a + b) / 2)
-    assert not torch.allclose(linear, combine([a, b], "log-linear"))
-    assert combine([a]) is a and combine([a], "log-linear") is a
+    assert torch.equal(combine([a, b]), (a + b) / 2)  # log-linear, the default
+    assert not torch.allclose(linear, combine([a, b]))
+    assert combine([a]) is a and combine([a], "linear") is a
