@@ -101,6 +101,12 @@ def main() -> None:
         "--teacher", help="distill: an existing run as the teacher instead of training one; cpu_models: the teacher"
     )
     parser.add_argument("--ensemble", action="append", help="cpu_models: another teacher ensembled with --teacher")
+    parser.add_argument(
+        "--ensemble-mode",
+        default="log-linear",
+        choices=("log-linear", "linear"),
+        help="cpu_models: how the ensemble combines its teachers (mtkit translate --ensemble-mode), chosen on val",
+    )
     parser.add_argument("--model", action="append", help="cpu_models: NAME=RUN_DIR, a student (repeat)")
     parser.add_argument(
         "--levers",

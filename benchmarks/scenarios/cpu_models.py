@@ -4,13 +4,14 @@ levers (int8, threads, a vocabulary shortlist, greedy search, batch size) on a s
 Every program is `mtkit translate` of test_2016_flickr (1,000 lines) as a whole process (start-up and model load
 included), --rounds alternating rounds, medians. The teacher (--teacher) and each --model NAME=RUN run on
 CTranslate2 (`--engine ctranslate2 --ct2-search native`), each at its own length penalty chosen on val (beam 4,
-among PENALTIES, never on test); the ensemble (the teacher with every --ensemble RUN, at --length-penalty, chosen on
-val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that ensembles, and so does the
-teacher once more for a like-for-like row. The first --model (or each --levers NAME) gets every lever, one at a
-time from float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-cased tokenized BLEU
-too, as the Multi30k literature scores) and its runaways counted: lines longer than twice their source in words,
-and lines that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER). Writes the table and
-docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e '.[plots]'`).
+among PENALTIES, never on test); the ensemble (the teacher with every --ensemble RUN, at --length-penalty and
+--ensemble-mode, chosen on val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that
+ensembles, and so does the teacher once more for a like-for-like row. The first --model (or each --levers NAME) gets
+every lever, one at a time from float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-
+cased tokenized BLEU too, as the Multi30k literature scores) and its runaways counted: lines longer than twice their
+source in words, and lines that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER).
+Writes the table and docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e
+'.[plots]'`).
 """
 
 from __future__ import annotations
@@ -223,7 +224,11 @@ def run(args: argparse.Namespace) -> None:
     table: dict[str, tuple[Path, tuple[str, ...]]] = {"teacher, fp32, beam 4": (teacher, (*CT2, *BASE, *lp["teacher"]))}
     if args.ensemble:
         others = [item for run in args.ensemble for item in ("--ensemble", str(Path(run).resolve()))]
-        table[f"ensemble of {1 + len(args.ensemble)}, torch, fp32, beam 4"] = (teacher, (*BASE, *others, *penalty))
+        mode = ("--ensemble-mode", args.ensemble_mode)
+        table[f"ensemble of {1 + len(args.ensemble)}, torch, fp32, beam 4"] = (
+            teacher,
+            (*BASE, *others, *mode, *penalty),
+        )
         table["teacher, torch, fp32, beam 4"] = (teacher, (*BASE, *lp["teacher"]))
     table |= {
         f"teacher, {label}": (teacher, (*CT2, *options, *lp["teacher"]))
@@ -259,6 +264,7 @@ def run(args: argparse.Namespace) -> None:
         "teacher": args.teacher,  # as given: no path of the machine that ran it
         "ensemble": args.ensemble,
         "ensemble_length_penalty": args.length_penalty,
+        "ensemble_mode": args.ensemble_mode,
         "length_penalty_on_val": {
             name: {"chosen": chosen, "val sacreBLEU": found} for name, (chosen, found) in on_val.items()
         },
