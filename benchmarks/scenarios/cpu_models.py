@@ -7,11 +7,11 @@ CTranslate2 (`--engine ctranslate2 --ct2-search native`), each at its own length
 among PENALTIES, never on test); the ensemble (the teacher with every --ensemble RUN, at --length-penalty and
 --ensemble-mode, chosen on val by recipes/multi30k-en-de/ensemble.sh) runs on the torch engine, the only one that
 ensembles, and so does the teacher once more for a like-for-like row. The first --model (or each --levers NAME) gets
-every lever, one at a time from float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU; lower-
-cased tokenized BLEU too, as the Multi30k literature scores) and its runaways counted: lines longer than twice their
-source in words, and lines that stutter (letters repeated in a row inside a word, mtkit.bulk.distill_clean.STUTTER).
-Writes the table and docs/cpu-models.png (BLEU against sentences/s, log scale) through matplotlib (`pip install -e
-'.[plots]'`).
+every lever, one at a time from float32, beam 4, two threads, and combined. Each output is scored (sacreBLEU;
+lower-cased tokenized BLEU too, as the Multi30k literature scores) and its runaways counted: lines longer than twice
+their source in words, and lines that stutter (letters repeated in a row inside a word,
+mtkit.bulk.distill_clean.STUTTER). Writes the table and docs/cpu-models.png (BLEU against sentences/s, log scale)
+through matplotlib (`pip install -e '.[plots]'`).
 """
 
 from __future__ import annotations
