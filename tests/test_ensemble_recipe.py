@@ -99,6 +99,15 @@ def test_the_chain_ensembles_every_seed_at_the_val_chosen_penalty_and_resumes(tm
     again = [c[0] for c in run_chain(tmp_path, seeds=3)]
     assert "preprocess" not in again and "translate" not in again and "distill" not in again and "score" not in again
     assert again.count("train") == 5  # a finished run ends at once
+    grid = "0.6 1.0 1.5 2.0 2.5 3.0 3.5"
+    lower = json.dumps({**VAL_BLEU, "3.5": 40.0})
+    grown = run_chain(tmp_path, seeds=3, STEPS="penalty", PENALTIES=grid, VAL_BLEU=lower)
+    assert [c[0] for c in grown] == ["translate", "score"]  # 3.5, below 1.5 on val: the test stays 1.5's
+    (out / "ensemble-of-3" / "val-3.5.json").unlink()  # val scores 3.5 again, higher now
+    higher = json.dumps({**VAL_BLEU, "3.5": 40.5})
+    moved = run_chain(tmp_path, seeds=3, STEPS="penalty", PENALTIES=grid, VAL_BLEU=higher)
+    assert [c[0] for c in moved] == ["translate", "score", "translate", "score"]  # val 3.5, then the test at it
+    assert moved[2][moved[2].index("--length-penalty") + 1] == "3.5" and moved[2][-1].endswith("test.de")
 
 
 def test_a_linear_ensemble_has_its_own_figures(tmp_path: Path) -> None:

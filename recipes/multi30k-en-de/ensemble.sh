@@ -67,10 +67,12 @@ found = {lp: json.loads((Path(sys.argv[1]) / f"val-{lp}.json").read_text())["ble
 print(max(found, key=lambda lp: (found[lp], -float(lp))))  # the best val sacreBLEU; a tie goes to the smaller
 EOF
     lp=$(cat "$ENS/length_penalty")
-    if [[ ! -f "$ENS/test.json" ]]; then
+    # again when val chooses another penalty (a grid grown since): test.json is always the chosen one's
+    if [[ ! -f "$ENS/test.json" || "$(cat "$ENS/test.length_penalty" 2>/dev/null)" != "$lp" ]]; then
         mtkit translate "$OUT/teacher-1" "${others[@]}" --length-penalty "$lp" -q \
             -i "$ENS/test.en" -o "$ENS/test.de"
         mtkit score --ref "$DATA/test_2016_flickr.de.gz" --lc-tok --json "$ENS/test.de" > "$ENS/test.json.tmp"
+        echo "$lp" > "$ENS/test.length_penalty"
         mv "$ENS/test.json.tmp" "$ENS/test.json"
     fi
     echo "ensemble of $SEEDS, length penalty $lp (chosen on val): test $(cat "$ENS/test.json")" >&2
