@@ -5,16 +5,17 @@
 #   2. the ensemble's length penalty chosen on val among PENALTIES, 0.6-3.0 (never on test), then test_2016_flickr
 #      scored with it (sacreBLEU and lower-cased tokenized BLEU);
 #   3. the ensemble's translations of the training sources (`mtkit distill --ensemble`), cleaned of runaways
-#      (`mtkit clean-distilled --references`) and, with WORST (a fraction), of the pairs the ensemble itself
-#      scores lowest per piece (`mtkit score-pairs --ensemble`, then clean-distilled's --scores and --worst);
+#      (`mtkit clean-distilled --references`) and of the WORST fraction (default 0.05; 0 for none) of the pairs
+#      the ensemble itself scores lowest per piece (`mtkit score-pairs --ensemble`, then clean-distilled's --scores
+#      and --worst): +0.54 BLEU for the greedy 4+4 student (BENCHMARKS.md, "Students and the CPU levers");
 #   4. the students of student-ensemble.toml and student-ensemble-deep.toml, trained on them and the references.
 # Each step's figures land in $OUT/ensemble-of-$SEEDS/ (val-*.json, test.json, length_penalty, clean.json; with
 # ENSEMBLE_MODE=linear, $OUT/ensemble-of-$SEEDS-linear/). Hours
 # on a 2-core CPU: the teachers about 50 minutes each, the students 45-60 (85 each, two at once), the distillation
 # about 5 (three teachers; Zen 4, 2026-11-27).
 # Usage (from the project root): OUT=runs SEEDS=3 PY=.venv/bin/python bash recipes/multi30k-en-de/ensemble.sh
-# Three seeds: the third, the weakest, added nothing on val over two (BENCHMARKS.md, "An ensemble teacher and its
-# students"), so a fourth was not trained to its end.
+# Three seeds by default, as the students were distilled: the fourth added +0.18 on val to the log-linear ensemble
+# and +0.01 to the linear one (SEEDS=4; BENCHMARKS.md, "The ensemble").
 # On 2 cores two one-thread trainings at once make 1.22x the tokens/s of one two-thread run (Zen 4, 2026-11-26;
 # BENCHMARKS.md, "A teacher"):
 #   STEPS=students STUDENTS=student-ensemble OMP_NUM_THREADS=1 bash recipes/multi30k-en-de/ensemble.sh &
@@ -29,7 +30,7 @@ STUDENTS=${STUDENTS:-student-ensemble student-ensemble-deep}  # one each in two 
 # An ensemble of two gained on val up to 2.0 (40.39 at 0.6, 41.14 at 2.0): the grid goes past it.
 PENALTIES=${PENALTIES:-0.6 1.0 1.5 2.0 2.5 3.0}
 ENSEMBLE_MODE=${ENSEMBLE_MODE:-log-linear}  # or linear: how the teachers combine at each step (--ensemble-mode)
-WORST=${WORST:-0}  # the fraction of the distilled pairs the ensemble scores lowest that take their references
+WORST=${WORST:-0.05}  # the fraction of the distilled pairs the ensemble scores lowest that take their references
 DATA=data/multi30k
 R=recipes/multi30k-en-de
 mtkit() { "$PY" -m mtkit "$@"; }
