@@ -43,6 +43,8 @@ from scenarios import (
     translate,
 )
 
+from mtkit.engines.config import ENSEMBLE_MODES
+
 SCENARIOS = {
     "preprocess": preprocess.run,
     "train": train.run,
@@ -104,7 +106,7 @@ def main() -> None:
     parser.add_argument(
         "--ensemble-mode",
         default="log-linear",
-        choices=("log-linear", "linear"),
+        choices=ENSEMBLE_MODES,
         help="cpu_models: how the ensemble combines its teachers (mtkit translate --ensemble-mode), chosen on val",
     )
     parser.add_argument("--model", action="append", help="cpu_models: NAME=RUN_DIR, a student (repeat)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtkit.errors import UserError, check
-from mtkit.files import atomic_write, count_lines, read_lines, resolve_prefix
+from mtkit.files import atomic_write, read_lines, resolve_prefix
 from mtkit.text.guard import Guard
 
 PUNCTUATION = ".,;:!?\"'()"
@@ -65,10 +65,10 @@ def runaway(cfg: CleanConfig, source: str, translation: str) -> str:
     return "stutter" if STUTTER.search(translation) else ""
 
 
-def worst_lines(scores: Path, pairs: int, fraction: float) -> set[int]:
+def worst_lines(scores: Path, fraction: float) -> tuple[set[int], int]:
     """The line numbers (from 1) of the round(fraction x pairs) pairs with the lowest mean log-probability per piece
-    in `scores` (score-pairs --json, one object a pair); a pair without a score counts as lowest, a tie goes to the
-    earlier line."""
+    in `scores` (score-pairs --json, one object a pair), and the number of pairs scored; a pair without a score
+    counts as lowest, a tie goes to the earlier line."""
     means: list[float] = []
     for lineno, line in enumerate(read_lines(scores), 1):
         try:
@@ -76,9 +76,8 @@ def worst_lines(scores: Path, pairs: int, fraction: float) -> set[int]:
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{scores}:{lineno}: not a line of `mtkit score-pairs --json`") from None
         means.append(float("-inf") if mean is None else float(mean))
-    check(len(means) == pairs, f"{scores}: {len(means)} scores for {pairs} pairs")
     ranked = sorted(range(len(means)), key=lambda index: means[index])
-    return {index + 1 for index in ranked[: round(fraction * pairs)]}
+    return {index + 1 for index in ranked[: round(fraction * len(means))]}, len(means)
 
 
 def _triples(source: Path, distilled: Path, reference: Path | None) -> Iterator[tuple[int, str, str, str | None]]:
@@ -115,7 +114,7 @@ def clean_distilled(
     check(scores is not None or not cfg.worst, f"--worst {cfg.worst}: give --scores, the teacher's scores to rank by")
     if scores is not None:
         check(scores.is_file(), f"{scores}: no such file")
-    worst = worst_lines(scores, count_lines(source), cfg.worst) if scores is not None else set()
+    worst, scored = worst_lines(scores, cfg.worst) if scores is not None else (set(), None)
     counts = {"pairs": 0, "kept": 0, "long": 0, "loop": 0, "stutter": 0, "worst": 0, "replaced": 0, "dropped": 0}
     with contextlib.ExitStack() as stack:
         src_out, tgt_out = (stack.enter_context(atomic_write(path, "wb")) for path in outputs)
@@ -131,4 +130,6 @@ def clean_distilled(
             counts["kept"] += 1
             src_out.write(f"{src}\n".encode())
             tgt_out.write(f"{hyp}\n".encode())
+        # inside the writes: scores that do not fit leave no output behind
+        check(scored in (None, counts["pairs"]), f"{scores}: {scored} scores for {counts['pairs']} pairs")
     return {**counts, "outputs": [str(path) for path in outputs]}
