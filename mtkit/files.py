@@ -2,7 +2,8 @@
 
 Lines are split on "\\n" only (never on "\\r", U+0085 or U+2028), so line counts equal `wc -l`;
 a trailing "\\r" (CRLF) is removed and a missing final newline is fine. Writes go through a
-temporary name, fsync and rename, so a crash never leaves a half-written file under the final name.
+temporary name, fsync and rename, so a crash never leaves a half-written file under the final name, and with the
+mode `cp` gives: a new file's under the umask, or the mode of the file it replaces.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import gzip
 import io
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -115,6 +117,7 @@ def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[io.IOBase]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _replaced_mode(path, 0o666))  # mkstemp's 0600 would make every output private
         with os.fdopen(fd, mode) as handle:
             yield handle
             handle.flush()
@@ -146,6 +149,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:
+        os.chmod(tmp, _replaced_mode(path, 0o777))  # mkdtemp's 0700, as for atomic_write
         yield tmp
         if path.exists():
             old = path.with_name(f".{path.name}.old")
@@ -159,6 +163,26 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read from /proc where it can be (setting it to read it back races other threads)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _replaced_mode(path: Path, full: int) -> int:
+    """The permission bits `cp` gives `path`: those of the file it replaces, else `full` less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return full & ~current_umask()
 
 
 def _remove_quietly(path: str | Path) -> None:

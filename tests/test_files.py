@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import LockedError, UserError
-from mtkit.files import DirectoryLock, atomic_directory, count_lines, read_lines, resolve_prefix, write_text
+from mtkit.files import (
+    DirectoryLock,
+    atomic_directory,
+    count_lines,
+    current_umask,
+    read_lines,
+    resolve_prefix,
+    write_text,
+)
 
 
 def test_split_on_newline_only(tmp_path: Path) -> None:
@@ -49,6 +58,31 @@ def test_atomic_directory_leaves_nothing_on_failure(tmp_path: Path) -> None:
     with atomic_directory(target) as tmp:
         write_text(tmp / "done", "ok")
     assert (target / "done").read_text() == "ok"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_outputs_get_a_new_files_mode_under_the_umask(tmp_path: Path, umask: int) -> None:
+    """As `cp` writes: a new file and directory get the mode `open` and `mkdir` give them under the umask (not
+    mkstemp's 0600), a file written over keeps its mode."""
+    old = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        (tmp_path / "plain").write_text("x")
+        os.mkdir(tmp_path / "plain_dir")
+        write_text(tmp_path / "out.txt", "translated\n")
+        with atomic_directory(tmp_path / "out_dir") as tmp:
+            write_text(tmp / "inside", "x")
+    finally:
+        os.umask(old)
+
+    def mode(name: str) -> int:
+        return stat.S_IMODE(os.stat(tmp_path / name).st_mode)
+
+    assert mode("out.txt") == mode("plain") == 0o666 & ~umask
+    assert mode("out_dir") == mode("plain_dir") == 0o777 & ~umask
+    os.chmod(tmp_path / "out.txt", 0o640)
+    write_text(tmp_path / "out.txt", "again\n")
+    assert mode("out.txt") == 0o640
 
 
 def test_lock_exclusive_and_released_on_death(tmp_path: Path) -> None:
