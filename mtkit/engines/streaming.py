@@ -20,7 +20,15 @@ from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
 from mtkit.search.config import length_penalty
-from mtkit.text.translation import GUARD_LABELS, SplitOptions, TextTranslation, guard_counts, text_logprob
+from mtkit.text.translation import (
+    GUARD_LABELS,
+    Line,
+    SplitOptions,
+    TextTranslation,
+    guard_counts,
+    prepare_line,
+    text_logprob,
+)
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -42,16 +50,19 @@ def translate_stream(
     prefixes: Iterator[str] | None = None,
     prefix_name: str = "",
     split: SplitOptions | None = None,
+    plain: SplitOptions | None = None,
 ) -> int:
     """Translate `source` line by line into `target`, chunk by chunk; returns the number of lines.
 
     `prefixes` (lines of the file `prefix_name`, one per input line, empty for none): text each translation must
     begin with; a count that differs from the input's is a one-line error. `split`: each line translated sentence
-    by sentence (mtkit.text.translation, best only), the guard's counts logged at the end.
+    by sentence (mtkit.text.translation, best only), the guard's counts logged at the end. `plain`: without
+    `split`, each line keeps its protected spans and glossary terms and is translated in sentence case
+    (mtkit.text.translation.prepare_line); None sends the lines as they are.
     """
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
-    counts = dict.fromkeys(("sentences", *GUARD_LABELS), 0)
+    counts = dict.fromkeys(("sentences", *GUARD_LABELS, "protected"), 0)
     start = time.monotonic()
     try:
         with progress(quiet) as bar:
@@ -62,7 +73,9 @@ def translate_stream(
                     out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
                     counts = {key: counts[key] + value for key, value in guard_counts(texts).items()}
                 else:
-                    out = translate_lines(translator, chunk, done, with_scores, strict, prefixes, prefix_name)
+                    lines = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
+                    out = translate_lines(translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines)
+                    counts["protected"] += sum(line.prepared.protected for line in lines or [])
                 target.write("\n".join(out) + "\n")
                 target.flush()
                 done += len(chunk)
@@ -79,6 +92,8 @@ def translate_stream(
         log(f"translated {done} lines in {seconds:.2f}s ({done / max(seconds, 1e-9):.1f} sent/s)")
         if split is not None:
             log(", ".join(f"{value} {key}" for key, value in counts.items()) + " (sentences; the guard's counts)")
+        elif counts["protected"]:
+            log(f"{counts['protected']} spans kept as written (placeholders, URLs, numbers: mtkit.text.protect)")
     return done
 
 
@@ -90,13 +105,18 @@ def translate_lines(
     strict: bool,
     prefixes: Iterator[str] | None,
     prefix_name: str,
+    lines: list[Line] | None = None,
 ) -> list[str]:
-    """A chunk translated one line one segment: its output lines, n-best rows included."""
+    """A chunk translated one line one segment: its output lines, n-best rows included. `lines`: the chunk as
+    prepare_line made it, each output given its line's case and spans back."""
     forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
-    results = translator.translate_hypotheses(chunk, first_lineno=done + 1, strict=strict, **forced)
+    asked = chunk if lines is None else [line.asked for line in lines]
+    results = translator.translate_hypotheses(asked, first_lineno=done + 1, strict=strict, **forced)
     out = []
     for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
         best = confidence(hyps[0]) if hyps else 0.0
+        if lines is not None and asked[offset] != chunk[offset]:
+            rows = [(lines[offset].finish(text)[0], score) for text, score in rows or [("", 0.0)]]
         out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
     return out
 

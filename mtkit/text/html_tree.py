@@ -125,7 +125,7 @@ def _protected(element: Element) -> bool:
     """Kept as written: computer text, translate="no", and links that are names (hashtags, mentions, URLs)."""
     text = _text_of(element).strip()
     return (
-        element.name in PROTECTED
+        element.name.rpartition(":")[2] in PROTECTED  # MathML or SVG whatever its prefix (<m:math>)
         or element.no_translate
         or element.name == "a"
         and (text.startswith(("#", "@")) or _URL.fullmatch(text) is not None)
@@ -133,7 +133,10 @@ def _protected(element: Element) -> bool:
 
 
 def _symbol(unit: str) -> bool:
-    return all(char in _JOINERS or unicodedata.category(char) in ("So", "Sk") for char in html.unescape(unit))
+    """An emoji's part: never ASCII ("^" and "`" are modifier symbols too, but TeX and code need them in place)."""
+    return all(
+        char in _JOINERS or char > "\x7f" and unicodedata.category(char) in ("So", "Sk") for char in html.unescape(unit)
+    )
 
 
 def flatten(node: str | Element, out: list[Item]) -> None:

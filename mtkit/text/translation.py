@@ -16,11 +16,15 @@ tokens than the whole did: two sentences without a full stop between them, fused
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 from mtkit.text.casing import case_of, normalised, restored
+from mtkit.text.glossary import Glossary
 from mtkit.text.guard import Guard
+from mtkit.text.protect import Masked, ProtectConfig, Span, copied_whole, mask, protected_places, unmask
 from mtkit.text.sentences import (
     Count,
     Segmented,
@@ -55,6 +59,8 @@ class Sentence:
     logprob: float | None = None  # of the translation, eos included; None: kept as written, no model output
     tokens: int = 0  # the translation's tokens the model scored, eos included
     guard: str = ""  # "": translated; "retried": in two pieces; "kept": a piece kept as written; "tamed": loops cut
+    protected: int = 0  # spans kept as written (mtkit.text.protect); a sentence of them only is copied, never sent
+    terms: list[dict[str, Any]] = field(default_factory=list)  # glossary terms: source, target, applied
 
     @property
     def confidence(self) -> float | None:
@@ -84,15 +90,48 @@ class SplitOptions:
     limit: int = 256
     guard: Guard = field(default_factory=Guard)
     case: bool = True  # sentences in capitals or Title Case translated in sentence case (mtkit.text.casing)
+    protect: ProtectConfig = field(default_factory=ProtectConfig)  # text kept as written (mtkit.text.protect)
+    glossary: Glossary | None = None  # terms whose targets the translation takes (mtkit.text.glossary)
 
 
 def plan_translation(
     texts: list[str], options: SplitOptions, count: Count
 ) -> Generator[list[str], list[Output], list[TextTranslation]]:
     """Yields sentences to translate (each once) and is sent their Outputs, in order; returns each text's
-    translation. `count` gives texts' lengths in the model's source tokens."""
+    translation. `count` gives texts' lengths in the model's source tokens. A sentence goes to the model with its
+    protected spans and glossary terms as stand-ins (mtkit.text.protect), which are put back after; one of
+    protected text only is copied, never sent."""
     segments = [_segment(text, options, count) for text in texts]
-    wanted = list(dict.fromkeys(s for segmented in segments for s in segmented.sources if wordy(s)))
+    sources = list(dict.fromkeys(s for segmented in segments for s in segmented.sources if wordy(s)))
+    prepared = {s: prepare(s, options) for s in sources}
+    wanted = list(dict.fromkeys(p.masked.text for p in prepared.values() if not p.whole))
+    done, outputs, cases = yield from _plan_sentences(wanted, options, count)
+
+    def sentence(source: str) -> Sentence:
+        if not wordy(source):
+            return Sentence(source, source)
+        ready = prepared[source]
+        if ready.whole:
+            return Sentence(source, source, protected=max(len(ready.masked.spans), 1))
+        inner = done[ready.masked.text]
+        text, terms = ready.finish(inner.translation, cases[ready.masked.text])
+        return dataclasses.replace(inner, source=source, translation=text, protected=ready.protected, terms=terms)
+
+    def others(sentence: Sentence) -> list[str] | None:
+        ready = prepared.get(sentence.source)
+        if ready is None or ready.whole or sentence.guard:
+            return None
+        output = outputs[ready.masked.text]
+        return [ready.finish(text, cases[ready.masked.text])[0] for text in output.others]
+
+    return [_assemble(segmented, [sentence(s) for s in segmented.sources], others) for segmented in segments]
+
+
+def _plan_sentences(
+    wanted: list[str], options: SplitOptions, count: Count
+) -> Generator[list[str], list[Output], tuple[dict[str, Sentence], dict[str, Output], dict[str, str]]]:
+    """plan_translation's part over the sentences the model gets: each translated in its sentence case, and the
+    guard's retries; returns each one's Sentence, its Output and its case."""
     cases = {s: case_of(s) if options.case else "" for s in wanted}
     asked = [normalised(s, cases[s]) for s in wanted]
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
@@ -107,18 +146,17 @@ def plan_translation(
     }
     refused = [s for s in refused if s not in tamed]
     cuts = {s: fused_halves(s) if verdicts[s] == "short" else halves(s) for s in refused}
+    piece_cases = dict(cases)
     for s in refused:  # a piece keeps its sentence's case, which a short piece alone may not show
-        cases |= {p: cases[s] for p in (cuts[s] or ("", "", ""))[::2]}
+        piece_cases |= {p: cases[s] for p in (cuts[s] or ("", "", ""))[::2]}
     pieces = list(dict.fromkeys(p for s in refused if cuts[s] for p in (cuts[s][0], cuts[s][2]) if wordy(p)))
-    asked = [normalised(p, cases[p]) for p in pieces]
-    more = dict(zip(pieces, _restored((yield asked) if pieces else [], [cases[p] for p in pieces])))
+    asked = [normalised(p, piece_cases[p]) for p in pieces]
+    more = dict(zip(pieces, _restored((yield asked) if pieces else [], [piece_cases[p] for p in pieces])))
     piece_sizes = dict(zip(pieces, count(asked))) if pieces else {}
     outputs |= more
     sizes |= piece_sizes
 
     def sentence(source: str) -> Sentence:
-        if not wordy(source):
-            return Sentence(source, source)
         if source in tamed:
             return _sentence(source, [outputs[source]], "tamed", tamed[source])
         if source not in cuts:
@@ -139,7 +177,75 @@ def plan_translation(
         joined = parts[0].translation + (space or " ") + parts[1].translation
         return _sentence(source, scored, guard, joined) if scored else Sentence(source, joined, guard=guard)
 
-    return [_assemble(segmented, [sentence(s) for s in segmented.sources], outputs) for segmented in segments]
+    return {s: sentence(s) for s in wanted}, outputs, cases
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A sentence as the model gets it: protected spans and glossary terms as stand-ins (`masked`), or, `whole`,
+    nothing but protected text, copied and never sent."""
+
+    masked: Masked
+    whole: bool = False
+
+    @property
+    def protected(self) -> int:
+        return sum(not span.term for span in self.masked.spans)
+
+    def finish(self, translation: str, case: str) -> tuple[str, list[dict[str, Any]]]:
+        """The translation (already in the source's `case`) with every span put back, and the terms' report."""
+        if not self.masked.spans:
+            return translation, []
+        text = unmask(translation, self.masked, lambda target: restored(target, case)).text
+        terms = [
+            {"source": span.source, "target": span.target, "applied": restored(span.target, case) in text}
+            for span in self.masked.spans
+            if span.term
+        ]
+        return text, terms
+
+
+def prepare(source: str, options: SplitOptions) -> Prepared:
+    """A sentence's protected spans (options.protect) and glossary terms outside them (options.glossary, put back
+    by the placeholder method: the only one for models trained without term hints) as stand-ins."""
+    if copied_whole(source, options.protect):
+        return Prepared(mask(source, protected_places(source, options.protect)), whole=True)
+    places = protected_places(source, options.protect)
+    if options.glossary is not None and len(options.glossary):
+        found = options.glossary.find(source, [(low, high) for low, high, _ in places])
+        places += [(low, high, Span(term, target, term=True)) for low, high, term, target in found]
+    return Prepared(mask(source, places))
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the plain path (`mtkit translate` without --split-sentences: one segment a line, n-best and
+    prefixes allowed): what the model gets (`asked`; "" for a line copied whole) and how its outputs come back."""
+
+    source: str
+    prepared: Prepared
+    case: str
+
+    @property
+    def asked(self) -> str:
+        return "" if self.prepared.whole else normalised(self.prepared.masked.text, self.case)
+
+    def finish(self, text: str) -> tuple[str, list[dict[str, Any]]]:
+        """An output of the model for this line, with the source's case and spans back."""
+        if self.prepared.whole:
+            return self.source, []
+        return self.prepared.finish(restored(text, self.case), self.case)
+
+
+def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:
+    """A line as the plain path sends it: spans as stand-ins, then (with `case` and options.case) in sentence
+    case; a line without words or spans goes as it is."""
+    if not wordy(line):
+        return Line(line, Prepared(Masked(line, line)), "")
+    prepared = prepare(line.strip(), options)
+    if prepared.whole:
+        return Line(line, prepared, "")
+    return Line(line, prepared, case_of(prepared.masked.text) if options.case and case else "")
 
 
 def _restored(outputs: list[Output], cases: list[str]) -> list[Output]:
@@ -181,24 +287,19 @@ def _sentence(source: str, outputs: list[Output], guard: str, text: str | None =
     return Sentence(source, translation, logprob, sum(output.tokens + 1 for output in outputs), guard)
 
 
-def _assemble(segmented: Segmented, sentences: list[Sentence], outputs: dict[str, Output]) -> TextTranslation:
+def _assemble(
+    segmented: Segmented, sentences: list[Sentence], others: Callable[[Sentence], list[str] | None]
+) -> TextTranslation:
     text = segmented.join([s.translation for s in sentences])
-    ranks = max((len(outputs[s.source].others) for s in sentences if s.source in outputs and not s.guard), default=0)
+    ranked = [others(s) for s in sentences]
+    ranks = max((len(found) for found in ranked if found), default=0)
     alternatives = [
         segmented.join(
-            [
-                _other(outputs[s.source], rank) if s.source in outputs and not s.guard else s.translation
-                for s in sentences
-            ]
+            [found[min(rank, len(found) - 1)] if found else s.translation for s, found in zip(sentences, ranked)]
         )
         for rank in range(ranks)
     ]
     return TextTranslation(text, sentences, alternatives)
-
-
-def _other(output: Output, rank: int) -> str:
-    """The n-best's text of `rank` (0: the second best), or its last one where it has fewer."""
-    return output.others[min(rank, len(output.others) - 1)] if output.others else output.text
 
 
 def text_logprob(translation: TextTranslation) -> tuple[float, int]:
@@ -208,9 +309,11 @@ def text_logprob(translation: TextTranslation) -> tuple[float, int]:
 
 
 def guard_counts(translations: list[TextTranslation]) -> dict[str, int]:
-    """How many sentences were translated, and what the guard did to how many of them."""
+    """How many sentences were translated, what the guard did to how many of them, and how many spans were kept as
+    written (mtkit.text.protect)."""
     sentences = [s for translation in translations for s in translation.sentences]
-    return {"sentences": len(sentences)} | {label: sum(s.guard == label for s in sentences) for label in GUARD_LABELS}
+    counts = {label: sum(s.guard == label for s in sentences) for label in GUARD_LABELS}
+    return {"sentences": len(sentences)} | counts | {"protected": sum(s.protected for s in sentences)}
 
 
 def run_plan(

@@ -38,7 +38,7 @@ def test_sentences_of_every_text_in_one_batch_each_once() -> None:
     assert done[0].sentences[0].confidence == pytest.approx(-1.0 / 3)  # log-prob -1 over 2 tokens + eos
     assert done[0].sentences[0].word_confidence == pytest.approx(-0.5)
     assert done[0].alternatives == ["a dog. a cat."]
-    assert guard_counts(done) == {"sentences": 4, "retried": 0, "kept": 0, "tamed": 0}
+    assert guard_counts(done) == {"sentences": 4, "retried": 0, "kept": 0, "tamed": 0, "protected": 0}
 
 
 def test_unsplit_texts_are_cut_at_line_breaks_only() -> None:

@@ -1,0 +1,163 @@
+"""Glossaries: source terms and the target each must become, read from DeepL's entry formats (TSV, CSV) or a
+request's object, checked with one-line errors, and found in a sentence as a user expects (longest first, whole
+words, case-insensitive, never inside protected text). Applying them is mtkit.text.translation's: a found term
+rides on mtkit.text.protect's stand-ins with its target put back. Pure functions of strings; `errors` only.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtkit.errors import UserError, check
+
+MAX_FILE_ENTRIES = 100_000  # a glossary file (--glossary, a DeepL glossary's entries)
+MAX_REQUEST_ENTRIES = 10_000  # a request's "glossary" object: each request pays for reading it
+FORMATS = ("tsv", "csv")
+PLACEHOLDER = "placeholder"  # how terms are applied to a model trained without term hints: all of mtkit's today
+_FIRST_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Glossary:
+    """Entries (source term, target term) in the order given; sources unique without regard to case."""
+
+    entries: tuple[tuple[str, str], ...] = ()
+    _index: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, list[tuple[str, str, str]]] = {}
+        for source, target in self.entries:
+            index.setdefault(_key(source.lower()), []).append((source.lower(), source, target))
+        for candidates in index.values():
+            candidates.sort(key=lambda entry: -len(entry[0]))  # longest first
+        object.__setattr__(self, "_index", index)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def find(self, sentence: str, protected: list[tuple[int, int]] = ()) -> list[tuple[int, int, str, str]]:
+        """(start, end, source term, target term) of each term found in `sentence`: whole words, case-insensitive,
+        the longest first where matches overlap, none touching a `protected` (start, end) span; left to right."""
+        if not self.entries:
+            return []
+        lowered = sentence.lower()
+        if len(lowered) != len(sentence):  # a letter whose small form is longer ("İ"): compare letter by letter
+            lowered = "".join(char.lower()[:1] for char in sentence)
+        found = []
+        for start in _starts(sentence):
+            for low, source, target in self._index.get(_key(lowered[start:]), ()):
+                end = start + len(low)
+                if lowered.startswith(low, start) and _whole(sentence, start, end):
+                    found.append((start, end, source, target))
+        taken: list[tuple[int, int, str, str]] = []
+        for match in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
+            if all(match[1] <= low or match[0] >= high for low, high, *_ in taken) and all(
+                match[1] <= low or match[0] >= high for low, high in protected
+            ):
+                taken.append(match)
+        return sorted(taken)
+
+
+def _key(text: str) -> str:
+    """A term's index key: its first word, or its first character where it does not begin with one."""
+    word = _FIRST_WORD.match(text)
+    return word.group() if word else text[:1]
+
+
+def _starts(sentence: str) -> list[int]:
+    """Where a term may begin: a word's first character, or a character that is neither a word's nor a space."""
+    return [i for i, char in enumerate(sentence) if not char.isspace() and (i == 0 or not _word(sentence[i - 1]))]
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _whole(sentence: str, start: int, end: int) -> bool:
+    """The match neither begins nor ends inside a word."""
+    left = start == 0 or not (_word(sentence[start - 1]) and _word(sentence[start]))
+    right = end == len(sentence) or not (_word(sentence[end - 1]) and _word(sentence[end]))
+    return left and right
+
+
+def parse_glossary(text: str, fmt: str, origin: str, limit: int = MAX_FILE_ENTRIES) -> Glossary:
+    """DeepL's glossary entries: `fmt` "tsv" (source<TAB>target a line) or "csv" (source,target a row, fields
+    quoted as CSV allows; DeepL's optional language columns ignored). A malformed line, an empty side, a source
+    given twice with different targets or more than `limit` entries is a UserError naming `origin` and the line."""
+    check(fmt in FORMATS, f"{origin}: glossary format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    text = text.removeprefix("\ufeff")
+    rows = _tsv_rows(text, origin) if fmt == "tsv" else _csv_rows(text, origin)
+    entries: dict[str, tuple[str, str]] = {}
+    for line, source, target in rows:
+        source, target = source.strip(), target.strip()
+        check(source != "" and target != "", f"{origin}:{line}: an entry with an empty side; give source and target")
+        known = entries.get(source.lower())
+        check(
+            known is None or known[1] == target,
+            f"{origin}:{line}: {source!r} is given twice with different targets ({known[1] if known else ''!r} "
+            f"and {target!r})",
+        )
+        entries[source.lower()] = (source, target)
+        check(len(entries) <= limit, f"{origin}:{line}: more than {limit:,} entries, the limit of a glossary")
+    return Glossary(tuple(entries.values()))
+
+
+def _tsv_rows(text: str, origin: str) -> list[tuple[int, str, str]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        check(len(fields) == 2, f"{origin}:{number}: expected source<TAB>target, found {len(fields)} field(s)")
+        rows.append((number, fields[0], fields[1]))
+    return rows
+
+
+def _csv_rows(text: str, origin: str) -> list[tuple[int, str, str]]:
+    rows = []
+    reader = csv.reader(text.splitlines(keepends=True), strict=True)
+    try:
+        for fields in reader:
+            if not any(f.strip() for f in fields):
+                continue
+            check(
+                len(fields) in (2, 4),
+                f"{origin}:{reader.line_num}: expected source,target (or DeepL's four columns), found "
+                f"{len(fields)} field(s)",
+            )
+            rows.append((reader.line_num, fields[0], fields[1]))
+    except csv.Error as exc:
+        raise UserError(f"{origin}:{reader.line_num}: malformed CSV: {exc}") from None
+    return rows
+
+
+def load_glossary(path: str | Path) -> Glossary:
+    """A glossary file: CSV for a name ending in .csv, else TSV; UTF-8."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the glossary: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: the glossary is not UTF-8 (byte {exc.start})") from None
+    return parse_glossary(text, "csv" if path.suffix.lower() == ".csv" else "tsv", str(path))
+
+
+def glossary_from_mapping(obj: object, field: str = "glossary", limit: int = MAX_REQUEST_ENTRIES) -> Glossary:
+    """A request's glossary, {"source term": "target term", ...}: not an object of non-empty strings, a source
+    given twice in other letter case with different targets or more than `limit` entries is a UserError naming
+    `field`."""
+    check(isinstance(obj, dict), f'{field} must be an object of terms, such as {{"dog": "Hund"}}')
+    check(len(obj) <= limit, f"{field}: {len(obj):,} entries, over the limit of {limit:,}")
+    entries: dict[str, tuple[str, str]] = {}
+    for source, target in obj.items():
+        check(isinstance(target, str), f"{field}[{source!r}] must be a string; got {type(target).__name__}")
+        source, target = source.strip(), target.strip()
+        check(source != "" and target != "", f"{field}: an entry with an empty side ({source!r}: {target!r})")
+        known = entries.get(source.lower())
+        check(known is None or known[1] == target, f"{field}: {source!r} is given twice with different targets")
+        entries[source.lower()] = (source, target)
+    return Glossary(tuple(entries.values()))

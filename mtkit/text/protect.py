@@ -1,0 +1,208 @@
+"""Text that is not language, kept out of the model: placeholders, URLs, e-mail addresses, inline code, file paths,
+TeX math, numbers and numeric dates are found in a sentence (ProtectConfig: the defaults and a user's own
+patterns), each replaced by a stand-in the model carries through, and put back after translation byte for byte and
+exactly once, whatever the model did with its stand-in. Glossary terms (mtkit.text.glossary) ride on the same
+stand-ins with their target as the text put back. Pure functions of strings; `errors` only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mtkit.errors import UserError, check
+
+# Each default pattern is one kind of span; the first to match at a place wins, so longer kinds come first.
+_TRAIL = r"(?<![.,;:!?'\")\]}>])"  # a URL or path does not end in the sentence's punctuation
+DEFAULT_PATTERNS: dict[str, str] = {
+    "code": r"```[^`]+```|`[^`\n]+`",
+    "math": r"\\\(.+?\\\)|\\\[.+?\\\]|\$\$.+?\$\$",
+    "url": r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.|mailto:)[^\s<>\"]+" + _TRAIL,
+    "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-zA-Z]{2,}",
+    "placeholder": r"\{\{[^{}\n]*\}\}|\{[\w.:!\[\]-]*\}|\$\{\w+\}(?:/[\w.@+-]+)*"
+    r"|%\(\w+\)[-+ #0]*\d*(?:\.\d+)?[sdifeEgGxXocr]|%\d+\$[-+ #0]*\d*(?:\.\d+)?[sdifeEgGxXoc]"
+    r"|%[-+#0]*\d*(?:\.\d+)?[sdifeEgGxXoc@](?![\w])|\$[A-Za-z_]\w*(?:/[\w.@+-]+)*/?",
+    "path": r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?" + _TRAIL + r"|\b[A-Za-z]:\\[\w\\.-]+"
+    r"|\b[\w-]+(?:/[\w-]+)*/[\w-]+\.[a-zA-Z0-9]{1,5}\b",
+    "date": r"(?<![\w.,])\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?![\w])|(?<![\w.,:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])",
+    # A number that is not a plain count: separators, decimals, a sign, a percentage or a unit. A plain count
+    # inside a sentence ("2 men") is language the model translates; one standing alone is copied (copy_whole).
+    "number": r"(?<![\w.,])(?:[+\-−±]\d[\d,.  ]*\d|[+\-−±]\d"
+    r"|[+\-−±]?\d{1,3}(?:[,.  ]\d{3})+(?:[.,]\d+)?|[+\-−±]?\d+[.,]\d+)"
+    r"(?:\s?(?:%|‰|°[CF]?|[kMGT]?B|[kcm]?m|kg|mg|ml|km/h|Hz|[kMG]Hz|px|pt)(?!\w))?(?![\w])"
+    r"|(?<![\w.,])\d+\s?(?:%|‰|°[CF]?)(?!\w)",
+}
+_PLAIN_NUMBER = re.compile(r"[+\-−±]?\d+(?:[.,  ]\d+)*")
+_ALL = re.compile("|".join(f"(?:{pattern})" for pattern in DEFAULT_PATTERNS.values()))
+
+
+@dataclass(frozen=True)
+class ProtectConfig:
+    """What is kept as written: the built-in kinds (`default`) and the user's own `patterns` (Python regular
+    expressions; a match is kept whole)."""
+
+    default: bool = True
+    patterns: tuple[str, ...] = ()
+    compiled: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        compiled = []
+        for pattern in self.patterns:
+            check(
+                isinstance(pattern, str) and pattern != "",
+                f"protect: a pattern must be a non-empty string; got {pattern!r}",
+            )
+            try:
+                compiled.append(re.compile(pattern))
+            except re.error as exc:
+                raise UserError(f"protect: bad regular expression {pattern!r}: {exc}") from None
+        object.__setattr__(self, "compiled", tuple(compiled))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The (start, end) of each protected span, left to right, none overlapping; the user's patterns first,
+        then the defaults, an earlier or longer span winning an overlap."""
+        found: list[tuple[int, int]] = []
+        for pattern in self.compiled + ((_ALL,) if self.default else ()):
+            found += [(m.start(), m.end()) for m in pattern.finditer(text) if m.end() > m.start()]
+        return _disjoint(found)
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans without overlaps: taken in the order found, one overlapping an earlier one dropped."""
+    taken: list[tuple[int, int]] = []
+    for low, high in spans:
+        if all(high <= a or low >= b for a, b in taken):
+            taken.append((low, high))
+    return sorted(taken)
+
+
+def copied_whole(text: str, cfg: ProtectConfig) -> bool:
+    """Whether a segment is nothing but protected spans, numbers, punctuation and space: copied, never sent."""
+    if not cfg.default and not cfg.compiled:
+        return False
+    rest = text
+    for low, high in reversed(cfg.spans(text)):
+        rest = rest[:low] + " " + rest[high:]
+    if cfg.default:
+        rest = _PLAIN_NUMBER.sub(" ", rest)
+    return rest != text and not any(char.isalpha() for char in rest)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of the source the model never sees: `source` as written, `target` what goes back in its place (the
+    same for protected text, the target term for a glossary's), `term` True for a glossary's."""
+
+    source: str
+    target: str
+    term: bool = False
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A sentence as the model gets it: each span replaced by its stand-in (`standins[i]` for `spans[i]`)."""
+
+    source: str
+    text: str
+    spans: tuple[Span, ...] = ()
+    standins: tuple[str, ...] = ()
+    shares: tuple[float, ...] = ()  # where each span stands: the share of the sentence's other words before it
+
+
+# Stand-ins: numbers the source sentence does not hold. A model copies a number it has seen in training, where a
+# rare string of symbols gets mangled or dropped (measured in docs/terminology.md's table); the restore below does
+# not rely on it.
+_STANDIN_BASE = 1
+
+
+def _standins(text: str, count: int) -> list[str]:
+    used = set(re.findall(r"\d+", text))
+    out, n = [], _STANDIN_BASE
+    while len(out) < count:
+        if str(n) not in used and not any(str(n) in u for u in used):
+            out.append(str(n))
+        n += 1
+    return out
+
+
+def mask(source: str, places: list[tuple[int, int, Span]]) -> Masked:
+    """`source` with each (start, end, span) of `places` (disjoint) replaced by a stand-in; spans next to each other
+    with nothing between them are one span, so that two stand-ins never touch."""
+    places = _merged(sorted(places, key=lambda place: place[0]), source)
+    if not places:
+        return Masked(source, source)
+    standins = _standins(source, len(places))
+    pieces, at, before_words = [], 0, []
+    for (low, high, _), standin in zip(places, standins):
+        before = source[at:low]
+        # a stand-in glued to a letter or digit would be read as part of that word
+        pad_left = " " if before and before[-1].isalnum() else ""
+        pad_right = " " if high < len(source) and source[high].isalnum() else ""
+        pieces += [before, pad_left, standin, pad_right]
+        before_words.append(len(" ".join(pieces[::4]).split()))  # the words before it, stand-ins not counted
+        at = high
+    pieces.append(source[at:])
+    words = max(len(" ".join(pieces[::4]).split()), 1)
+    shares = tuple(count / words for count in before_words)
+    return Masked(source, "".join(pieces), tuple(span for _, _, span in places), tuple(standins), shares)
+
+
+def _merged(places: list[tuple[int, int, Span]], source: str) -> list[tuple[int, int, Span]]:
+    out: list[tuple[int, int, Span]] = []
+    for low, high, span in places:
+        if out and out[-1][1] == low and not out[-1][2].term and not span.term:
+            prev = out.pop()
+            out.append((prev[0], high, Span(source[prev[0] : high], source[prev[0] : high])))
+        else:
+            out.append((low, high, span))
+    return out
+
+
+def protected_places(source: str, cfg: ProtectConfig) -> list[tuple[int, int, Span]]:
+    """Each protected span of `source` as a place for mask()."""
+    return [(low, high, Span(source[low:high], source[low:high])) for low, high in cfg.spans(source)]
+
+
+@dataclass
+class Unmasked:
+    """A translation with every span put back, and per span whether its stand-in came back exactly once."""
+
+    text: str
+    carried: list[bool]
+
+
+def unmask(translation: str, masked: Masked, styled: Callable[[str], str] = str) -> Unmasked:
+    """The translation with each span's target in place of its stand-in, exactly once: a stand-in found more than
+    once keeps the occurrence nearest its source position, one not found has its text inserted at the word of the
+    translation at the same share as in the source. A term's target is `styled` (the sentence's casing)."""
+    if not masked.spans:
+        return Unmasked(translation, [])
+    words = [m.start() for m in re.finditer(r"\S+", translation)]
+    edits: list[tuple[int, int, str]] = []
+    carried = []
+    for i, (span, standin) in enumerate(zip(masked.spans, masked.standins)):
+        text = styled(span.target) if span.term else span.target
+        # a stand-in glued to a word ("7th") is not the model's copy of it: that one counts as dropped
+        found = list(re.finditer(rf"(?<![\w.,]){standin}(?!\w|[.,]\d)", translation))
+        carried.append(len(found) == 1)
+        if found:
+            near = masked.shares[i] * len(translation)
+            best = min(found, key=lambda m: abs(m.start() - near))
+            edits += [(m.start(), m.end(), text if m is best else "") for m in found]
+            continue
+        k = round(masked.shares[i] * len(words))
+        if k < len(words):
+            edits.append((words[k], words[k], text + " "))
+        else:
+            edits.append((len(translation), len(translation), " " + text))
+    out, at = [], 0
+    for low, high, text in sorted(edits, key=lambda edit: (edit[0], edit[1])):
+        piece = translation[at:low]
+        if not text and piece.endswith(" ") and translation[high : high + 1] in (" ", ""):
+            piece = piece[:-1]  # a duplicate removed with one space beside it
+        out += [piece, text]
+        at = high
+    out.append(translation[at:])
+    text = "".join(out)
+    return Unmasked(text.lstrip() if not translation.strip() else text, carried)
