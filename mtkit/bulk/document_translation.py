@@ -17,25 +17,30 @@ from mtkit.documents.safety import Limits
 from mtkit.engines.splitting import split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
-from mtkit.text.translation import TextTranslation, guard_counts
+from mtkit.text.translation import GUARD_LABELS, TextTranslation, guard_counts
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
 
 
-def sentence_translator(translator: Translating, language: str | None = None) -> tuple[Translate, dict[str, int]]:
+def sentence_translator(
+    translator: Translating, language: str | None = None
+) -> tuple[Translate, dict[str, dict[str, int]]]:
     """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
-    applied, and the guard's counts summed into the dict returned beside it."""
+    applied, and each sentence's guard counts kept in the dict returned beside it, by sentence."""
     whole = dataclasses.replace(split_options(translator, language), split=False)
-    counts: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {}
 
     def translate(sentences: list[str]) -> list[str]:
         done: list[TextTranslation] = translate_split(translator, sentences, whole)
-        for key, value in guard_counts(done).items():
-            counts[key] = counts.get(key, 0) + value
+        counts.update((sentence, guard_counts([text])) for sentence, text in zip(sentences, done))
         return [text.text for text in done]
 
     return translate, counts
+
+
+def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
+    return {key: sum(c.get(key, 0) for c in counts) for key in ("sentences", *GUARD_LABELS)}
 
 
 def output_path(source: Path, target_lang: str) -> Path:
@@ -52,7 +57,8 @@ def translate_documents(
     limits: Limits = Limits(),
 ) -> dict[str, Any]:
     """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
-    before the model works), all their sentences translated together, each output written atomically."""
+    before the model works), all their sentences translated together, each output written atomically. A
+    document's sentences and the total are the guard's count (each sentence as often as its document has it)."""
     check(len(sources) == len(outputs), "one output per document")
     for source, out in zip(sources, outputs):
         check(source.is_file(), f"{source}: no such file")
@@ -63,7 +69,7 @@ def translate_documents(
         data = source.read_bytes()
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits))
-    translate, guard = sentence_translator(translator, language)
+    translate, by_sentence = sentence_translator(translator, language)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate)
     seconds = time.perf_counter() - start
@@ -71,11 +77,12 @@ def translate_documents(
         out.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(out) as stream:
             stream.write(document)
+    guards = [_summed([by_sentence[text] for text in job.texts]) for job in jobs]
     return {
         "documents": [
-            {"input": str(s), "output": str(o), "format": f, "sentences": len(j.texts), **j.counts}
-            for s, o, f, j in zip(sources, outputs, formats, jobs)
+            {"input": str(s), "output": str(o), "format": f, **j.counts, **g}
+            for s, o, f, j, g in zip(sources, outputs, formats, jobs, guards)
         ],
-        "guard": guard,
+        "guard": _summed(guards),
         "seconds": round(seconds, 3),
     }

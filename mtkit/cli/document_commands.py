@@ -4,6 +4,7 @@ registered on the app by mtkit.cli.main. A summary on stdout (JSON with --json),
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -42,13 +43,26 @@ def translate_file(
     dtype: str = option(EngineConfig, "dtype"),
     engine: str = option(EngineConfig, "engine"),
     ct2_search: str = option(EngineConfig, "ct2_search"),
+    max_file_bytes: int = typer.Option(
+        0,
+        "--max-file-bytes",
+        min=0,
+        help="Refuse a document over this many bytes, as mtkit serve does (0: any size the machine can hold).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
 ) -> None:
     """Translate documents into files of the same format: every piece of text translated sentence by sentence,
     formatting, layout, timings and everything else kept."""
+    from mtkit.documents.safety import Limits, over_limit  # lxml, which other commands need not load
+
     check(out is None or len(inputs) == 1, "--out names the translation of one input; give one, or drop --out")
     for source in inputs:
         check(source.is_file(), f"{source}: no such file")  # before the model load, not after
+        size = source.stat().st_size
+        check(
+            not max_file_bytes or size <= max_file_bytes,
+            f"{source}: {over_limit(size, max_file_bytes)} (--max-file-bytes)",
+        )
     overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
     with start_up_without_gc():
         from mtkit.bulk.document_translation import output_path, translate_documents
@@ -57,7 +71,8 @@ def translate_file(
         translator = load_translator(model, engine, device=device, dtype=dtype, ct2_search=ct2_search, **overrides)
     target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     outputs = [out] if out is not None else [output_path(source, target) for source in inputs]
-    summary = translate_documents(translator, inputs, outputs, source_lang)
+    limits = Limits(max_bytes=max_file_bytes or sys.maxsize)
+    summary = translate_documents(translator, inputs, outputs, source_lang, limits)
     lines = [f"{d['input']} -> {d['output']} ({d['format']}, {d['sentences']} sentences)" for d in summary["documents"]]
     guard = summary["guard"]
     lines.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from mtkit.documents.job import DocumentError, Job
-from mtkit.documents.safety import OLE2, Limits, megabytes, open_zip, read_member
+from mtkit.documents.safety import OLE2, Limits, open_zip, over_limit, read_member
 
 FORMATS = ("txt", "html", "htm", "md", "markdown", "docx", "odt", "odp", "pptx", "epub", "srt", "vtt")
 SAME = {"htm": "html", "markdown": "md"}  # the other extensions, as the format detect_format names
@@ -80,7 +80,7 @@ def _zip_format(name: str, data: bytes, limits: Limits) -> str:
 def open_job(name: str, data: bytes, language: str, limits: Limits = Limits()) -> Job:
     """The document's Job, once its size and format pass; `language` is the source language (for sentences)."""
     if len(data) > limits.max_bytes:
-        raise DocumentError(f"{name}: {megabytes(len(data))}, over the {megabytes(limits.max_bytes)} upload limit")
+        raise DocumentError(f"{name}: {over_limit(len(data), limits.max_bytes)} (--max-file-bytes)")
     kind = detect_format(name, data, limits)
     if kind == "txt":
         from mtkit.documents.plain import txt_job

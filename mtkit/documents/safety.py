@@ -22,8 +22,9 @@ _ENCRYPTION = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}encryption-da
 
 @dataclass(frozen=True)
 class Limits:
-    """What an upload may be: its size, and what its zip may unpack to (a zip bomb is refused from its directory).
-    A member under `ratio_from` bytes may compress better than `max_ratio` (small XML often does); a bomb is big."""
+    """What an upload may be: its size (`max_bytes`, which --max-file-bytes sets for the CLI and the server alike),
+    and what its zip may unpack to (a zip bomb is refused from its directory). A member under `ratio_from` bytes may
+    compress better than `max_ratio` (small XML often does); a bomb is big."""
 
     max_bytes: int = 20 * 1024 * 1024
     max_members: int = 5000
@@ -32,9 +33,9 @@ class Limits:
     ratio_from: int = 1024 * 1024
 
 
-def megabytes(size: int) -> str:
-    """A size as a reader takes it in: MB, or bytes under one."""
-    return f"{size / (1024 * 1024):.1f} MB" if size >= 1024 * 1024 else f"{size} bytes"
+def over_limit(size: int, limit: int) -> str:
+    """A size over its limit in exact bytes: rounded to MB, 20.0 MB would be "over" 20.0 MB."""
+    return f"{size} bytes, over the limit of {limit} bytes"
 
 
 def open_zip(data: bytes, name: str, limits: Limits) -> zipfile.ZipFile:
@@ -58,7 +59,7 @@ def open_zip(data: bytes, name: str, limits: Limits) -> zipfile.ZipFile:
     unzipped = sum(member.file_size for member in members)
     packed = sum(member.compress_size for member in members)
     if unzipped > limits.max_unzipped:
-        raise DocumentError(f"{name}: unzips to {megabytes(unzipped)}, over the {megabytes(limits.max_unzipped)} limit")
+        raise DocumentError(f"{name}: unzips to {over_limit(unzipped, limits.max_unzipped)}")
     if unzipped >= limits.ratio_from and unzipped > limits.max_ratio * max(packed, 1):
         raise DocumentError(
             f"{name}: compressed {unzipped // max(packed, 1)} to 1, over {limits.max_ratio}: a zip bomb?"
@@ -78,9 +79,7 @@ def _check_member(member: zipfile.ZipInfo, name: str, limits: Limits) -> None:
     if path.startswith(("/", "\\")) or ".." in parts or re.match(r"^[A-Za-z]:", path):
         raise DocumentError(f"{name}: the member path {path!r} points outside the archive")
     if member.file_size > limits.max_unzipped:
-        raise DocumentError(
-            f"{name}: {path} unzips to {megabytes(member.file_size)}, over the {megabytes(limits.max_unzipped)} limit"
-        )
+        raise DocumentError(f"{name}: {path} unzips to {over_limit(member.file_size, limits.max_unzipped)}")
     ratio = member.file_size / max(member.compress_size, 1)
     if member.file_size >= limits.ratio_from and ratio > limits.max_ratio:
         raise DocumentError(f"{name}: {path} is compressed {ratio:.0f} to 1, over {limits.max_ratio}: a zip bomb?")

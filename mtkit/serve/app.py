@@ -198,7 +198,8 @@ def build_app(
 
     @app.post("/translate_file")
     async def translate_file_request(request: Request) -> JSONResponse:
-        body = await read_body(request, cfg, stopping, cfg.max_file_bytes + (64 << 10))  # the form's own fields
+        form = f"--max-file-bytes {cfg.max_file_bytes} and 65536 for the form's own fields"
+        body = await read_body(request, cfg, stopping, cfg.max_file_bytes + 65536, form)
         fields, filename, data = file_upload(body, request.headers.get("content-type", ""))
         if limiter is not None:
             limiter.admit(fields.get("api_key", request.query_params.get("api_key")), time.monotonic())

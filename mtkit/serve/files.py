@@ -21,7 +21,7 @@ from typing import Any
 
 from mtkit.documents.formats import FORMATS, open_job
 from mtkit.documents.job import DocumentError
-from mtkit.documents.safety import Limits
+from mtkit.documents.safety import Limits, over_limit
 from mtkit.engines.splitting import split_options
 from mtkit.serve.request import RequestError
 from mtkit.serve.router import Router
@@ -115,7 +115,9 @@ async def translate_file(
     if source == "auto":
         raise RequestError(400, "Invalid request: source auto is not supported for files; name the language")
     if len(data) > limits.max_bytes:
-        raise RequestError(413, f"{safe_filename(filename)}: {len(data)} bytes, over this server's file limit")
+        raise RequestError(
+            413, f"{safe_filename(filename)}: {over_limit(len(data), limits.max_bytes)} (--max-file-bytes)"
+        )
     model = router.route(source, target)
     try:
         job = await asyncio.to_thread(open_job, safe_filename(filename), data, source, limits)

@@ -16,21 +16,22 @@ from mtkit.serve.libre_request import looks_like_json, request_fields
 from mtkit.serve.request import ClientGone, RequestError, decode_json
 
 
-async def collect_body(request: Any, max_bytes: int) -> bytes:
-    """The request body, refused (413) as soon as it is known to be over max_bytes."""
+async def collect_body(request: Any, max_bytes: int, option: str = "--max-bytes") -> bytes:
+    """The request body, refused (413) as soon as it is known to be over max_bytes; the refusal names the `option`
+    that sets the limit."""
     from starlette.requests import ClientDisconnect
 
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(
-            413, f"request body of {declared} bytes, over this server's limit of {max_bytes} (--max-bytes)"
+            413, f"request body of {declared} bytes, over this server's limit of {max_bytes} bytes ({option})"
         )
     chunks, size = [], 0
     try:
         async for chunk in request.stream():
             size += len(chunk)
             if size > max_bytes:  # a chunked body declares no length: count as it comes
-                raise RequestError(413, f"request body over this server's limit of {max_bytes} bytes (--max-bytes)")
+                raise RequestError(413, f"request body over this server's limit of {max_bytes} bytes ({option})")
             chunks.append(chunk)
     except ClientDisconnect:
         raise ClientGone(f"{client_address(request)} closed the connection after {size} body bytes") from None
@@ -43,13 +44,15 @@ async def after_grace(stopping: asyncio.Event, grace_seconds: float) -> None:
     await asyncio.sleep(grace_seconds)
 
 
-async def read_body(request: Any, cfg: ServeConfig, stopping: asyncio.Event, max_bytes: int | None = None) -> bytes:
+async def read_body(
+    request: Any, cfg: ServeConfig, stopping: asyncio.Event, max_bytes: int | None = None, option: str = "--max-bytes"
+) -> bytes:
     """The body, bounded in time: 408 after --body-timeout, 503 once the grace after SIGTERM has passed.
 
     Without a bound, a client that sends headers and part of a body and then stalls holds its connection (and,
     after SIGTERM, the whole process) for as long as it stays connected. Both answers close the connection.
     """
-    body = asyncio.ensure_future(collect_body(request, max_bytes or cfg.max_bytes))
+    body = asyncio.ensure_future(collect_body(request, max_bytes or cfg.max_bytes, option))
     stop = asyncio.ensure_future(after_grace(stopping, cfg.grace_seconds))
     try:
         done, _ = await asyncio.wait((body, stop), timeout=cfg.body_timeout, return_when=asyncio.FIRST_COMPLETED)

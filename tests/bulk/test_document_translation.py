@@ -80,3 +80,20 @@ def test_a_bad_document_stops_the_command_before_anything_is_written(tiny_run: P
     assert two.returncode == 2 and "--out" in two.stderr
     itself = run_mtkit_in_process("translate-file", tiny_run, tmp_path / "good.txt", "--out", tmp_path / "good.txt")
     assert itself.returncode == 2 and "is the document itself" in itself.stderr
+
+
+def test_a_file_over_20_mb_is_translated_or_refused_naming_the_option(tiny_run: Path, tmp_path: Path) -> None:
+    """No upload limit on the CLI unless --max-file-bytes sets one (the server's meaning); the refusal gives exact
+    bytes (rounded to MB, 20.0 MB would be "over" 20.0 MB). A document's sentence count is the guard's."""
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"A man is sleeping.\n" + b" " * (21 << 20) + b"\nA dog runs.\n")
+    size = big.stat().st_size
+    refused = run_mtkit_in_process("translate-file", tiny_run, big, "--max-file-bytes", 20 << 20)
+    assert refused.returncode == 2 and not output_path(big, "de").exists()
+    assert f"{size} bytes, over the limit of {20 << 20} bytes (--max-file-bytes)" in refused.stderr
+    done = run_mtkit_in_process("translate-file", tiny_run, big, "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["documents"][0]["sentences"] == summary["guard"]["sentences"] == 2
+    lines = output_path(big, "de").read_bytes().split(b"\n")
+    assert len(lines) == 4 and lines[1] == b" " * (21 << 20) and lines[0] and lines[2]

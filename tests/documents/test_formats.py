@@ -62,7 +62,9 @@ def test_an_unknown_extension_lists_the_formats() -> None:
 
 
 def test_open_job_refuses_a_file_over_max_bytes() -> None:
-    with pytest.raises(DocumentError, match=r"^big\.txt: 2000 bytes, over the 1000 bytes upload limit"):
+    with pytest.raises(
+        DocumentError, match=r"^big\.txt: 2000 bytes, over the limit of 1000 bytes \(--max-file-bytes\)$"
+    ):
         open_job("big.txt", b"x" * 2000, "en", Limits(max_bytes=1000))
 
 

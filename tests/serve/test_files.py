@@ -95,7 +95,10 @@ def test_hostile_and_mislabelled_files_are_refused_and_the_server_goes_on(server
         error = answer.json()["error"]
         assert error.startswith(name) and reason in error and "\n" not in error and "/tmp" not in error
     too_big = upload(server, "big.txt", b"A dog runs. " * 20000)
-    assert too_big.status_code == 413
+    assert too_big.status_code == 413  # exact bytes, and the option that lets it through (not --max-bytes)
+    assert too_big.json()["error"] == "big.txt: 240000 bytes, over the limit of 200000 bytes (--max-file-bytes)"
+    far_too_big = upload(server, "big.txt", b"A dog runs. " * 30000)  # refused before the body is all read
+    assert far_too_big.status_code == 413 and "(--max-file-bytes 200000 and 65536" in far_too_big.json()["error"]
     assert upload(server, "notes.txt", TEXT.encode(), source="auto").status_code == 400
     no_file = requests.post(f"http://127.0.0.1:{server.port}/translate_file", data={"source": "en", "target": "de"})
     assert no_file.status_code == 400 and "file" in no_file.json()["error"]
