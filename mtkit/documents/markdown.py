@@ -181,7 +181,7 @@ def _html_block(body: str, starts: list[int], token: Token, language: str) -> _B
 def _text_block(token: Token, places: list[int], ends: list[int], language: str, cell: bool, paragraph: bool) -> _Block:
     """A paragraph's, heading's or cell's inline markdown as HTML in translation; one range per hard break."""
     content = token.content
-    document, table, breaks = _inline_html(token.children or [], content)
+    document, table, breaks, apart = _inline_html(token.children or [], content)
 
     def where(offset: int) -> int:
         k = content.count("\n", 0, offset)
@@ -191,15 +191,23 @@ def _text_block(token: Token, places: list[int], ends: list[int], language: str,
 
     bounds = [0] + [edge for span in breaks for edge in span] + [len(content)]
     ranges = [(where(bounds[i]), where(bounds[i + 1])) for i in range(0, len(bounds), 2)]
-    return _Block(HtmlTranslation(document, language), lambda result: _markdown(result, table, cell, paragraph), ranges)
+    return _Block(
+        HtmlTranslation(document, language), lambda result: _markdown(result, table, cell, paragraph, apart), ranges
+    )
 
 
-def _inline_html(tokens: list[Token], src: str) -> tuple[str, list[tuple[str, str]], list[tuple[int, int]]]:
+def _inline_html(
+    tokens: list[Token], src: str
+) -> tuple[str, list[tuple[str, str]], list[tuple[int, int]], dict[int, tuple[bool, bool]]]:
     """Inline tokens as HTML: text escaped, delimiters and link text as inline elements with an index into the
-    table of what they were written as, code, images and autolinks as code elements, hard breaks as <br>."""
+    table of what they were written as, code, images and autolinks as code elements, hard breaks as <br>. Beside
+    them, for each code element by its index, whether no letter or digit touched it in the source, before and
+    after: a translation's word put there is kept apart by a space ("`x`, then" whose piece ", then" comes back
+    "dann" must not give "`x`dann")."""
     out: list[str] = []
     table: list[tuple[str, str]] = []
     breaks: list[tuple[int, int]] = []
+    apart: dict[int, tuple[bool, bool]] = {}
     inside_autolink = False
     for token in tokens:
         kind, key = token.type, f' data-mtkit="{len(table)}">'
@@ -216,6 +224,7 @@ def _inline_html(tokens: list[Token], src: str) -> tuple[str, list[tuple[str, st
         elif kind in ("code_inline", "image") or kind == "link_open" and token.markup == "autolink":
             start, end = token.meta["span"]
             out.append("<code" + key + html.escape(src[start:end], quote=False) + "</code>")
+            apart[len(table)] = (not src[start - 1 : start].isalnum(), not src[end : end + 1].isalnum())
             table.append((src[start:end], ""))
             inside_autolink = kind == "link_open"
         elif kind == "link_open":
@@ -229,12 +238,14 @@ def _inline_html(tokens: list[Token], src: str) -> tuple[str, list[tuple[str, st
             out.append(f"</{token.tag}>")
         elif kind == "html_inline":
             out.append(token.content)
-    return "".join(out), table, breaks
+    return "".join(out), table, breaks, apart
 
 
-def _markdown(translated: str, table: list[tuple[str, str]], cell: bool, paragraph: bool) -> list[str]:
+def _markdown(
+    translated: str, table: list[tuple[str, str]], cell: bool, paragraph: bool, apart: dict[int, tuple[bool, bool]]
+) -> list[str]:
     """The translated HTML back as markdown, one piece per hard break: the elements as they were written, the text
-    escaped where markdown would read it as markup."""
+    escaped where markdown would read it as markup, a code element apart from words where it was."""
     writer = _Writer(table, cell, paragraph)
     at = 0
     for match in _TAG.finditer(translated):
@@ -242,7 +253,7 @@ def _markdown(translated: str, table: list[tuple[str, str]], cell: bool, paragra
         at = match.end()
         code, name, index, closing, other = match.groups()
         if code is not None:
-            writer.add(table[int(code)][0])
+            writer.code(table[int(code)][0], *apart.get(int(code), (False, False)))
         elif name == "br":
             writer.pieces.append([])
         elif name is not None:
@@ -267,15 +278,27 @@ class _Writer:
     pieces: list[list[str]] = field(default_factory=lambda: [[]])
     opened: dict[str, list[tuple[int | None, int]]] = field(default_factory=lambda: {name: [] for name in _INLINE})
     moving: int = -1  # where white space after opening delimiters goes: before them ("* x*" is no emphasis)
+    spaced: bool = False  # a word that comes next is kept apart from the code span just written
 
     def add(self, written: str) -> None:
         self.pieces[-1].append(written)
         self.moving = -1
+        self.spaced = False
+
+    def code(self, written: str, apart_before: bool, apart_after: bool) -> None:
+        """A code span, image or autolink as written, a space between it and a word where the source had none."""
+        out = self.pieces[-1]
+        if apart_before and "".join(out).rstrip("*_~")[-1:].isalnum():  # a word, or one in closed emphasis
+            out.append(" ")
+        self.add(written)
+        self.spaced = apart_after
 
     def text(self, text: str) -> None:
         out = self.pieces[-1]
         if not text:
             return
+        if self.spaced and text[0].isalnum():
+            text = " " + text
         if self.moving >= 0 and text[0].isspace():
             out.insert(self.moving, text[: len(text) - len(text.lstrip())])
             text = text.lstrip()

@@ -122,6 +122,26 @@ def test_delimiters_and_link_targets_follow_their_words_when_they_move() -> None
     assert out == '[Zu mir](http://x.org/a_b "T") rennt der **große** Hund.\n'
 
 
+def test_white_space_around_code_spans_stays_as_written() -> None:
+    """A code span cuts its sentence (the model never sees it); where the piece after it began with punctuation
+    glued to it ("`Applications`, then") and the translation does not, a space keeps the word off the code span,
+    as the source had one after the punctuation ("`Applications`Sie" was the result). Glued words stay glued."""
+    german = {
+        "Drag the app to": "Ziehen Sie die App nach",
+        ", then open it.": "Sie dann es öffnen.",
+        "it": "es öffnen",
+        "Run": "Führe",
+        "s twice (": "zweimal aus",
+    }
+    document = "Drag the app to `Applications`, then open *it*.\n\nRun `make`s twice (`ls`).\n"
+    out = translate(document, lambda texts: [german.get(t, t) for t in texts])
+    assert out == "Ziehen Sie die App nach `Applications` Sie dann *es öffnen*.\n\nFühre `make`zweimal aus `ls`).\n"
+    assert "`Applications`Sie" not in out
+    assert translate(document, upper) == document.replace("Drag the app to", "DRAG THE APP TO").replace(
+        ", then open *it*.", ", THEN OPEN *IT*."
+    ).replace("Run", "RUN").replace("s twice (", "S TWICE (")
+
+
 def test_html_block_inside_a_quote_and_no_text_blocks_are_kept() -> None:
     document = "> <div>\n> inside a quote\n> </div>\n\n***\n\n\\*\\*\\*\n"
     assert translate(document, upper) == document
