@@ -179,7 +179,15 @@ def test_cli_bad_recipe_is_one_line(tmp_path: Path) -> None:
         ("model.d_model=-1", "model.d_model must be at least 1; got -1"),
         ("model.dropout=1.0", "model.dropout must be in [0, 1); got 1.0"),
         ("train.log_interval=0", "train.log_interval must be at least 1, got 0"),
-        ("train.lr_schedule=cosine", "train.lr_schedule must be one of inverse_sqrt, noam, got 'cosine'"),
+        (
+            "train.lr_schedule=step",
+            "train.lr_schedule must be one of inverse_sqrt, noam, linear, cosine, wsd, got 'step'",
+        ),
+        (
+            "train.lr_schedule=linear",
+            "train.lr_schedule = 'linear' ends with the budget, and there is none: set train.max_steps or "
+            "train.max_time_minutes (--max-steps, --max-time)",
+        ),
         ("translate.beam=0", "translate.beam must be at least 1; got 0"),
         ("translate.top_p=1.5", "translate.top_p must be in (0, 1]; got 1.5"),
     ],

@@ -26,7 +26,7 @@ from mtkit.faults import SAVE_DELAY_MS, SAVE_FAIL_AFTER_BYTES, armed
 from mtkit.files import atomic_write
 
 # Names of a run's checkpoint files and their trailer: mtkit.runs.checkpoint_files, which reads them without torch.
-from mtkit.runs.checkpoint_files import AVERAGE_NAME, CHECKPOINT_DIR, list_checkpoints, trailer_digest
+from mtkit.runs.checkpoint_files import AVERAGE_NAME, CHECKPOINT_DIR, STEP_FILE, list_checkpoints, trailer_digest
 from mtkit.runs.checkpoint_files import TRAILER as _TRAILER
 from mtkit.runs.checkpoint_files import TRAILER_SIZE as _TRAILER_SIZE
 
@@ -305,12 +305,15 @@ def average_checkpoints(paths: list[Path]) -> dict:
     return {"kind": "average", "model": model, "step": steps[-1], "averaged_steps": steps, **newest}
 
 
-def write_average(run_dir: str | Path, last: int, out: str | Path | None = None) -> tuple[Path, list[Path]]:
-    """Average the last `last` step checkpoints of a run into `out` (default RUN_DIR/average.pt)."""
+def write_average(
+    run_dir: str | Path, last: int, out: str | Path | None = None, first_step: int = 0
+) -> tuple[Path, list[Path]]:
+    """Average the last `last` step checkpoints of a run into `out` (default RUN_DIR/average.pt), those of steps
+    before `first_step` left out (the newest is always taken)."""
     paths = list_checkpoints(run_dir)
     check(paths, f"{run_dir}: no checkpoints to average")
     check(last >= 1, "--last must be at least 1")
-    chosen = paths[-last:]
+    chosen = [p for p in paths[-last:] if int(STEP_FILE.match(p.name).group(1)) >= first_step] or paths[-1:]
     target = Path(out) if out is not None else Path(run_dir) / AVERAGE_NAME
     save_checkpoint(target, average_checkpoints(chosen))
     return target, chosen

@@ -13,7 +13,11 @@ from mtkit.errors import check
 from mtkit.model.precision import PRECISIONS
 from mtkit.model.transformer import ModelConfig
 
-SCHEDULES = ("inverse_sqrt", "noam")
+SCHEDULES = ("inverse_sqrt", "noam", "linear", "cosine", "wsd")
+# The schedules that end with the budget (train.max_steps and/or max_time_minutes): the rate is lr_floor x lr when
+# the budget ends. linear and cosine decay from the warm-up's end; wsd holds the peak, then decays linearly over the
+# budget's last decay_fraction.
+BUDGET_SCHEDULES = ("linear", "cosine", "wsd")
 
 
 class TrainRecipe(Protocol):
@@ -35,6 +39,13 @@ class TrainConfig:
     lr: float = 1e-3  # peak learning rate (derived from d_model and warm-up when lr_schedule = "noam")
     lr_schedule: str = "inverse_sqrt"
     warmup_steps: int = 4000
+    # Budget schedules (BUDGET_SCHEDULES): wsd's decay is the budget's last decay_fraction (of max_steps, or of
+    # max_time_minutes, decided when the remaining time says so); the rate at the budget's end is lr_floor x lr.
+    decay_fraction: float = 0.2
+    lr_floor: float = 0.0
+    # Budget schedules: the end-of-run average takes only the checkpoints of the budget's end (wsd: its decay; linear
+    # and cosine: the last decay_fraction), at most average_last of them; false: the last average_last whatever.
+    average_budget_end: bool = True
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-9
     weight_decay: float = 0.0
@@ -89,6 +100,26 @@ class TrainConfig:
             f"train.sampling_temperature must be positive, got {self.sampling_temperature}",
         )
         self.adam_betas = tuple(self.adam_betas)  # type: ignore[assignment]
+        self._check_budget_schedule()
+
+    def _check_budget_schedule(self) -> None:
+        check(0.0 < self.decay_fraction <= 1.0, f"train.decay_fraction must be in (0, 1], got {self.decay_fraction}")
+        check(
+            0.0 <= self.lr_floor < 1.0,
+            f"train.lr_floor must be in [0, 1) (a fraction of train.lr), got {self.lr_floor}",
+        )
+        if self.lr_schedule not in BUDGET_SCHEDULES:
+            return
+        check(
+            self.max_steps > 0 or self.max_time_minutes > 0,
+            f"train.lr_schedule = {self.lr_schedule!r} ends with the budget, and there is none: set train.max_steps "
+            "or train.max_time_minutes (--max-steps, --max-time)",
+        )
+        check(
+            not self.max_steps or self.warmup_steps < self.max_steps,
+            f"train.lr_schedule = {self.lr_schedule!r}: train.warmup_steps ({self.warmup_steps}) must be below "
+            f"train.max_steps ({self.max_steps})",
+        )
 
     def resolved(self, d_model: int) -> TrainConfig:
         """Fill derived fields: the paper's peak lr under "noam". (keep_last counts full checkpoints only: the
@@ -108,3 +139,82 @@ def learning_rate(step: int, peak_lr: float, warmup_steps: int) -> float:
     if warmup_steps <= 0:
         return peak_lr
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def scheduled_lr(cfg: TrainConfig, step: int, plan: tuple[int, int] | None) -> float:
+    """The rate of update `step` (1-based) under cfg.lr_schedule; `plan` is a budget schedule's decay (decay_plan)."""
+    if cfg.lr_schedule not in BUDGET_SCHEDULES:
+        return learning_rate(step, cfg.lr, cfg.warmup_steps)
+    return budget_learning_rate(step, cfg.lr, cfg.warmup_steps, plan, cfg.lr_schedule == "cosine", cfg.lr_floor)
+
+
+def budget_learning_rate(
+    step: int, peak_lr: float, warmup_steps: int, plan: tuple[int, int] | None, cosine: bool, floor: float
+) -> float:
+    """Linear warm-up to `peak_lr`, the peak held until the decay's first step `plan[0]`, then down to floor x peak at
+    `plan[1]` (the budget's last update) and held there, linearly or on a half cosine. `plan` None: the decay is not
+    decided yet (the peak after warm-up). A decay decided inside the warm-up takes the lower of the two."""
+    step = max(step, 1)
+    warm = min(step / warmup_steps, 1.0) if warmup_steps > 0 else 1.0
+    if plan is None or step <= plan[0]:
+        return peak_lr * warm
+    start, end = plan
+    progress = min((step - start) / (end - start), 1.0) if end > start else 1.0
+    shape = 0.5 * (1.0 + math.cos(math.pi * progress)) if cosine else 1.0 - progress
+    return peak_lr * min(warm, floor + (1.0 - floor) * shape)
+
+
+def step_budget_plan(cfg: TrainConfig) -> tuple[int, int] | None:
+    """The decay (its start: the last update at the peak; its end: the budget's last update) of train.max_steps alone,
+    a pure function of the config; None without a step budget."""
+    if not cfg.max_steps:
+        return None
+    end = cfg.max_steps
+    if cfg.lr_schedule == "wsd":
+        return min(max(cfg.warmup_steps, end - round(cfg.decay_fraction * end)), end), end
+    return min(cfg.warmup_steps, end), end
+
+
+def decay_plan(cfg: TrainConfig, recorded: tuple[int, int]) -> tuple[int, int] | None:
+    """The decay a budget schedule follows: the one recorded in the training state ((0, 0): none yet) under a time
+    budget, else the step budget's."""
+    if cfg.max_time_minutes > 0:
+        return recorded if recorded[1] else None
+    return step_budget_plan(cfg)
+
+
+def time_decay_due(cfg: TrainConfig, step: int, wall: float) -> bool:
+    """Whether the time budget starts the decay at update `step`, `wall` training seconds in: wsd when its last
+    decay_fraction remains, linear and cosine at the warm-up's end."""
+    if cfg.lr_schedule == "wsd":
+        return wall >= (1.0 - cfg.decay_fraction) * cfg.max_time_minutes * 60
+    return step >= cfg.warmup_steps
+
+
+def time_budget_end(done: int, wall: float, seconds_per_update: float, max_time_minutes: float) -> float:
+    """The update at which the time budget runs out: `done` updates after `wall` seconds, then as many more as the
+    remaining seconds buy at `seconds_per_update`."""
+    return done + max(max_time_minutes * 60 - wall, 0.0) / seconds_per_update
+
+
+def decide_decay(cfg: TrainConfig, step: int, time_due: bool, time_end: float) -> tuple[int, int] | None:
+    """The decay a time-budgeted run records after update `step`, once the time (`time_due`, from
+    time_decay_due) or the step budget says it starts; None: not yet. It ends where the budget that ends first ends:
+    the time budget at update `time_end` (time_budget_end; inf when not measured yet), or train.max_steps."""
+    steps = step_budget_plan(cfg)
+    if not time_due and (steps is None or step < steps[0]):
+        return None
+    end = min(time_end, steps[1] if steps is not None else math.inf)
+    if math.isinf(end):
+        return None  # the time budget's pace is not measured yet: decided after the next update
+    return step, max(math.floor(end), step + 1)
+
+
+def averaging_start(cfg: TrainConfig, plan: tuple[int, int] | None) -> int:
+    """The first step whose checkpoint the end-of-run average takes (0: any): a budget schedule's end (wsd: its
+    decay; linear and cosine: the budget's last decay_fraction, whose rates are at most about that share of the
+    peak), unless train.average_budget_end is off."""
+    if cfg.lr_schedule not in BUDGET_SCHEDULES or not cfg.average_budget_end or plan is None:
+        return 0
+    start, end = plan
+    return start + 1 if cfg.lr_schedule == "wsd" else end - round(cfg.decay_fraction * end)

@@ -22,12 +22,20 @@ from torch import nn
 from mtkit.corpus.modifiers import BatchModifier
 from mtkit.model.transformer import configure_cuda_kernels
 from mtkit.runs.checkpoint import BackgroundSaver, HostSnapshot
-from mtkit.training.config import TrainConfig, TrainRecipe, learning_rate
+from mtkit.training.config import (
+    TrainConfig,
+    TrainRecipe,
+    averaging_start,
+    decay_plan,
+    decide_decay,
+    scheduled_lr,
+)
 from mtkit.training.distributed import DistContext, restore_rng, rng_state, setup_distributed, wrap_ddp
 from mtkit.training.loss import LossModule
 from mtkit.training.monitor import TensorBoardLog, require_tensorboard
 from mtkit.training.state import (
     LogWindow,
+    Pace,
     SignalFlag,
     StopVotes,
     TrainState,
@@ -136,6 +144,15 @@ class Run:
     votes: StopVotes = field(default_factory=StopVotes)  # the last update's, summed over ranks
     saver: BackgroundSaver = field(default_factory=BackgroundSaver)  # one checkpoint write in flight at a time
     snapshot: HostSnapshot = field(default_factory=HostSnapshot)  # host copies of the state (GPU: reused buffers)
+    pace: Pace = field(default_factory=Pace)  # seconds per update in this process, for a time budget's decay
+
+    def plan(self) -> tuple[int, int] | None:
+        """A budget schedule's decay (first and last step), recorded or given by the step budget."""
+        return decay_plan(self.cfg, (self.state.decay_start, self.state.decay_end))
+
+    def decay_ended(self) -> bool:
+        """Whether the decay a time budget decided has had its last update: the budget, as planned, is spent."""
+        return bool(self.cfg.max_time_minutes and self.state.decay_end and self.state.step >= self.state.decay_end)
 
     def save(self) -> None:
         """Snapshot the state to host memory and hand writing, hashing and pruning to the background saver (rank
@@ -290,6 +307,9 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
                     if cfg.max_steps and state.step >= cfg.max_steps:
                         stop = "max_steps"
                         break
+                    if run.decay_ended():
+                        stop = "max_time"
+                        break
                     stored = min(cfg.update_freq, len(batches) - state.position)  # the regrouped may hold more
                     if update(run, group, stored, flag):
                         stop = after_update(run, flag)
@@ -319,14 +339,16 @@ def update(run: Run, group: list[Any], stored: int, flag: SignalFlag) -> bool:
     state.attempts += 1
     if state.attempts == run.kill_at:
         kill_for_fault(run.run_dir, ctx.rank, state.attempts)
-    lr = learning_rate(state.step + 1, cfg.lr, cfg.warmup_steps)
+    lr = scheduled_lr(cfg, state.step + 1, run.plan())
+    wall = run.metrics.wall()
     votes = StopVotes(
         signal=float(flag.signum),
-        time_up=float(cfg.max_time_minutes > 0 and run.metrics.wall() >= cfg.max_time_minutes * 60),
+        time_up=float(cfg.max_time_minutes > 0 and wall >= cfg.max_time_minutes * 60),
         save_due=float(
             cfg.save_interval_minutes > 0 and time.monotonic() - run.last_save >= cfg.save_interval_minutes * 60
         ),
     )
+    votes.decay_due, votes.budget_end = run.pace.decay_votes(cfg, state, wall)
     try:
         result = train_step(
             run.module,
@@ -367,6 +389,9 @@ def update(run: Run, group: list[Any], stored: int, flag: SignalFlag) -> bool:
     run.bad = 0
     state.step += 1
     run.votes = StopVotes.from_list(result.flags)
+    run.pace.mark(run.metrics.wall(), state.step)
+    if run.votes.budget_end and not state.decay_end:  # a time budget's decay, not decided yet (Pace.decay_votes)
+        record_decay(run)
     run.window.add(result.loss, result.nll, result.src_tokens, result.tgt_tokens)
     if state.step % cfg.log_interval == 0:
         record = run.window.record(state, lr, gradient_norm(run.model, result.grad_norm))
@@ -378,6 +403,20 @@ def update(run: Run, group: list[Any], stored: int, flag: SignalFlag) -> bool:
         )
         run.window = LogWindow()
     return True
+
+
+def record_decay(run: Run) -> None:
+    """Decide a time-budgeted decay after this update, once, from the votes every rank summed (so all decide
+    alike), and record it in the training state: a resumed run goes on with it instead of deciding again."""
+    state, votes = run.state, run.votes
+    plan = decide_decay(run.cfg, state.step, votes.decay_due > 0, votes.budget_end / run.ctx.world_size)
+    if plan is None:
+        return
+    state.decay_start, state.decay_end = plan
+    run.metrics.write(
+        {"step": state.step, "decay_start": plan[0], "decay_end": plan[1]},
+        f"lr decay from step {plan[0]} to step {plan[1]}, where the budget ends",
+    )
 
 
 def after_update(run: Run, flag: SignalFlag) -> str:
@@ -392,7 +431,7 @@ def after_update(run: Run, flag: SignalFlag) -> str:
         stop = "signal"
     elif cfg.max_steps and state.step >= cfg.max_steps:
         stop = "max_steps"
-    elif votes.time_up:
+    elif votes.time_up or run.decay_ended():
         stop = stop or "max_time"
     due = (cfg.save_interval_steps and state.step % cfg.save_interval_steps == 0) or votes.save_due
     if due and not stop:
@@ -417,7 +456,8 @@ def finish(run: Run, stop: str, signum: int) -> dict | None:
         raise Interrupted(signum)
     if not run.ctx.is_main:
         return None  # one summary per run: the CLI prints rank 0's
-    averaged, _ = write_average(run.run_dir, cfg.average_last)
+    first = averaging_start(cfg, run.plan())
+    averaged, _ = write_average(run.run_dir, cfg.average_last, first_step=first if state.step >= first else 0)
     return {
         "stop": stop,
         "step": state.step,

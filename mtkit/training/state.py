@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from mtkit.faults import KILL_RANK_AT, armed
+from mtkit.training.config import BUDGET_SCHEDULES, TrainConfig, time_budget_end, time_decay_due
 
 
 @dataclass
@@ -32,6 +33,10 @@ class TrainState:
     best_loss: float = math.inf
     best_step: int = 0
     stale: int = 0  # validations since the best one
+    # A budget schedule's decay under a time budget, decided once (mtkit.training.config.decide_decay) and kept, so
+    # a resumed run goes on with it: the last update at the peak and the budget's last update; 0, 0: not decided.
+    decay_start: int = 0
+    decay_end: int = 0
 
 
 @dataclass
@@ -80,13 +85,41 @@ class StopVotes:
     signal: float = 0.0  # the signal number a rank received (0: none)
     time_up: float = 0.0  # train.max_time_minutes reached
     save_due: float = 0.0  # train.save_interval_minutes since the last save
+    # A budget schedule under train.max_time_minutes: whether the remaining time starts the decay, and the update at
+    # which this rank's clock says the time runs out (summed: the mean is budget_end / ranks; inf: not measured).
+    decay_due: float = 0.0
+    budget_end: float = 0.0
 
     def as_list(self) -> list[float]:
-        return [self.signal, self.time_up, self.save_due]
+        return [self.signal, self.time_up, self.save_due, self.decay_due, self.budget_end]
 
     @classmethod
     def from_list(cls, summed: list[float]) -> StopVotes:
         return cls(*summed) if summed else cls()
+
+
+@dataclass
+class Pace:
+    """This process's pace, measured from the end of its first update (which also pays for start-up: allocation,
+    compilation, the first batches): training seconds and step there."""
+
+    wall: float = 0.0
+    step: int = 0  # 0: no update yet
+
+    def mark(self, wall: float, step: int) -> None:
+        if not self.step:
+            self.wall, self.step = wall, step
+
+    def decay_votes(self, cfg: TrainConfig, state: TrainState, wall: float) -> tuple[float, float]:
+        """This rank's StopVotes.decay_due and budget_end before update state.step + 1, `wall` training seconds in:
+        zeros but for a budget schedule under a time budget whose decay is not decided yet."""
+        if cfg.lr_schedule not in BUDGET_SCHEDULES or not cfg.max_time_minutes or state.decay_end:
+            return 0.0, 0.0
+        if not self.step or state.step <= self.step:
+            return 0.0, math.inf  # not measured yet: the decay waits for the next update
+        per_update = max((wall - self.wall) / (state.step - self.step), 1e-9)
+        end = time_budget_end(state.step, wall, per_update, cfg.max_time_minutes)
+        return float(time_decay_due(cfg, state.step + 1, wall)), end
 
 
 class SignalFlag:

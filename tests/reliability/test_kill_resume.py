@@ -5,6 +5,7 @@ resumed: tests/huggingface/test_convert.py::test_fine_tuning_resumes_exactly_aft
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -81,3 +82,44 @@ def test_kill9_at_random_points_resumes_exactly(tmp_path: Path, small_data: Path
         inside_write=inside_write,
         identical=True,
     )
+
+
+DECAY_SETS = (
+    "train.lr_schedule=wsd",
+    "train.decay_fraction=0.5",
+    "train.save_interval_steps=4",
+    "train.average_last=4",
+)
+
+
+@pytest.mark.exactness
+def test_kill9_during_the_decay_resumes_exactly(tmp_path: Path, small_data: Path) -> None:
+    """wsd on a budget of 16 updates, its decay the last half (after the warm-up's 10: steps 11-16): killed at update
+    15, inside the decay, the same command resumes from step 12 and ends with the weights, Adam moments and average
+    of a run never stopped; the rates are the schedule's, and the average takes the decay's checkpoints only."""
+    from mtkit.faults import FAULTS_ENV
+    from mtkit.training.config import scheduled_lr, step_budget_plan
+
+    recipe = tiny_recipe("train.max_steps=16", *DECAY_SETS)
+    train(small_data, tmp_path / "reference", recipe)
+    run = tmp_path / "killed"
+    command = train_command(small_data, run, 16, *DECAY_SETS)
+    killed = Trainer(command, env={FAULTS_ENV: "kill_rank_at=0:15"})
+    assert killed.finish() == -9 and killed.steps[-1] == 14, killed.stderr[-3000:]
+    assert newest_step(run) == 12
+    resumed = Trainer(command)
+    assert resumed.finish() == 0, resumed.stderr[-3000:]
+    assert resumed.steps[0] == 13
+    final, expected = (load_checkpoint(list_checkpoints(path)[-1]) for path in (run, tmp_path / "reference"))
+    assert final["step"] == expected["step"] == 16
+    assert not differing_tensors(final["model"], expected["model"])
+    assert not differing_tensors(final["optimizer"], expected["optimizer"])
+    averages = [load_checkpoint(path / "average.pt") for path in (run, tmp_path / "reference")]
+    assert averages[0]["averaged_steps"] == averages[1]["averaged_steps"] == [12, 16]
+    assert not differing_tensors(averages[0]["model"], averages[1]["model"])
+    rates = [
+        (r["step"], r["lr"]) for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if "lr" in r
+    ]
+    plan = step_budget_plan(recipe.train)
+    assert plan == (10, 16) and rates[-1] == (16, 0.0)
+    assert rates == [(s, scheduled_lr(recipe.train, s, plan)) for s in range(1, 17)]

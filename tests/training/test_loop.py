@@ -451,3 +451,80 @@ def test_two_corpora_two_directions_resume_exactly_after_kill9(tmp_path: Path, m
         pairs = [record["valid_loss/en-de"], record["valid_loss/en-fr"]]
         assert min(pairs) <= record["valid_loss"] <= max(pairs)
         assert record["valid_bleu"] == pytest.approx((record["valid_bleu/en-de"] + record["valid_bleu/en-fr"]) / 2)
+
+
+class FakeClock:
+    """Training seconds for the time budget (mtkit.runs.directory's clock): each update takes `per_update`."""
+
+    def __init__(self, per_update: float) -> None:
+        self.seconds, self.per_update = 0.0, per_update
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+
+def timed_training(monkeypatch: pytest.MonkeyPatch, per_update: float) -> FakeClock:
+    import mtkit.runs.directory
+    import mtkit.training.loop
+
+    clock, step = FakeClock(per_update), mtkit.training.loop.train_step
+
+    def timed_step(*args: object, **kwargs: object) -> object:
+        clock.seconds += clock.per_update
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(mtkit.runs.directory, "time", clock)
+    monkeypatch.setattr(mtkit.training.loop, "train_step", timed_step)
+    return clock
+
+
+TIMED_SETS = (
+    "train.lr_schedule=wsd",
+    "train.warmup_steps=4",
+    "train.max_time_minutes=0.5",  # 30 s: 30 updates of the fake clock's 1 s
+    "train.decay_fraction=0.2",
+    "train.log_interval=1",
+    "train.save_interval_steps=2",
+    "train.average_last=5",
+)
+
+
+@pytest.mark.exactness
+def test_time_budget_decay_is_recorded_and_honoured_after_resume(
+    tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wsd on 30 s at 1 s an update: before update 25 the last fifth remains, so after it the decay is decided (steps
+    26-30, the pace measured since the first update) and recorded; the run stops at 30 with the rate at 0. Resumed
+    from step 26 on a clock twice as fast, which would decide another decay, it goes on with the recorded one and
+    ends bit-identical; the average takes the decay's checkpoints only."""
+    import shutil
+
+    from mtkit.training.config import scheduled_lr
+
+    timed_training(monkeypatch, 1.0)
+    recipe = tiny_recipe(*TIMED_SETS)
+    train(small_data, tmp_path / "straight", recipe)
+    records = logged(tmp_path / "straight")
+    assert [(r["decay_start"], r["decay_end"]) for r in records if "decay_start" in r] == [(25, 30)]
+    rates = [(r["step"], r["lr"]) for r in records if "loss" in r]
+    assert [step for step, _ in rates] == list(range(1, 31))
+    assert rates[-6:] == [(s, pytest.approx(1e-3 * (30 - s) / 5)) for s in range(25, 31)]
+    assert all(lr == pytest.approx(scheduled_lr(recipe.train, s, (25, 30))) for s, lr in rates)
+    final = load_checkpoint(list_checkpoints(tmp_path / "straight")[-1])
+    assert (final["step"], final["state"]["decay_start"], final["state"]["decay_end"]) == (30, 25, 30)
+    assert load_checkpoint(tmp_path / "straight" / "average.pt")["averaged_steps"] == [26, 28, 30]
+
+    # What a run killed after its step-26 checkpoint leaves, resumed at 0.5 s an update.
+    shutil.copytree(tmp_path / "straight", tmp_path / "resumed")
+    for path in [p for p in list_checkpoints(tmp_path / "resumed") if p.name > "step_00000026.pt"]:
+        path.unlink()
+    (tmp_path / "resumed" / "average.pt").unlink()
+    assert load_checkpoint(list_checkpoints(tmp_path / "resumed")[-1])["state"]["decay_end"] == 30
+    timed_training(monkeypatch, 0.5)
+    train(small_data, tmp_path / "resumed", recipe)
+    again = logged(tmp_path / "resumed")
+    assert [(r["step"], r["lr"]) for r in again if "loss" in r] == rates
+    assert [r for r in again if "decay_start" in r] == [r for r in records if "decay_start" in r]
+    a = model_params(list_checkpoints(tmp_path / "straight")[-1])
+    b = model_params(list_checkpoints(tmp_path / "resumed")[-1])
+    assert all(torch.equal(a[k], b[k]) for k in a), [k for k in a if not torch.equal(a[k], b[k])]
