@@ -21,6 +21,7 @@ BACKTRANSLATE_PAUSE_MS = "backtranslate_pause_ms"  # back-translate sleeps this 
 SAVE_FAIL_AFTER_BYTES = "save_fail_after_bytes"  # a checkpoint save fails with ENOSPC after this many bytes
 SAVE_DELAY_MS = "save_delay_ms"  # a checkpoint save pauses this long once its first 4 KiB are written
 STALE_CHECKPOINT_RANK = "stale_checkpoint_rank"  # this rank reads the checkpoint before the one rank 0 chose
+STATE_WRITE_PAUSE_MS = "state_write_pause_ms"  # serve's state store pauses this long inside a glossary's create
 
 
 def _attempts(raw: str) -> frozenset[int]:
@@ -49,6 +50,7 @@ _VALUES: dict[str, Callable[[str], Any]] = {
     SAVE_FAIL_AFTER_BYTES: _count,
     SAVE_DELAY_MS: _count,
     STALE_CHECKPOINT_RANK: _count,
+    STATE_WRITE_PAUSE_MS: _count,
 }
 POINTS = frozenset(_VALUES)
 

@@ -45,8 +45,10 @@ def serve(
     workers: int | None = option(ServeConfig, "workers"),
     threads: int = option(ServeConfig, "threads"),
     api_keys: str | None = option(ServeConfig, "api_keys"),
+    state: str | None = option(ServeConfig, "state"),
+    character_limits: str | None = option(ServeConfig, "character_limits"),
 ) -> None:
-    """Serve translations over HTTP: mtkit's API and LibreTranslate's (docs/serving.md)."""
+    """Serve translations over HTTP: mtkit's API, LibreTranslate's and DeepL's (docs/serving.md)."""
     from mtkit.serve.app import serve as run_serve
 
     run_serve(models, ServeConfig(**values_of(ServeConfig, ctx.params)))

@@ -28,6 +28,8 @@ from mtkit.errors import UserError
 from mtkit.search.config import Hypothesis
 from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
+from mtkit.serve.deepl_documents import DeepLDocuments, add_document_routes
+from mtkit.serve.deepl_endpoints import DeepLService, add_deepl_routes
 from mtkit.serve.files import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.http_body import read_body, read_fields
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
@@ -145,7 +147,7 @@ def build_app(
 ) -> Any:
     """The FastAPI app: mtkit's POST /translate, GET /health, GET /info, and LibreTranslate's POST /translate
     (`q`), POST /detect, GET /languages, GET /frontend/settings, POST /translate_file and GET /download_file/NAME;
-    every error is {"error": message}.
+    every error is {"error": message}; and DeepL's /v2/ (mtkit.serve.deepl_endpoints), its errors {"message": ...}.
 
     `stopping` is set when the server is asked to stop (see run_until_stopped).
     """
@@ -157,24 +159,25 @@ def build_app(
     limits = Limits(max_bytes=cfg.max_file_bytes)
     store = FileStore(cfg.file_store_bytes, cfg.file_minutes * 60)
 
-    def error(status: int, message: str, close: bool = False) -> JSONResponse:
+    def error(status: int, message: str, close: bool = False, request: Request | None = None) -> JSONResponse:
         headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
         if close:
             headers["Connection"] = "close"
-        return JSONResponse({"error": message}, status_code=status, headers=headers)
+        deepl = request is not None and request.url.path.startswith("/v2/")  # DeepL's shape, which its SDKs read
+        return JSONResponse({"message" if deepl else "error": message}, status_code=status, headers=headers)
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        return error(exc.status, str(exc), exc.close)
+        return error(exc.status, str(exc), exc.close, request)
 
     @app.exception_handler(ClientGone)
     async def gone(request: Request, exc: ClientGone) -> JSONResponse:
         log(str(exc))
-        return error(400, str(exc), close=True)  # the server drops it: nobody is listening
+        return error(400, str(exc), True, request)  # the server drops it: nobody is listening
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405 in the same shape
-        return error(exc.status_code, str(exc.detail))
+        return error(exc.status_code, str(exc.detail), request=request)
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
@@ -225,6 +228,13 @@ def build_app(
     async def model_information() -> dict:
         return info
 
+    deepl = DeepLService(router, detectors, cfg, limiter, name)
+
+    async def read_deepl(request: Request, max_bytes: int | None) -> bytes:  # glossaries, documents: larger
+        return await read_body(request, cfg, stopping, max_bytes, "--max-file-bytes" if max_bytes else "--max-bytes")
+
+    add_deepl_routes(app, deepl, read_deepl)
+    add_document_routes(app, DeepLDocuments(deepl, limits), read_deepl)
     return app
 
 

@@ -93,6 +93,20 @@ class ServeConfig:
             "translate and detect then need a key (403 without, 429 over its limit)."
         },
     )
+    state: str | None = field(
+        default=None,
+        metadata={
+            "help": "SQLite file of what the server keeps across restarts: DeepL's glossaries, characters per key "
+            "and documents (default ~/.local/state/mtkit/state.sqlite3, or under $XDG_STATE_HOME)."
+        },
+    )
+    character_limits: str | None = field(
+        default=None,
+        metadata={
+            "help": "File of KEY CHARACTERS lines: the characters each key may have translated through DeepL's "
+            "API (its character_limit; 456 past it)."
+        },
+    )
 
     def __post_init__(self) -> None:
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
