@@ -1,6 +1,7 @@
 """The check that nothing is lost: a source sentence with words never ends with an empty translation or a runaway
 one (far longer than its source, or a loop of repeats), and a long sentence whose translation came out far shorter
-is worth a second try in two pieces. Pure functions of texts and token counts."""
+is worth a second try in two pieces, taken only where the pieces say more and the model is as sure of them. Pure
+functions of texts, token counts and log-probabilities."""
 
 from __future__ import annotations
 
@@ -30,6 +31,16 @@ class Guard:
         check(self.ratio > 0 and self.slack >= 0, f"guard ratio and slack must be positive; got {self}")
         check(self.max_repeats >= 2 and self.max_phrase >= 1, f"guard repeats and phrase must be >= 2, >= 1: {self}")
         check(0 <= self.short < 1 and self.short_from >= 1, f"guard short must be in [0, 1), short_from >= 1: {self}")
+
+    def better_halves(self, whole: tuple[float, int], halves: list[tuple[float, int]]) -> bool:
+        """Whether a short translation's sentence is better translated as its halves (each a log-probability, eos
+        included, and a token count, eos excluded): they must say more (more tokens) and the model must be at least
+        as sure of them, by the mean log-prob per token the search ranks by. A cut that is no sentence boundary
+        leaves fragments the model translates less surely (a name cut in two, "A Boston | Terrier is running",
+        came back "Ein Mann. Ein Mädchen auf einem Büe auf einem Büe."), so more tokens alone cannot take it."""
+        logprob, tokens = whole
+        more = sum(t for _, t in halves) > tokens
+        return more and sum(lp for lp, _ in halves) / sum(t + 1 for _, t in halves) >= logprob / (tokens + 1)
 
     def limit(self, source_tokens: int) -> int:
         return int(self.ratio * source_tokens) + self.slack

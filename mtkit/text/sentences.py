@@ -77,12 +77,12 @@ def cut_long(sentence: str, count: Count, limit: int) -> tuple[list[str], list[s
 
 
 def halves(sentence: str) -> tuple[str, str, str] | None:
-    """The sentence cut in two at the clause boundary nearest its middle, else before the capitalised word nearest
-    it that follows a small letter (where a sentence without its full stop may end: "in a city The man"), else at
-    the word boundary: (left, white space between, right), neither side empty; None for a single word."""
+    """The sentence cut in two at the clause boundary nearest its middle, else at the sentence start nearest it
+    (`_sentence_starts`), else at the word boundary: (left, white space between, right), neither side empty; None
+    for a single word."""
     middle = len(sentence) / 2
     spaces = [m for m in _SPACE.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
-    capitals = [m for m in spaces if sentence[m.start() - 1].islower() and sentence[m.end()].isupper()]
+    capitals = _sentence_starts(sentence)
     clauses = [m for m in _CLAUSE.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
     for cuts in (clauses, capitals, spaces):
         if cuts:
@@ -92,21 +92,35 @@ def halves(sentence: str) -> tuple[str, str, str] | None:
 
 
 def fused_halves(sentence: str) -> tuple[str, str, str] | None:
-    """The sentence cut before the capitalised word nearest its middle that follows a small letter: where two
-    sentences meet when the first lacks its full stop ("in a city The man"); None without such a place."""
+    """The sentence cut at the sentence start nearest its middle (`_sentence_starts`): where two sentences meet
+    when the first lacks its full stop ("in a city The man"); None without such a place."""
     middle = len(sentence) / 2
-    capitals = [
-        m
-        for m in _SPACE.finditer(sentence)
-        if 0 < m.start()
-        and m.end() < len(sentence)
-        and sentence[m.start() - 1].islower()
-        and sentence[m.end()].isupper()
-    ]
+    capitals = _sentence_starts(sentence)
     if not capitals:
         return None
     best = min(capitals, key=lambda m: abs((m.start() + m.end()) / 2 - middle))
     return sentence[: best.start()], best.group(), sentence[best.end() :]
+
+
+def _sentence_starts(sentence: str) -> list[re.Match[str]]:
+    """The white space before each capitalised word that may start a sentence whose predecessor lacks its full
+    stop: one that follows a word in small letters ("in a city The man"). Never at a name: not inside or before a
+    run of capitalised words ("a Boston Terrier", "in New York"), nor before "I" or a word in capitals ("NASA",
+    "TV"), which stand mid-sentence."""
+    words = sentence.split()
+    capital = [_capitalised(word) for word in words] + [False]
+    spaces = [m for m in _SPACE.finditer(sentence) if 0 < m.start() and m.end() < len(sentence)]
+    return [  # the k-th space stands before words[k + 1]
+        m
+        for k, m in enumerate(spaces)
+        if words[k][-1].islower() and not words[k][0].isupper() and capital[k + 1] and not capital[k + 2]
+    ]
+
+
+def _capitalised(word: str) -> bool:
+    """A word that begins with a capital and goes on in small letters ("The", "A"; not "I", "NASA", "iPhone")."""
+    letters = [char for char in word if char.isalpha()]
+    return word[0].isupper() and word != "I" and (len(letters) == 1 or any(char.islower() for char in letters))
 
 
 def _character_halves(sentence: str) -> tuple[str, str, str]:

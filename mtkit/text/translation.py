@@ -10,8 +10,9 @@ The guard: a sentence with words whose translation comes back empty or runaway (
 cut to one occurrence when that brings it within the length bound ("tamed"), else is translated again cut in two
 at a clause or word boundary ("retried"); a piece whose translation is still empty is kept as written ("kept"),
 one still runaway is tamed. Each such sentence is counted (Sentence.guard), never dropped. A long sentence whose
-translation is short is translated in two pieces too, and the pieces taken ("retried") only where they give more
-tokens than the whole did: two sentences without a full stop between them, fused by the model, come back both.
+translation is short is translated in two pieces too, cut where a sentence may start (never at a name), and the
+pieces taken ("retried") only where they give more tokens than the whole did at no lower mean log-prob per token
+(Guard.better_halves): two sentences without a full stop between them, fused by the model, come back both.
 """
 
 from __future__ import annotations
@@ -164,11 +165,10 @@ def _plan_sentences(
         if cuts[source] is None:
             return _repaired(source, outputs[source], sizes[source], options.guard)
         left, space, right = cuts[source]
-        if (
-            verdicts[source] == "short"
-            and sum(outputs[p].tokens for p in (left, right) if wordy(p)) <= outputs[source].tokens
-        ):
-            return _sentence(source, [outputs[source]], "")  # the pieces say no more than the whole: it was short
+        whole = outputs[source].logprob, outputs[source].tokens
+        pieces = [(outputs[p].logprob, outputs[p].tokens) for p in (left, right) if wordy(p)]
+        if verdicts[source] == "short" and not options.guard.better_halves(whole, pieces):
+            return _sentence(source, [outputs[source]], "")  # the pieces are no better than the whole: it was short
         parts = [
             _repaired(p, outputs[p], sizes[p], options.guard) if wordy(p) else Sentence(p, p) for p in (left, right)
         ]

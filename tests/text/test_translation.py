@@ -82,12 +82,15 @@ def test_a_runaway_is_retried_then_tamed() -> None:
 FUSED = "A man in an orange hat looks at something A child splashes in the water near a table"  # no full stop
 
 
-def first_words(long: int, short: int):
-    """A model that translates only the first `long` words of a text of over 12 words, else its first `short`."""
+def first_words(long: int, short: int, unsure: float = 0.0):
+    """A model that translates only the first `long` words of a text of over 12 words, else its first `short`, at
+    a log-prob of -0.25 per token and eos, less `unsure` per token for a text that does not begin a sentence (a
+    fragment left by a cut that is no sentence boundary)."""
 
     def model(texts: list[str]) -> list[Output]:
         kept = [t.upper().split()[: long if len(t.split()) > 12 else short] for t in texts]
-        return [Output(" ".join(words), -1.0, len(words)) for words in kept]
+        sure = [0.25 + (unsure if len(t.split()) <= 12 and not t.startswith(("A ", "The ")) else 0) for t in texts]
+        return [Output(" ".join(words), -rate * (len(words) + 1), len(words)) for words, rate in zip(kept, sure)]
 
     return model
 
@@ -105,6 +108,27 @@ def test_a_long_sentence_translated_short_is_retried_in_pieces_kept_only_where_t
     # short, but no capital after a small letter where a full stop could be missing: no second try
     done, asked = translate([FUSED.replace(" A child", ", a child")], first_words(4, 3))
     assert len(asked) == 1 and done[0].sentences[0].guard == ""
+    # the pieces say more, but the model is less sure of them (mean log-prob per token): the whole stays
+    done, asked = translate([FUSED.replace("A child", "Children")], first_words(4, 3, unsure=0.5))
+    assert len(asked) == 2 and done[0].text == "A MAN IN AN" and done[0].sentences[0].guard == ""
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "A Boston Terrier is running on lush green grass in front of a white fence.",
+        "Two young women in New York are walking down a busy street at night together.",
+        "A family is swimming in the cold water of Lake Tahoe on a bright summer day.",
+        "Then I walked past the building where NASA shows a TV series to many visitors.",
+    ],
+)
+def test_a_name_mid_sentence_is_never_a_cut(sentence: str) -> None:
+    """A short translation of a sentence with a name in it: no piece cut inside or before the name (a run of
+    capitalised words), nor before "I" or a word in capitals; a one-sentence request answers as the line alone."""
+    done, asked = translate([sentence], first_words(4, 3))
+    assert len(asked) == 1 and done[0].sentences[0].guard == ""
+    plain, _ = translate([sentence], first_words(4, 3), SplitOptions("en", split=False, guard=Guard(short=0)))
+    assert done[0].text == plain[0].text
 
 
 def test_a_loop_the_source_has_is_not_a_runaway() -> None:
@@ -121,6 +145,9 @@ def test_guard() -> None:
     assert guard.tame("ein Hund ein Hund ein Hund ein Hund läuft", 3) == "ein Hund läuft"
     assert guard.verdict("Ein Hund.", 20, 13) == "short" and guard.verdict("Ein Hund.", 20, 14) == ""
     assert guard.verdict("Ein Hund.", 11, 1) == ""  # a source under short_from tokens is never short
+    assert guard.better_halves((-1.0, 4), [(-0.5, 3), (-0.5, 3)])  # more tokens, -0.125 per token against -0.2
+    assert not guard.better_halves((-1.0, 4), [(-1.0, 1), (-1.0, 2)])  # no more tokens
+    assert not guard.better_halves((-1.0, 4), [(-2.0, 3), (-2.0, 3)])  # more, but less sure: -0.5 per token
     with pytest.raises(UserError, match="guard short"):
         Guard(short=1.0)
 
