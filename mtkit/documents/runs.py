@@ -22,7 +22,10 @@ TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
 # docx: inline containers whose runs are read (a hyperlink, a tracked insertion, a content control, a simple field's
-# shown text), and items that neither hold text nor cut a sentence (marks, properties, deleted text, field code)
+# shown text), and items that neither hold text nor cut a sentence (marks, properties, deleted text, field code);
+# of those, the ranges that hold text between a start and an end marker (a comment's, a bookmark's, an editing
+# permission's): runs inside one are of another look than runs outside it, never one span with them, so the range's
+# words come back inside it (merged, the translation went before the range and the comment pointed at nothing)
 _DOCX_CONTAINERS = {W + n for n in "hyperlink ins smartTag sdt sdtContent fldSimple customXml dir bdo moveTo".split()}
 _DOCX_SKIP = {
     W + n
@@ -32,6 +35,7 @@ _DOCX_SKIP = {
         "lastRenderedPageBreak instrText delText commentReference annotationRef"
     ).split()
 }
+_DOCX_RANGES = {W + "commentRange": "comment", W + "bookmark": "bookmark", W + "perm": "perm"}
 _DOCX_SAME = {W + "lang", W + "noProof"}  # run properties that do not change the look
 _PPTX_SAME = ("lang", "altLang", "dirty", "err", "smtClean", "smtId", "noProof")
 _ODF_CONTAINERS = {TEXT + "span", TEXT + "a"}
@@ -44,8 +48,9 @@ _ODF_SKIP = {
     ).split()
 }
 _TOKEN = re.compile(r'<p>|</p>|<br>|<span data-r="(\d+)">|</span>|([^<]+)')
-# A look that is a link: docx's w:hyperlink and ODF's text:a in the chain of containers, pptx's a:hlinkClick in a:rPr.
-_LINK = re.compile(r"(?:^|/)(?:hyperlink|a)\d+/|hlinkClick")
+# A look that is a link: docx's w:hyperlink and ODF's text:a in the chain of containers, pptx's a:hlinkClick in a:rPr;
+# or a docx range (_DOCX_RANGES): its words must stay inside it.
+_LINK = re.compile(r"(?:^|/)(?:hyperlink|a)\d+/|hlinkClick|^(?:\[[^\]]*\])+")
 BARE, NONE = "B", "-"  # the paragraph's main look (text outside spans); a run without words, sent outside spans
 
 
@@ -109,25 +114,47 @@ def docx_paragraph(paragraph: etree._Element) -> Paragraph:
     """A w:p's runs: each w:t a slot, a run's other children (tab, break, drawing, field char, note reference)
     voids; a paragraph inside (a text box in a drawing) is a paragraph of its own, never read here."""
     items: Paragraph = []
-    _docx_walk(paragraph, "", items, itertools.count())
+    _docx_walk(paragraph, "", items, itertools.count(), {})
     return items
 
 
-def _docx_walk(element: etree._Element, chain: str, items: Paragraph, counter: Iterator[int]) -> None:
+def _docx_walk(
+    element: etree._Element, chain: str, items: Paragraph, counter: Iterator[int], ranges: dict[str, None]
+) -> None:
+    """Runs read into `items`; `ranges` holds the ranges open where the walk stands ("[comment 3]"), in order."""
     for child in element:
-        if not isinstance(child.tag, str) or child.tag in _DOCX_SKIP:
+        if not isinstance(child.tag, str):
+            continue
+        marker = _range_marker(child)
+        if marker is not None:
+            name, opens = marker
+            if opens:
+                ranges[name] = None
+            else:
+                ranges.pop(name, None)
+            continue
+        if child.tag in _DOCX_SKIP:
             continue
         if child.tag == W + "r":
-            key = chain + _props(child.find(W + "rPr"), _DOCX_SAME)
+            key = "".join(ranges) + chain + _props(child.find(W + "rPr"), _DOCX_SAME)
             for part in child:
                 if part.tag == W + "t":
                     items.append(Slot(part, "text", key, part.text or "", preserve=True))
                 elif part.tag not in _DOCX_SKIP:
                     items.append(None)
         elif child.tag in _DOCX_CONTAINERS:
-            _docx_walk(child, f"{chain}{etree.QName(child).localname}{next(counter)}/", items, counter)
+            _docx_walk(child, f"{chain}{etree.QName(child).localname}{next(counter)}/", items, counter, ranges)
         else:
             items.append(None)
+
+
+def _range_marker(element: etree._Element) -> tuple[str, bool] | None:
+    """("[comment 3]", True) for a w:commentRangeStart w:id="3", False for its end; None for anything else."""
+    tag = element.tag
+    for prefix, kind in _DOCX_RANGES.items():
+        if tag in (prefix + "Start", prefix + "End"):
+            return f"[{kind} {element.get(W + 'id', '')}]", tag.endswith("Start")
+    return None
 
 
 def pptx_paragraph(paragraph: etree._Element) -> Paragraph:

@@ -591,3 +591,75 @@ def test_a_link_holding_most_of_a_sentence_keeps_only_its_own_words() -> None:
     runs = pptx.Presentation(io.BytesIO(done)).slides[0].shapes.title.text_frame.paragraphs[0].runs
     assert [run.text for run in runs] == ["Ein Mann geht an einem ", "silbernen Fahrzeug vorbei", "."]
     assert runs[1].hyperlink.address == "https://example.com/" and runs[2].hyperlink.address is None
+
+
+RANGES = [  # one w:p each
+    '<w:r><w:t xml:space="preserve">The dog </w:t></w:r><w:commentRangeStart w:id="0"/><w:r><w:t>runs fast</w:t></w:r>'
+    '<w:commentRangeEnd w:id="0"/><w:r><w:commentReference w:id="0"/></w:r>'
+    '<w:r><w:t xml:space="preserve"> in the park.</w:t></w:r>',
+    '<w:r><w:t xml:space="preserve">A cat sleeps on </w:t></w:r><w:bookmarkStart w:id="1" w:name="here"/>'
+    '<w:r><w:t>the green grass</w:t></w:r><w:bookmarkEnd w:id="1"/><w:r><w:t xml:space="preserve"> all day</w:t></w:r>'
+    '<w:permStart w:id="2" w:edGrp="everyone"/><w:r><w:t xml:space="preserve"> long.</w:t></w:r><w:permEnd w:id="2"/>',
+    '<w:r><w:t xml:space="preserve">A bird sings </w:t></w:r>'
+    '<w:del w:id="3" w:author="x"><w:r><w:delText>very loud</w:delText></w:r></w:del>'
+    '<w:r><w:t xml:space="preserve">on page </w:t></w:r><w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+    '<w:r><w:instrText xml:space="preserve"> PAGE </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r>'
+    '<w:r><w:t>seven</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r>'
+    '<w:r><w:t xml:space="preserve"> today.</w:t></w:r>',
+]
+
+
+def ranges_docx() -> bytes:
+    """Alike runs on both sides of a comment's, a bookmark's and a permission's range markers; a tracked deletion and
+    a field's shown text."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    body = document.element.body
+    for xml in RANGES:
+        body.insert(len(body) - 1, parse_xml(f"<w:p {nsdecls('w')}>{xml}</w:p>"))
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def between(paragraph: etree._Element, start: str, end: str) -> str:
+    """The text of the runs between a paragraph's `start` and `end` marker elements."""
+    inside, texts = False, []
+    for element in paragraph.iter():
+        if element.tag == W + start:
+            inside = True
+        elif element.tag == W + end:
+            inside = False
+        elif inside and element.tag == W + "t":
+            texts.append(element.text or "")
+    return "".join(texts)
+
+
+def test_comment_bookmark_and_permission_ranges_keep_their_text_inside_them() -> None:
+    """Merged with the alike runs around them, a range's words went before it and the comment pointed at nothing;
+    a tracked deletion stays deleted as written, a field's code untouched."""
+    german = {
+        "The dog runs fast in the park.": "Der Hund rennt schnell im Park.",
+        "runs fast": "rennt schnell",
+        "A cat sleeps on the green grass all day long.": "Eine Katze schläft auf dem grünen Gras den ganzen Tag lang.",
+        "the green grass": "dem grünen Gras",
+        "long.": "lang.",
+        "A bird sings on page": "Ein Vogel singt auf Seite",
+        "seven": "sieben",
+        "today.": "heute.",
+    }
+    recorder = Recorder()
+    finish(docx_job(ranges_docx(), "x.docx", "en", LIMITS), recorder)
+    assert "The dog runs fast in the park." in recorder.asked  # the sentence still whole across the markers
+    out = finish(docx_job(ranges_docx(), "x.docx", "en", LIMITS), lambda texts: [german.get(t, t) for t in texts])
+    body = etree.fromstring(members(out)["word/document.xml"])
+    first, second, third = [p for p in body.iter(W + "p") if "".join(p.itertext()).strip()][:3]
+    assert between(first, "commentRangeStart", "commentRangeEnd") == "rennt schnell"
+    assert "".join(t.text or "" for t in first.iter(W + "t")) == "Der Hund rennt schnell im Park."
+    assert between(second, "bookmarkStart", "bookmarkEnd") == "dem grünen Gras"
+    assert between(second, "permStart", "permEnd") == " lang."  # its leading space as written
+    assert [t.text for t in third.iter(W + "delText")] == ["very loud"]
+    assert [t.text for t in third.iter(W + "instrText")] == [" PAGE "]
+    assert "".join(t.text or "" for t in third.iter(W + "t")) == "Ein Vogel singt auf Seite sieben heute."
