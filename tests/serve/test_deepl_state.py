@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from mtkit.serve.deepl_request import body_fields, glossary_entries, parse_translate
+from mtkit.serve.deepl_request import body_fields, glossary_entries, languages_answer, parse_translate
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import DocumentRecord, GlossaryRecord, SqliteState, owner_of
 from tests.serve.test_app import Server
@@ -64,6 +64,18 @@ def test_deepl_fields_from_json_forms_and_the_query() -> None:
     ):
         with pytest.raises(RequestError, match=named):
             parse_translate(fields)
+
+
+def test_languages_list_deepls_regional_targets_without_formality() -> None:
+    names = {"en": "English", "de": "German", "pt": "Portuguese"}.__getitem__
+    assert languages_answer(["de", "en"], "source", names) == [
+        {"language": "DE", "name": "German"},
+        {"language": "EN", "name": "English"},
+    ]
+    targets = languages_answer(["de", "en", "pt"], "target", names)
+    assert [t["language"] for t in targets] == ["DE", "EN-GB", "EN-US", "PT-BR", "PT-PT"]
+    assert {t["supports_formality"] for t in targets} == {False} and targets[1]["name"] == "English (GB)"
+    assert parse_translate({"text": ["x"], "target_lang": "en-us", "source_lang": "DE"}).target == "en"
 
 
 def test_glossary_entries_as_tsv_and_csv() -> None:
