@@ -26,7 +26,7 @@ from mtkit.engines.output import best_lines
 from mtkit.errors import check
 from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
 from mtkit.files import DirectoryLock, count_lines, file_identity
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import SearchOverrides, TranslateConfig
 
 # The TranslateConfig fields only sampling reads: any of them off its default asks for sampling.
 SAMPLING_FIELDS = ("sampling", "top_k", "top_p", "temperature")
@@ -35,26 +35,25 @@ SAMPLING_FIELDS = ("sampling", "top_k", "top_p", "temperature")
 @dataclass
 class SyntheticCorpusConfig:
     """What `mtkit back-translate` or `mtkit distill` was asked (their options' defaults are the CLI's): the job's own
-    settings, the engine that runs the model, and `search`, TranslateConfig fields set over the run's recipe. A beam
-    searches with that beam; without one (None) the job samples, or searches with the recipe's beam when
-    `beam_by_default`."""
+    settings, the engine that runs the model (an ensemble included), and `search`, TranslateConfig fields set over
+    the run's recipe. A beam searches with that beam; without one (None) the job samples, or searches with the
+    recipe's beam when `beam_by_default`."""
 
     run: Path  # the model: translates the input's language (a reverse model, or a distillation's teacher)
     input: Path
     out: Path  # PREFIX
     chunk_lines: int  # lines translated and recorded together: a kill loses at most one chunk's work
     engine: EngineConfig = field(default_factory=EngineConfig)
-    # beam and length_penalty (None or absent: the recipe's); sampling, top_k, top_p, temperature and seed (absent:
-    # TranslateConfig's defaults); target_lang (None or absent: none, whatever the recipe says)
-    search: dict[str, Any] = field(default_factory=dict)
+    # beam and length_penalty (None: the recipe's); sampling, top_k, top_p, temperature and seed (None:
+    # TranslateConfig's defaults); target_lang (None: none, whatever the recipe says); the other fields unread
+    search: SearchOverrides = field(default_factory=SearchOverrides)
     on_bad_utf8: str = "error"  # or "replace": such bytes become U+FFFD on both sides
     overwrite: bool = False
     beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
-    ensemble: tuple[Path, ...] = ()  # more models combined with run's at each step (torch engine, engine.ensemble_mode)
     shard: ShardSpec | None = None  # this process's share of the input (mtkit.bulk.shards); None: all of it
 
     def __post_init__(self) -> None:
-        beam = self.search.get("beam")
+        beam = self.search.beam
         asks_sampling = any(self.given(name) != getattr(TranslateConfig, name) for name in SAMPLING_FIELDS)
         check(
             beam is None or not asks_sampling,
@@ -62,14 +61,14 @@ class SyntheticCorpusConfig:
         )
         check(beam is None or beam >= 1, f"--beam {beam}: at least 1")
         check(
-            self.search.get("length_penalty") is None or not self.sampled,
+            self.search.length_penalty is None or not self.sampled,
             "--length-penalty ranks beam search's hypotheses; give it with --beam, not when sampling",
         )
         check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
 
     @property
     def sampled(self) -> bool:
-        return self.search.get("beam") is None and not self.beam_by_default
+        return self.search.beam is None and not self.beam_by_default
 
     @property
     def seed(self) -> int:
@@ -78,17 +77,22 @@ class SyntheticCorpusConfig:
 
     def given(self, name: str) -> Any:
         """The search field `name` as asked, else TranslateConfig's default."""
-        return self.search.get(name, getattr(TranslateConfig, name))
+        value = getattr(self.search, name)
+        return getattr(TranslateConfig, name) if value is None else value
 
-    def overrides(self) -> dict[str, Any]:
-        """TranslateConfig overrides: one output per line, by beam (--beam's or the recipe's) or by unrestricted (or
-        top-k/top-p) sampling; target_lang as given, None included."""
-        target = {"target_lang": self.search.get("target_lang")}
+    def overrides(self, index: int) -> SearchOverrides:
+        """The search of chunk `index`: one output per line, by beam (--beam's or the recipe's) or by unrestricted
+        (or top-k/top-p) sampling, seeded for the chunk (chunk_seed); target_lang as given, None included.
+        CTranslate2 samples on one worker: which of several threads takes a batch would change its draws."""
+        asked = self.search
+        common = {"nbest": 1, "seed": chunk_seed(self.seed, index), "target_lang": asked.target_lang}
+        reset = () if asked.target_lang is not None else ("target_lang",)
         if self.sampled:
             drawn = {name: self.given(name) for name in ("top_k", "top_p", "temperature")}
-            return {"sampling": True, "beam": 1, "nbest": 1, **drawn, **target}
-        chosen = {name: self.search[name] for name in ("beam", "length_penalty") if self.search.get(name) is not None}
-        return {"sampling": False, "nbest": 1, **chosen, **target}
+            workers = 1 if self.engine.engine == "ctranslate2" else None
+            return SearchOverrides(sampling=True, beam=1, workers=workers, **drawn, **common, reset=reset)
+        beam = {"beam": asked.beam, "length_penalty": asked.length_penalty}
+        return SearchOverrides(sampling=False, **beam, **common, reset=reset)
 
 
 def chunk_seed(seed: int, index: int) -> int:
@@ -98,18 +102,12 @@ def chunk_seed(seed: int, index: int) -> int:
 
 
 def load_job_translator(cfg: SyntheticCorpusConfig, index: int) -> Translating:
-    """The reverse model with the search of `cfg`, seeded for chunk `index`. CTranslate2 samples on one worker:
-    which of several threads takes a batch would change its draws."""
+    """The reverse model with the search of `cfg`, seeded for chunk `index`; the CTranslate2 search asked for only
+    on that engine (bulk jobs default to native, which the torch engine does not run)."""
     engine = cfg.engine
-    ensemble = {"ensemble": list(cfg.ensemble), "ensemble_mode": cfg.engine.ensemble_mode} if cfg.ensemble else {}
-    options = {**cfg.overrides(), **ensemble}
-    if engine.engine == "ctranslate2":
-        options["ct2_search"] = engine.ct2_search
-        if options["sampling"]:
-            options["workers"] = 1
-    return load_translator(
-        cfg.run, engine.engine, device=engine.device, dtype=engine.dtype, seed=chunk_seed(cfg.seed, index), **options
-    )
+    if engine.engine != "ctranslate2":
+        engine = replace(engine, ct2_search="exact")
+    return load_translator(cfg.run, engine, cfg.overrides(index))
 
 
 def reseeded(translator: Translating, cfg: SyntheticCorpusConfig, index: int) -> Translating:
@@ -140,10 +138,12 @@ def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, s
         # only with an ensemble: a progress file written before ensembles existed still resumes
         **(
             {
-                "ensemble": ";".join(file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.ensemble),
+                "ensemble": ";".join(
+                    file_identity(p) if p.is_file() else str(p.resolve()) for p in cfg.engine.ensemble
+                ),
                 "ensemble_mode": cfg.engine.ensemble_mode,
             }
-            if cfg.ensemble
+            if cfg.engine.ensemble
             else {}
         ),
         "device": str(translator.device),

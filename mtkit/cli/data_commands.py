@@ -21,7 +21,7 @@ from mtkit.cli.process import start_up_without_gc
 from mtkit.corpus.config import PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import SearchOverrides, TranslateConfig
 
 if TYPE_CHECKING:
     from mtkit.bulk.synthetic import SyntheticCorpusConfig
@@ -33,6 +33,12 @@ BULK_CT2_SEARCH = typer.Option(
     "--ct2-search",
     help="--engine ctranslate2's search: native (CTranslate2's own, the default for bulk work) or exact "
     "(mtkit's: the lines of `mtkit translate`).",
+)
+BULK_ENGINE = typer.Option(
+    None,
+    "--engine",
+    help="ctranslate2 (the default for bulk work) or torch (the default, and the only engine, for distill's "
+    "--ensemble).",
 )
 CHUNK_LINES = typer.Option(
     10_000,
@@ -84,14 +90,9 @@ def score_pairs(
         from mtkit.bulk.forced import CHUNK_PAIRS, score_pair_files, score_pair_shard
         from mtkit.engines.factory import load_translator
 
-        overrides = {
-            key: value
-            for key, value in (("batch_tokens", batch_tokens), ("target_lang", target_lang))
-            if value is not None
-        }
-        translator = load_translator(
-            model, engine, device=device, dtype=dtype, ensemble=list(ensemble), ensemble_mode=ensemble_mode, **overrides
-        )
+        engine_cfg = EngineConfig(engine, device, dtype, ensemble=ensemble, ensemble_mode=ensemble_mode)
+        search = SearchOverrides(batch_tokens=batch_tokens, target_lang=target_lang)
+        translator = load_translator(model, engine_cfg, search)
     if spec is not None:
         options = {"engine": engine, "as_json": as_json, "piece_scores": piece_scores}
         if ensemble:  # only with one: a shard begun before ensembles were scored still resumes
@@ -140,9 +141,7 @@ def filter_pairs(
         "--target-lang",
         help="The corpus's target language: the >>xx<< code a multilingual --forward model is asked for.",
     ),
-    engine: str = typer.Option(
-        "ctranslate2", "--engine", help="ctranslate2 (its score_batch, the default for bulk work) or torch."
-    ),
+    engine: str | None = BULK_ENGINE,
     device: str = option(EngineConfig, "device"),
     dtype: str = option(EngineConfig, "dtype"),
     overwrite: bool = typer.Option(
@@ -166,8 +165,9 @@ def filter_pairs(
         from mtkit.engines.factory import load_translator
 
         check_selection(keep, threshold)
+        engine_cfg = EngineConfig(bulk_engine(engine), device, dtype)
         models = [
-            load_translator(model, engine, device=device, dtype=dtype, **({"target_lang": lang} if lang else {}))
+            load_translator(model, engine_cfg, SearchOverrides(target_lang=lang or None))
             for model, lang in ((forward, target_lang), (backward, source_lang))
         ]
     total = count_lines(source)
@@ -220,7 +220,7 @@ def back_translate(
         help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), "
         "language codes from the model.",
     ),
-    engine: str = typer.Option("ctranslate2", "--engine", help="ctranslate2 (the default for bulk work) or torch."),
+    engine: str | None = BULK_ENGINE,
     ct2_search: str = BULK_CT2_SEARCH,
     target_lang: str | None = typer.Option(
         None, "--target-lang", help="A multilingual reverse model's target language (its >>xx<< code)."
@@ -254,17 +254,17 @@ def back_translate(
             input,
             out,
             chunk_lines,
-            EngineConfig(engine=engine, device=device, dtype=dtype, ct2_search=ct2_search),
-            search={
-                "beam": beam,
-                "length_penalty": length_penalty,
-                "sampling": sampling,
-                "top_k": top_k,
-                "top_p": top_p,
-                "temperature": temperature,
-                "seed": seed,
-                "target_lang": target_lang,
-            },
+            EngineConfig(bulk_engine(engine), device, dtype, ct2_search=ct2_search),
+            SearchOverrides(
+                beam=beam,
+                length_penalty=length_penalty,
+                sampling=sampling,
+                top_k=top_k,
+                top_p=top_p,
+                temperature=temperature,
+                seed=seed,
+                target_lang=target_lang,
+            ),
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
             shard=resolve_shard(shard, os.environ),
@@ -296,11 +296,7 @@ def distill(
     ensemble_mode: str = option(EngineConfig, "ensemble_mode"),
     beam: int | None = typer.Option(None, "--beam", help="The teacher's beam (default: its recipe's translate.beam)."),
     length_penalty: float | None = BEAM_LENGTH_PENALTY,
-    engine: str | None = typer.Option(
-        None,
-        "--engine",
-        help="ctranslate2 (the default for one teacher) or torch (the default and the only engine for an ensemble).",
-    ),
+    engine: str | None = BULK_ENGINE,
     ct2_search: str = BULK_CT2_SEARCH,
     target_lang: str | None = typer.Option(
         None, "--target-lang", help="A multilingual teacher's target language (its >>xx<< code)."
@@ -326,20 +322,25 @@ def distill(
             out,
             chunk_lines,
             EngineConfig(
-                engine=engine or ("torch" if ensemble else "ctranslate2"),
-                device=device,
-                dtype=dtype,
+                bulk_engine(engine, ensemble),
+                device,
+                dtype,
                 ct2_search=ct2_search,
+                ensemble=ensemble,
                 ensemble_mode=ensemble_mode,
             ),
-            search={"beam": beam, "length_penalty": length_penalty, "target_lang": target_lang},
+            SearchOverrides(beam=beam, length_penalty=length_penalty, target_lang=target_lang),
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
             beam_by_default=True,
-            ensemble=tuple(ensemble),
             shard=resolve_shard(shard, os.environ),
         )
     translate_corpus(cfg, "distill", as_json)
+
+
+def bulk_engine(engine: str | None, ensemble: list[Path] | None = None) -> str:
+    """--engine of the bulk commands (BULK_ENGINE): as given, else torch for an ensemble and ctranslate2 otherwise."""
+    return engine or ("torch" if ensemble else "ctranslate2")
 
 
 def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> None:

@@ -15,7 +15,7 @@ from mtkit.cli.options import option, recipe_option, values_of
 from mtkit.cli.process import start_up_without_gc
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import SearchOverrides, TranslateConfig
 
 
 @user_errors
@@ -63,12 +63,13 @@ def translate_file(
             not max_file_bytes or size <= max_file_bytes,
             f"{source}: {over_limit(size, max_file_bytes)} (--max-file-bytes)",
         )
-    overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
+    engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
+    search = SearchOverrides(**values_of(SearchOverrides, ctx.params))  # None: the run's recipe
     with start_up_without_gc():
         from mtkit.bulk.document_translation import output_path, translate_documents
         from mtkit.engines.factory import load_translator
 
-        translator = load_translator(model, engine, device=device, dtype=dtype, ct2_search=ct2_search, **overrides)
+        translator = load_translator(model, engine_cfg, search)
     target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     outputs = [out] if out is not None else [output_path(source, target) for source in inputs]
     limits = Limits(max_bytes=max_file_bytes or sys.maxsize)

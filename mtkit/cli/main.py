@@ -29,7 +29,7 @@ from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, t
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
 from mtkit.score import TOKENIZE
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import SearchOverrides, TranslateConfig
 
 # translate's options that change its lines beyond the search's: with the search, what every shard shares
 SHARD_IDENTITY = "engine ct2_search shortlist scores split_sentences source_lang strict ensemble prefix_file".split()
@@ -161,7 +161,7 @@ def translate(
     top_k: int = option(TranslateConfig, "top_k"),
     top_p: float = option(TranslateConfig, "top_p"),
     temperature: float = option(TranslateConfig, "temperature"),
-    ensemble: list[Path] = typer.Option([], "--ensemble", help="More checkpoints to ensemble with MODEL."),
+    ensemble: list[Path] = option(EngineConfig, "ensemble"),
     ensemble_mode: str = option(EngineConfig, "ensemble_mode"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     engine: str = option(EngineConfig, "engine"),
@@ -189,25 +189,16 @@ def translate(
         not split_sentences or (nbest == 1 and prefix_file is None),
         "--split-sentences translates each sentence's best: drop --nbest and --prefix-file, or --split-sentences",
     )
-    # The options left at None keep the run's recipe; the others (sampling, nbest) override it.
-    overrides = {k: v for k, v in values_of(TranslateConfig, ctx.params).items() if v is not None}
+    engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
+    # The search options left at None keep the run's recipe; the others (sampling, nbest) override it.
+    search = SearchOverrides(**values_of(SearchOverrides, ctx.params))
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
         from mtkit.engines.splitting import split_options
         from mtkit.engines.streaming import translate_stream
         from mtkit.files import read_lines
 
-        translator = load_translator(
-            model,
-            engine,
-            device=device,
-            dtype=dtype,
-            ct2_search=ct2_search,
-            shortlist=shortlist,
-            ensemble=list(ensemble),
-            ensemble_mode=ensemble_mode,
-            **overrides,
-        )
+        translator = load_translator(model, engine_cfg, search)
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
         from mtkit.console import log

@@ -1,5 +1,5 @@
-"""`mtkit serve`: the options of mtkit.serve.config.ServeConfig read from the command line and the models served
-over HTTP (mtkit.serve.app, imported when serving); registered on the app by mtkit.cli.main.
+"""`mtkit serve`: the options of mtkit.serve.config.ServeConfig (and of its EngineConfig) read from the command line
+and the models served over HTTP (mtkit.serve.app, imported when serving); registered on the app by mtkit.cli.main.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import typer
 
 from mtkit.cli.command import user_errors
 from mtkit.cli.options import option, values_of
+from mtkit.engines.config import EngineConfig
 from mtkit.serve.config import ServeConfig
 
 
@@ -24,8 +25,8 @@ def serve(
     ),
     host: str = option(ServeConfig, "host"),
     port: int = option(ServeConfig, "port"),
-    device: str = option(ServeConfig, "device"),
-    dtype: str = option(ServeConfig, "dtype"),
+    device: str = option(EngineConfig, "device"),
+    dtype: str = option(EngineConfig, "dtype"),
     max_batch_tokens: int | None = option(ServeConfig, "max_batch_tokens"),
     max_delay_ms: float = option(ServeConfig, "max_delay_ms"),
     max_lines: int = option(ServeConfig, "max_lines"),
@@ -39,11 +40,11 @@ def serve(
     access_log: bool = option(ServeConfig, "access_log"),
     body_timeout: float = option(ServeConfig, "body_timeout"),
     grace_seconds: float = option(ServeConfig, "grace_seconds"),
-    engine: str = option(ServeConfig, "engine"),
-    ct2_search: str = option(ServeConfig, "ct2_search"),
-    shortlist: bool = option(ServeConfig, "shortlist"),
+    engine: str = option(EngineConfig, "engine"),
+    ct2_search: str = option(EngineConfig, "ct2_search"),
+    shortlist: bool = option(EngineConfig, "shortlist"),
     workers: int | None = option(ServeConfig, "workers"),
-    threads: int = option(ServeConfig, "threads"),
+    threads: int = option(EngineConfig, "threads"),
     api_keys: str | None = option(ServeConfig, "api_keys"),
     state: str | None = option(ServeConfig, "state"),
     character_limits: str | None = option(ServeConfig, "character_limits"),
@@ -51,4 +52,5 @@ def serve(
     """Serve translations over HTTP: mtkit's API, LibreTranslate's and DeepL's (docs/serving.md)."""
     from mtkit.serve.app import serve as run_serve
 
-    run_serve(models, ServeConfig(**values_of(ServeConfig, ctx.params)))
+    engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
+    run_serve(models, ServeConfig(**{**values_of(ServeConfig, ctx.params), "engine": engine_cfg}))

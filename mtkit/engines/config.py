@@ -1,13 +1,13 @@
-"""EngineConfig: which engine, device and precision run a model, the settings `mtkit translate` and `mtkit serve`
-share; each default and help is declared here once. Plain data and its checks: it imports mtkit.errors only and
-loads nothing.
+"""EngineConfig: which engine, device and precision run a model, and each engine's own extras (an ensemble, packed
+linears, threads): every setting a model load takes but the search's (mtkit.search.config.SearchOverrides). Each
+default and help is declared here once; the commands, `mtkit serve` and the bulk jobs read them from here. Plain data
+and its checks: it imports mtkit.errors only and loads nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 from mtkit.errors import check
 
@@ -62,7 +62,26 @@ class EngineConfig:
         },
     )
 
+    ensemble: tuple[Path, ...] = field(
+        default=(),
+        metadata={"help": "More checkpoints to ensemble with MODEL."},  # --engine torch (CT2Translator refuses them)
+    )
+    packed: bool = field(
+        default=True,
+        metadata={
+            "help": "--engine torch: float32 CPU linears go through oneDNN with packed weights (mtkit.model.packed)."
+        },
+    )
+    threads: int = field(
+        default=0,
+        metadata={
+            "help": "Threads per batch (CTranslate2's intra_threads; torch: its thread count); 0: the cores (or "
+            "OMP_NUM_THREADS) shared by the workers."
+        },
+    )
+
     def __post_init__(self) -> None:
+        self.ensemble = tuple(Path(path) for path in self.ensemble)  # a command line gives a list
         check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
         check(
             self.ensemble_mode in ENSEMBLE_MODES,
@@ -71,9 +90,4 @@ class EngineConfig:
         check(
             self.ct2_search in CT2_SEARCHES, f"--ct2-search {self.ct2_search}: choose one of {', '.join(CT2_SEARCHES)}"
         )
-
-
-def same_field(cls: type, name: str) -> Any:
-    """A field with the default and help of `cls`'s field `name`, for another config that holds the same setting."""
-    source = {f.name: f for f in dataclasses.fields(cls)}[name]
-    return field(default=source.default, metadata=source.metadata)
+        check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")

@@ -1,5 +1,6 @@
-"""The engine factory: `load_translator(path, engine)` picks mtkit's own search (torch) or CTranslate2 by name,
-and gives the CTranslate2 engine the way to export a run's checkpoint on first use.
+"""The engine factory: `load_translator(path, EngineConfig(...), SearchOverrides(...))` picks mtkit's own search
+(torch) or CTranslate2 by the config's engine, and gives the CTranslate2 engine the way to export a run's checkpoint
+on first use.
 
 Above both engines (the CLI, the server and back-translation import it). Imports no torch itself: engine
 "ctranslate2" with a warm cache never imports it; engine "torch", or an export, imports it when called.
@@ -8,12 +9,12 @@ Above both engines (the CLI, the server and back-translation import it). Imports
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from mtkit.engines.config import CT2_SEARCHES, ENGINES, ENSEMBLE_MODES
+from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating
 from mtkit.engines.ct2_cache import Exporter
 from mtkit.errors import check
+from mtkit.search.config import SearchOverrides
 
 
 def _resolve_checkpoint(path: Path) -> Path:
@@ -34,35 +35,23 @@ EXPORT_ON_FIRST_USE = Exporter(resolve=_resolve_checkpoint, export=_export_ctran
 
 
 def load_translator(
-    path: str | Path,
-    engine: str = "torch",
-    device: str = "auto",
-    dtype: str | None = None,
-    ct2_search: str = "exact",
-    shortlist: bool = False,
-    ensemble_mode: str = "log-linear",
-    **overrides: Any,
+    path: str | Path, engine_cfg: EngineConfig | None = None, search: SearchOverrides | None = None
 ) -> Translating:
     """A translator of RUN_DIR / a checkpoint (either engine) or of an `mtkit export` directory (ctranslate2).
 
-    `dtype` None is each engine's default (fp32 / float32); `ct2_search` is ctranslate2's (exact or native), and
-    `shortlist` (search the model's vocabulary map's candidates only); `ensemble_mode` how the torch engine
-    combines an ensemble's models (log-linear or linear);
-    `overrides` are TranslateConfig fields and the engine's own options (torch: ensemble, packed; ctranslate2:
-    threads).
+    `engine_cfg`: which engine, on what, with its extras (EngineConfig's defaults when None); `search`: the
+    TranslateConfig fields set over the run's recipe (none when None). EngineConfig checked its own values; what
+    one engine cannot run is refused here.
     """
-    check(engine in ENGINES, f"--engine {engine}: choose one of {', '.join(ENGINES)}")
+    engine_cfg = engine_cfg or EngineConfig()
+    overrides = (search or SearchOverrides()).changes()
+    engine = engine_cfg.engine
     check(
-        ensemble_mode in ENSEMBLE_MODES,
-        f"--ensemble-mode {ensemble_mode}: choose one of {', '.join(ENSEMBLE_MODES)}",
-    )
-    check(ct2_search in CT2_SEARCHES, f"--ct2-search {ct2_search}: choose one of {', '.join(CT2_SEARCHES)}")
-    check(
-        engine == "ctranslate2" or ct2_search == "exact",
-        f"--ct2-search {ct2_search}: --engine {engine} runs mtkit's own search; use --engine ctranslate2",
+        engine == "ctranslate2" or engine_cfg.ct2_search == "exact",
+        f"--ct2-search {engine_cfg.ct2_search}: --engine {engine} runs mtkit's own search; use --engine ctranslate2",
     )
     check(
-        engine == "ctranslate2" or not shortlist,
+        engine == "ctranslate2" or not engine_cfg.shortlist,
         f"--shortlist: --engine {engine} scores the whole vocabulary; use --engine ctranslate2 (its vocabulary map)",
     )
     if engine == "ctranslate2":
@@ -70,13 +59,24 @@ def load_translator(
 
         return CT2Translator.load(
             path,
-            device=device,
-            dtype=dtype or "float32",
+            device=engine_cfg.device,
+            dtype=engine_cfg.dtype,
+            ensemble=list(engine_cfg.ensemble),
+            threads=engine_cfg.threads,
             exporter=EXPORT_ON_FIRST_USE,
-            native=ct2_search == "native",
-            shortlist=shortlist,
+            native=engine_cfg.ct2_search == "native",
+            shortlist=engine_cfg.shortlist,
             **overrides,
         )
     from mtkit.engines.torch_engine import Translator
 
-    return Translator.load(path, device=device, dtype=dtype or "fp32", ensemble_mode=ensemble_mode, **overrides)
+    return Translator.load(
+        path,
+        device=engine_cfg.device,
+        dtype=engine_cfg.dtype,
+        ensemble=list(engine_cfg.ensemble),
+        packed=engine_cfg.packed,
+        ensemble_mode=engine_cfg.ensemble_mode,
+        threads=engine_cfg.threads,
+        **overrides,
+    )

@@ -115,8 +115,13 @@ class Translator:
         ensemble: list[Path] | None = None,
         packed: bool = True,
         ensemble_mode: str = "log-linear",
+        threads: int = 0,
         **overrides: Any,
     ) -> Translator:
+        """`threads`: torch's thread count, process-wide (0: leave it); `overrides`: TranslateConfig fields set over
+        the checkpoint's recipe."""
+        if threads:
+            torch.set_num_threads(threads)
         device = resolve_torch_device(device)
         check(device != "cuda" or torch.cuda.is_available(), "--device cuda: no CUDA device is available")
         dtype = resolve_dtype(dtype, device)

@@ -8,7 +8,7 @@ so a path that decodes with CTranslate2 starts without torch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from mtkit.errors import check
@@ -70,6 +70,42 @@ class TranslateConfig:
             check(getattr(self, name) >= 0, f"translate.{name} must be >= 0; got {getattr(self, name)}")
         check(0.0 < self.top_p <= 1.0, f"translate.top_p must be in (0, 1]; got {self.top_p}")
         check(self.temperature > 0.0, f"translate.temperature must be > 0; got {self.temperature}")
+
+
+@dataclass(frozen=True)
+class SearchOverrides:
+    """TranslateConfig fields set over a run's recipe (the [translate] its model carries) when the model loads: a field
+    left None keeps the recipe's value; a field named in `reset` takes TranslateConfig's default whatever the recipe
+    says. One field per TranslateConfig field, in its order (tests/search/test_config.py holds them alike)."""
+
+    beam: int | None = None
+    length_penalty: float | None = None
+    max_len_a: float | None = None
+    max_len_b: int | None = None
+    nbest: int | None = None
+    early_stop: bool | None = None
+    sampling: bool | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    batch_tokens: int | None = None
+    workers: int | None = None
+    target_lang: str | None = None
+    reset: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = {f.name for f in fields(TranslateConfig)}
+        unknown = [name for name in self.reset if name not in names]
+        check(not unknown, f"translate options: no such field {', '.join(unknown)}")
+
+    def changes(self) -> dict[str, Any]:
+        """The TranslateConfig fields to replace in the recipe's, with their values."""
+        changed = {f.name: f.default for f in fields(TranslateConfig) if f.name in self.reset}
+        for f in fields(TranslateConfig):
+            if getattr(self, f.name) is not None:
+                changed[f.name] = getattr(self, f.name)
+        return changed
 
 
 @dataclass

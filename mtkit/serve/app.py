@@ -25,7 +25,7 @@ from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines, confidence, scored_texts
 from mtkit.engines.splitting import split_options
 from mtkit.errors import UserError
-from mtkit.search.config import Hypothesis
+from mtkit.search.config import Hypothesis, SearchOverrides
 from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limiter
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve.deepl_documents import DeepLDocuments, add_document_routes
@@ -85,8 +85,8 @@ def model_info(translator: Translating, cfg: ServeConfig) -> dict[str, Any]:
         "model": {"arch": facts["arch"], "parameters": facts["parameters"], **configs.get("model", {})},
         "translate": dataclasses.asdict(translator.cfg),
         "recipe": public_recipe(configs),
-        "engine": cfg.engine,
-        "shortlist": cfg.shortlist,  # CTranslate2 searches the run's shortlist only (--shortlist)
+        "engine": cfg.engine.engine,
+        "shortlist": cfg.engine.shortlist,  # CTranslate2 searches the run's shortlist only (--shortlist)
         "device": str(translator.device),
         "dtype": facts["dtype"],
         "workers": translator.workers,
@@ -323,27 +323,9 @@ async def run_until_stopped(
 
 
 def load_service_translator(run_dir: str | Path, cfg: ServeConfig) -> Translating:
-    """The engine's translator with the CLI's defaults and this server's batch budget, workers and threads."""
-    options = dict(CLI_DEFAULTS)
-    if cfg.max_batch_tokens:
-        options["batch_tokens"] = cfg.max_batch_tokens
-    if cfg.workers:
-        options["workers"] = cfg.workers
-    if cfg.engine == "ctranslate2":
-        options["threads"] = cfg.threads  # CTranslate2's intra_threads per batch; workers are its inter_threads
-    elif cfg.threads:
-        import torch  # the torch engine is loading it anyway
-
-        torch.set_num_threads(cfg.threads)
-    return load_translator(
-        run_dir,
-        engine=cfg.engine,
-        device=cfg.device,
-        dtype=cfg.dtype,
-        ct2_search=cfg.ct2_search,
-        shortlist=cfg.shortlist,
-        **options,
-    )
+    """The engine's translator with the CLI's defaults and this server's batch budget and workers (None: the run's)."""
+    search = SearchOverrides(**CLI_DEFAULTS, batch_tokens=cfg.max_batch_tokens, workers=cfg.workers)
+    return load_translator(run_dir, cfg.engine, search)
 
 
 def load_models(run_dirs: list[Path], cfg: ServeConfig) -> Router:
@@ -412,7 +394,7 @@ def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
     for model in router.models:
         pairs = ", ".join(f"{source}->{target}" for source, target in model.pairs) or "no languages named"
         log(f"serving {model.name}: {model.translator.info.get('checkpoint')} ({pairs})")  # the operator's log
-    log(f"on http://{address} ({cfg.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
+    log(f"on http://{address} ({cfg.engine.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
         asyncio.run(run_until_stopped(server, sock, stopping, router, cfg.grace_seconds))
     finally:

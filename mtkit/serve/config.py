@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtkit.engines.config import ENGINES, EngineConfig, same_field
+from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
 from mtkit.search.config import TranslateConfig
 
@@ -27,23 +27,15 @@ class ServeConfig:
 
     host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on (loopback unless told otherwise)."})
     port: int = field(default=8080, metadata={"help": "TCP port (0: any free port, printed on stderr)."})
-    engine: str = same_field(EngineConfig, "engine")
-    device: str = same_field(EngineConfig, "device")
-    dtype: str = same_field(EngineConfig, "dtype")
-    ct2_search: str = same_field(EngineConfig, "ct2_search")
-    shortlist: bool = same_field(EngineConfig, "shortlist")
+    engine: EngineConfig = field(
+        default_factory=EngineConfig,
+        metadata={"help": "The engine that runs the models and on what: --engine, --device, --dtype, --threads..."},
+    )
     workers: int | None = field(
         default=None,
         metadata={
             "help": "Batches decoded at once on CPU (CTranslate2's inter_threads; "
             f"default: the run's translate.workers, {TranslateConfig.workers})."
-        },
-    )
-    threads: int = field(
-        default=0,
-        metadata={
-            "help": "Threads per batch (CTranslate2's intra_threads; torch: its thread count); 0: the cores (or "
-            "OMP_NUM_THREADS) shared by the workers."
         },
     )
     max_batch_tokens: int | None = field(
@@ -109,9 +101,7 @@ class ServeConfig:
     )
 
     def __post_init__(self) -> None:
-        check(self.engine in ENGINES, f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
         check(self.workers is None or self.workers >= 1, "--workers must be at least 1")
-        check(self.threads >= 0, "--threads must be >= 0 (0: the usable cores)")
         for name in ("max_lines", "max_bytes", "max_beam", "queue_size", "max_file_bytes", "file_store_bytes"):
             check(getattr(self, name) >= 1, f"--{name.replace('_', '-')} must be at least 1")
         check(self.max_batch_tokens is None or self.max_batch_tokens >= 1, "--max-batch-tokens must be at least 1")

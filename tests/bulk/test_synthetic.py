@@ -18,6 +18,7 @@ from mtkit.bulk.synthetic import SyntheticCorpusConfig, back_translate
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import LockedError, UserError
 from mtkit.faults import FAULTS_ENV
+from mtkit.search.config import SearchOverrides
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.reliability.common import cli_env, mtkit_command, run_cli
 
@@ -59,7 +60,9 @@ def config(
 ) -> SyntheticCorpusConfig:
     """`mtkit back-translate` on the CPU, with its defaults (CTranslate2's native search) and `search`'s options."""
     engine_cfg = EngineConfig(engine=engine, device="cpu", ct2_search=ct2_search)
-    return SyntheticCorpusConfig(run, mono, out, chunk_lines, engine_cfg, search=search, overwrite=overwrite)
+    return SyntheticCorpusConfig(
+        run, mono, out, chunk_lines, engine_cfg, SearchOverrides(**search), overwrite=overwrite
+    )
 
 
 def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mono: Path, tmp_path: Path) -> None:

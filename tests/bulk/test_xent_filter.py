@@ -65,11 +65,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> tuple[Pa
 def test_scoring_killed_between_chunks_goes_on_to_the_same_scores(
     overfit_run: Path, de_en_run: Path, corpus: tuple[Path, Path], tmp_path: Path
 ) -> None:
+    from mtkit.engines.config import EngineConfig
     from mtkit.engines.factory import load_translator
 
     forward, backward = (
-        load_translator(overfit_run, "torch", device="cpu"),
-        load_translator(de_en_run, "torch", device="cpu"),
+        load_translator(overfit_run, EngineConfig(engine="torch", device="cpu")),
+        load_translator(de_en_run, EngineConfig(engine="torch", device="cpu")),
     )
     whole, _ = score_corpus(forward, backward, *corpus, tmp_path / "whole", chunk=16)
 

@@ -4,7 +4,6 @@ passes to the library (the options left out keep their defaults: the dataclasses
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import json
 import os
@@ -19,6 +18,7 @@ from typer.testing import CliRunner
 
 from mtkit.cli.main import app
 from mtkit.engines.config import EngineConfig
+from mtkit.search.config import SearchOverrides
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
 
 COMMANDS = ("preprocess", "train", "average", "translate", "score", "score-pairs", "export", "import", "serve")
@@ -130,11 +130,12 @@ def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch:
     monkeypatch.setattr("mtkit.engines.streaming.translate_stream", lambda *a, **k: None)
     assert mtkit("translate", "run").exit_code == 0
     ((args, kwargs),) = calls
-    assert args == (Path("run"), EngineConfig.engine)
-    engine_defaults = {f.name: f.default for f in dataclasses.fields(EngineConfig) if f.name != "engine"}
-    assert kwargs == {**engine_defaults, "ensemble": [], **CLI_DEFAULTS}  # every engine setting, at its default
+    assert args == (Path("run"), EngineConfig(), SearchOverrides(**CLI_DEFAULTS)) and kwargs == {}  # all defaults
     assert mtkit("translate", "run", "--beam", "2", "--workers", "3", "--engine", "ctranslate2").exit_code == 0
-    assert calls[1][0][1] == "ctranslate2" and calls[1][1] == {**kwargs, "beam": 2, "workers": 3}
+    assert calls[1][0][1:] == (
+        EngineConfig(engine="ctranslate2"),
+        SearchOverrides(**CLI_DEFAULTS, beam=2, workers=3),
+    )
 
 
 def test_serve_builds_its_config_from_every_option(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,6 +144,8 @@ def test_serve_builds_its_config_from_every_option(monkeypatch: pytest.MonkeyPat
     assert calls[0][0] == ([Path("run")], ServeConfig())
     assert mtkit("serve", "run", "--port", "9000", "--max-batch-tokens", "500", "--strict").exit_code == 0
     assert calls[1][0][1] == ServeConfig(port=9000, max_batch_tokens=500, strict=True)
+    assert mtkit("serve", "run", "--engine", "ctranslate2", "--threads", "2").exit_code == 0
+    assert calls[2][0][1] == ServeConfig(engine=EngineConfig(engine="ctranslate2", threads=2))
 
 
 def test_train_dry_run_prints_the_recipe_with_the_options_given(tmp_path: Path) -> None:

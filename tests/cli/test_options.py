@@ -43,10 +43,41 @@ def command_params(name: str) -> dict:
 
 
 def test_every_serve_option_is_its_config_field() -> None:
+    """ServeConfig's own fields, and the EngineConfig fields a server uses (its engine field holds them)."""
     params = command_params("serve")
-    for f in dataclasses.fields(ServeConfig):
+    own = [f for f in dataclasses.fields(ServeConfig) if f.name != "engine"]
+    for f in own:
         assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
-    assert set(params) == {f.name for f in dataclasses.fields(ServeConfig)} | {"models"}
+    engine = {"engine", "device", "dtype", "ct2_search", "shortlist", "threads"}
+    assert set(params) == {f.name for f in own} | engine | {"models"}
+
+
+# Where a command declares an engine option otherwise than EngineConfig's field, and why.
+OWN_ENGINE_OPTIONS = {
+    ("score-pairs", "ensemble"): "its help says how an ensemble scores",
+    ("distill", "ensemble"): "its help says how teachers ensemble",
+    ("filter-pairs", "engine"): "bulk work defaults to ctranslate2 (BULK_ENGINE)",
+    ("back-translate", "engine"): "bulk work defaults to ctranslate2 (BULK_ENGINE)",
+    ("distill", "engine"): "bulk work defaults to ctranslate2, an ensemble to torch (BULK_ENGINE)",
+    ("back-translate", "ct2_search"): "bulk work defaults to native (BULK_CT2_SEARCH)",
+    ("distill", "ct2_search"): "bulk work defaults to native (BULK_CT2_SEARCH)",
+}
+
+
+def test_every_engine_option_of_every_command_is_read_from_engine_config() -> None:
+    """An option named as an EngineConfig field takes that field's default and help, in every command, but for
+    the few declared apart (OWN_ENGINE_OPTIONS); the bulk commands declare --engine once between them."""
+    fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
+    seen = set()
+    for name, command in typer.main.get_command(app).commands.items():
+        for param in command.params:
+            if param.name in fields and (name, param.name) not in OWN_ENGINE_OPTIONS:
+                f = fields[param.name]
+                assert (param.default, param.help) == (f.default, f.metadata["help"]), (name, param.name)
+                seen.add(param.name)
+    assert seen >= {"engine", "device", "dtype", "ct2_search", "shortlist", "ensemble_mode", "ensemble", "threads"}
+    engines = {(name, command_params(name)["engine"].help) for name in ("filter-pairs", "back-translate", "distill")}
+    assert len({help_text for _, help_text in engines}) == 1
 
 
 def test_translate_options_are_translate_config_and_engine_config_fields() -> None:

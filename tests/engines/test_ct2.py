@@ -16,13 +16,16 @@ from pathlib import Path
 import ctranslate2
 import pytest
 
+from mtkit.engines.config import EngineConfig
 from mtkit.engines.ct2 import MIN_BATCH, RAW_SCORES, CT2Translator
 from mtkit.engines.ct2_cache import CACHE_DIR, KEY_NAME, MODEL_NAME, model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.engines.torch_engine import Translator
 from mtkit.errors import UserError
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import SearchOverrides, TranslateConfig
 from tests.conftest import run_mtkit_in_process
+
+CT2_CPU = EngineConfig(engine="ctranslate2", device="cpu")
 
 
 def assert_same_best(torch_hyps: list, ct2_hyps: list) -> None:
@@ -199,8 +202,9 @@ def test_the_engine_imports_no_torch_where_torch_is_installed(run: Path) -> None
     """ctranslate2.specs imports torch when it can: decoding must not ask for it (mtkit.engines.interop)."""
     model_directory(run, EXPORT_ON_FIRST_USE)
     script = (
-        "import sys\nfrom mtkit.engines.factory import load_translator\n"
-        f"print(load_translator({str(run)!r}, 'ctranslate2', device='cpu').translate(['A dog.']))\n"
+        "import sys\nfrom mtkit.engines.config import EngineConfig\nfrom mtkit.engines.factory import load_translator\n"
+        "engine = EngineConfig(engine='ctranslate2', device='cpu')\n"
+        f"print(load_translator({str(run)!r}, engine).translate(['A dog.']))\n"
         "print(sorted(m for m in ('torch', 'ctranslate2.specs', 'numpy') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -248,7 +252,7 @@ def test_an_export_directory_is_used_as_given(run: Path, tmp_path: Path) -> None
 
     out = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
     assert model_directory(out, None) == out and not (out / KEY_NAME).exists()
-    translator = load_translator(out, engine="ctranslate2", device="cpu")
+    translator = load_translator(out, CT2_CPU)
     assert translator.translate(["A man is sleeping."]) == Translator.load(run).translate(["A man is sleeping."])
     assert translator.info["engine"] == "ctranslate2" and translator.info["checkpoint"]
 
@@ -310,7 +314,7 @@ def test_an_export_of_a_multilingual_model_honours_target_lang_as_torch_does(
     lines = english + [">>de<< " + english[0], "", "A dog runs in the snow."]
     for lang, beam in (("de", 4), ("fr", 4), ("fr", 1)):
         expected = Translator.load(en_de_fr_run, target_lang=lang, beam=beam, nbest=1).translate_hypotheses(lines)
-        found = load_translator(out, engine="ctranslate2", device="cpu", target_lang=lang, beam=beam, nbest=1)
+        found = load_translator(out, CT2_CPU, SearchOverrides(target_lang=lang, beam=beam, nbest=1))
         assert_same_best(expected, found.translate_hypotheses(lines))
     with pytest.raises(UserError, match="^--target-lang cs: this model translates into de, fr; choose one$"):
-        load_translator(out, engine="ctranslate2", device="cpu", target_lang="cs")
+        load_translator(out, CT2_CPU, SearchOverrides(target_lang="cs"))

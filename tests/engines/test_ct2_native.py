@@ -120,11 +120,13 @@ def test_the_option_reaches_the_engine(run: Path, lines: list[str]) -> None:
     found = mtkit("translate", str(run), "--engine", "ctranslate2", "--ct2-search", "native", "-q", stdin=text)
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines() == CT2Translator.load(run, device="cpu", native=True).translate(lines[:10] + [""])
+    from mtkit.engines.config import EngineConfig
     from mtkit.serve.app import load_service_translator
     from mtkit.serve.config import ServeConfig
 
-    assert load_service_translator(run, ServeConfig(engine="ctranslate2", ct2_search="native", device="cpu")).native
-    assert not load_service_translator(run, ServeConfig(engine="ctranslate2", device="cpu")).native
+    native = EngineConfig(engine="ctranslate2", ct2_search="native", device="cpu")
+    assert load_service_translator(run, ServeConfig(engine=native)).native
+    assert not load_service_translator(run, ServeConfig(engine=EngineConfig(engine="ctranslate2", device="cpu"))).native
 
 
 def test_native_search_needs_the_ctranslate2_engine(run: Path) -> None:
@@ -133,7 +135,7 @@ def test_native_search_needs_the_ctranslate2_engine(run: Path) -> None:
         assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
             "error: --ct2-search native: --engine torch runs mtkit's own search; use --engine ctranslate2"
         ], refused.stderr
-    from mtkit.engines.factory import load_translator
+    from mtkit.engines.config import EngineConfig
 
     with pytest.raises(UserError, match="--ct2-search fast: choose one of exact, native"):
-        load_translator(run, "ctranslate2", ct2_search="fast")
+        EngineConfig(engine="ctranslate2", ct2_search="fast")

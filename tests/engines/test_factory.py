@@ -36,8 +36,14 @@ def test_the_documented_entry_point_translates(run: Path, engine: str) -> None:
 
 def test_both_engines_give_the_documented_call_the_same_line(run: Path) -> None:
     pytest.importorskip("ctranslate2")
+    from mtkit.engines.config import EngineConfig
     from mtkit.engines.factory import load_translator
+    from mtkit.search.config import SearchOverrides
 
-    outputs = {engine: load_translator(run, engine=engine, device="cpu", beam=4).translate(["A man is sleeping."])
-               for engine in ("torch", "ctranslate2")}  # fmt: skip
+    outputs = {
+        engine: load_translator(run, EngineConfig(engine=engine, device="cpu"), SearchOverrides(beam=4)).translate(
+            ["A man is sleeping."]
+        )
+        for engine in ("torch", "ctranslate2")
+    }
     assert outputs["torch"] == outputs["ctranslate2"]

@@ -12,6 +12,7 @@ import pytest
 
 from mtkit.corpus.shortlist import ShortlistConfig, make_shortlist
 from mtkit.corpus.shortlist_record import SHORTLIST_INFO, SHORTLIST_NAME, write_shortlist
+from mtkit.engines.config import EngineConfig
 from mtkit.engines.ct2 import VMAP_NAME, CT2Translator
 from mtkit.engines.ct2_cache import model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
@@ -102,7 +103,7 @@ def test_what_cannot_work_is_one_line(run: Path, small_data: Path, tmp_path: Pat
         "error: --shortlist: --engine torch scores the whole vocabulary; use --engine ctranslate2 (its vocabulary map)"
     )
     with pytest.raises(UserError, match="--engine torch scores the whole vocabulary"):
-        load_translator(run, "torch", shortlist=True)
+        load_translator(run, EngineConfig(engine="torch", shortlist=True))
     other = tmp_path / "other-data"
     shutil.copytree(small_data, other)
     manifest = json.loads((other / "manifest.json").read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ import pytest
 
 from mtkit.engines.factory import load_translator
 from mtkit.engines.splitting import split_options, translate_split
+from mtkit.search.config import SearchOverrides
 from mtkit.text.sentences import split_sentences
 from tests.conftest import run_mtkit_in_process
 
@@ -37,7 +38,7 @@ def test_a_paragraph_translates_alike_alone_in_a_batch_and_on_two_workers(run: P
     done = translate_split(one, paragraphs, options)
     batched = [t.text for t in done]
     assert batched == [translate_split(one, [p], options)[0].text for p in paragraphs]
-    two = load_translator(run, workers=2)
+    two = load_translator(run, search=SearchOverrides(workers=2))
     assert [t.text for t in translate_split(two, paragraphs, options)] == batched
     # each sentence as the model translates it one a line, but where the guard refused that (this tiny model loops)
     sentences = [s for t in done for s in t.sentences]

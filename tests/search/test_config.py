@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from mtkit.errors import UserError
-from mtkit.search.config import TranslateConfig, length_penalty, max_length
+from mtkit.search.config import SearchOverrides, TranslateConfig, length_penalty, max_length
 
 
 def test_length_penalty_by_hand() -> None:
@@ -66,3 +66,15 @@ def test_translate_config_refuses_bad_values(bad: dict) -> None:
 def test_translate_config_allows_more_samples_than_beams_and_documents_every_field() -> None:
     assert TranslateConfig(sampling=True, beam=1, nbest=5).nbest == 5
     assert all(f.metadata.get("help") for f in dataclasses.fields(TranslateConfig))
+
+
+def test_search_overrides_hold_each_translate_config_field_and_set_only_what_was_given() -> None:
+    names = [f.name for f in dataclasses.fields(SearchOverrides)]
+    assert names == [f.name for f in dataclasses.fields(TranslateConfig)] + ["reset"]
+    assert SearchOverrides().changes() == {}
+    assert SearchOverrides(beam=2, sampling=False, target_lang=None).changes() == {"beam": 2, "sampling": False}
+    recipe = TranslateConfig(beam=6, target_lang="fr")
+    asked = SearchOverrides(nbest=2, reset=("target_lang",))
+    assert dataclasses.replace(recipe, **asked.changes()) == TranslateConfig(beam=6, nbest=2)
+    with pytest.raises(UserError, match="^translate options: no such field beams$"):
+        SearchOverrides(reset=("beams",))

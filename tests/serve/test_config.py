@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from mtkit.engines.config import EngineConfig
 from mtkit.errors import UserError
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
@@ -16,11 +17,8 @@ def test_the_documented_defaults() -> None:
     assert dataclasses.asdict(ServeConfig()) == {
         "host": "127.0.0.1",
         "port": 8080,
-        "engine": "torch",
-        "device": "auto",
-        "dtype": "fp32",
+        "engine": dataclasses.asdict(EngineConfig()),  # the engine's defaults, as `mtkit translate`'s
         "workers": None,
-        "threads": 0,
         "max_batch_tokens": None,
         "max_delay_ms": 5.0,
         "max_lines": 1000,
@@ -35,20 +33,14 @@ def test_the_documented_defaults() -> None:
         "body_timeout": 10.0,
         "grace_seconds": 5.0,
         "api_keys": None,
-        "state": None,
-        "character_limits": None,
-        "ct2_search": "exact",
-        "shortlist": False,
     }
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"engine": "onnx"}, "--engine onnx"),
         ({"port": 70000}, "--port 70000"),
         ({"workers": 0}, "--workers"),
-        ({"threads": -1}, "--threads"),
         ({"max_lines": 0}, "--max-lines"),
         ({"max_batch_tokens": 0}, "--max-batch-tokens"),
         ({"max_delay_ms": -1.0}, "--max-delay-ms"),
