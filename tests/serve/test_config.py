@@ -33,6 +33,8 @@ def test_the_documented_defaults() -> None:
         "body_timeout": 10.0,
         "grace_seconds": 5.0,
         "api_keys": None,
+        "state": None,
+        "character_limits": None,
     }
 
 
