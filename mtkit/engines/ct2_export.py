@@ -18,12 +18,12 @@ import torch
 
 from mtkit.corpus.shortlist_record import SHORTLIST_NAME, read_shortlist
 from mtkit.engines.interop import METADATA_NAME, check_export_dir, import_ctranslate2
-from mtkit.engines.torch_engine import load_model, resolve_checkpoint
+from mtkit.engines.torch_engine import load_model
 from mtkit.errors import UserError, check
 from mtkit.files import atomic_directory
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.transformer import ModelConfig, Transformer
-from mtkit.runs.checkpoint import load_checkpoint
+from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.runs.checkpoint_files import run_directory
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes

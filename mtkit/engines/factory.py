@@ -18,7 +18,7 @@ from mtkit.search.config import SearchOverrides
 
 
 def _resolve_checkpoint(path: Path) -> Path:
-    from mtkit.engines.torch_engine import resolve_checkpoint
+    from mtkit.runs.checkpoint import resolve_checkpoint
 
     return resolve_checkpoint(path)
 

@@ -26,8 +26,7 @@ from mtkit.errors import UserError, check
 from mtkit.model.packed import pack_linears
 from mtkit.model.precision import PRECISIONS, resolve_precision
 from mtkit.model.transformer import ModelConfig, Transformer, configure_cuda_kernels, preset_name
-from mtkit.runs.checkpoint import latest_valid_checkpoint, load_checkpoint
-from mtkit.runs.checkpoint_files import AVERAGE_NAME, checkpoint_candidate
+from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
 from mtkit.search.step import ModelDecoder, combine
@@ -64,17 +63,6 @@ def resolve_dtype(dtype: str, device: str) -> str:
         return resolve_precision(dtype, device, "--dtype", warn)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-
-
-def resolve_checkpoint(path: Path) -> Path:
-    """RUN_DIR -> its averaged model, else its newest valid checkpoint (past damaged ones); a file is used as given."""
-    path = Path(path)
-    candidate = checkpoint_candidate(path)  # refuses a missing path or a run without checkpoints
-    if path.is_file() or candidate.name == AVERAGE_NAME:
-        return candidate
-    found = latest_valid_checkpoint(path, warn=warn)
-    check(found is not None, f"{path}: no checkpoint found (train first, or name a checkpoint file)")
-    return found[0]  # type: ignore[index]
 
 
 def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: bool = True) -> tuple[Transformer, dict]:

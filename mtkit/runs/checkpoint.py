@@ -21,12 +21,21 @@ from typing import Any
 
 import torch
 
+from mtkit.console import warn as console_warn
 from mtkit.errors import UserError, check
 from mtkit.faults import SAVE_DELAY_MS, SAVE_FAIL_AFTER_BYTES, armed
 from mtkit.files import atomic_write
 
 # Names of a run's checkpoint files and their trailer: mtkit.runs.checkpoint_files, which reads them without torch.
-from mtkit.runs.checkpoint_files import AVERAGE_NAME, CHECKPOINT_DIR, STEP_FILE, list_checkpoints, trailer_digest
+from mtkit.runs.checkpoint_files import (
+    AVERAGE_NAME,
+    CHECKPOINT_DIR,
+    STEP_FILE,
+    checkpoint_candidate,
+    checkpoint_choices,
+    list_checkpoints,
+    trailer_digest,
+)
 from mtkit.runs.checkpoint_files import TRAILER as _TRAILER
 from mtkit.runs.checkpoint_files import TRAILER_SIZE as _TRAILER_SIZE
 
@@ -183,19 +192,40 @@ def step_path(run_dir: str | Path, step: int) -> Path:
     return Path(run_dir) / CHECKPOINT_DIR / f"step_{step:08d}.pt"
 
 
-def latest_valid_checkpoint(run_dir: str | Path, warn: Any = None, full_only: bool = False) -> tuple[Path, dict] | None:
-    """Newest checkpoint that verifies (with `full_only`, that can be resumed from); damaged newer ones are
-    reported through `warn` and skipped."""
-    for path in reversed(list_checkpoints(run_dir)):
+def find_checkpoint(
+    path: str | Path, warn: Any = None, average: bool = True, full_only: bool = False
+) -> tuple[Path, dict | None] | None:
+    """Which checkpoint `path` means, for every reader of a run: a checkpoint file, itself; a run directory, its
+    average.pt when `average` and it has one, else its newest step checkpoint that verifies (with `full_only`, that
+    training can resume from), damaged newer ones reported through `warn` and skipped. The order of the choices is
+    checkpoint_files.checkpoint_choices (which reads no checkpoint, without torch).
+
+    Returns the checkpoint with the payload it verified by, None for a file or an average.pt (its reader loads and
+    verifies it); None when the run has none. A model's reader uses resolve_checkpoint, training goes on from
+    `average=False, full_only=True` (runs.directory.agreed_checkpoint) and fine-tunes from `average=False`.
+    """
+    choices = checkpoint_choices(path, average)
+    if choices and (Path(path).is_file() or choices[0].name == AVERAGE_NAME):
+        return choices[0], None
+    for choice in choices:
         try:
-            payload = load_checkpoint(path)
+            payload = load_checkpoint(choice)
         except UserError as exc:
             if warn is not None:
                 warn(f"skipping {exc}")
             continue
         if not full_only or payload.get("kind", TRAIN_KIND) == TRAIN_KIND:
-            return path, payload
+            return choice, payload
     return None
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The checkpoint a model is read from (find_checkpoint): RUN_DIR's averaged model, else its newest valid
+    checkpoint (past damaged ones, with a warning); a file is used as given. Refused in one line when there is none."""
+    checkpoint_candidate(path)  # refuses a missing path or a run without checkpoints
+    found = find_checkpoint(path, warn=console_warn)
+    check(found is not None, f"{path}: no checkpoint found (train first, or name a checkpoint file)")
+    return found[0]  # type: ignore[index]
 
 
 def remove_stale_temporaries(run_dir: str | Path) -> list[Path]:

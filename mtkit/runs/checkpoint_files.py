@@ -29,20 +29,26 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def checkpoint_candidate(path: str | Path) -> Path:
-    """The checkpoint RUN_DIR means, unverified: average.pt, else the newest step checkpoint; a file as given.
+def checkpoint_choices(path: str | Path, average: bool = True) -> list[Path]:
+    """The checkpoints `path` may mean, first choice first: a file, itself alone; a run directory, its average.pt
+    (when `average` and it has one), then its step checkpoints newest first. Reads none of them:
+    mtkit.runs.checkpoint.find_checkpoint, the one answer to which checkpoint a run means, takes the first that
+    verifies."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    first = [path / AVERAGE_NAME] if average and (path / AVERAGE_NAME).is_file() else []
+    return first + list(reversed(list_checkpoints(path)))
 
-    mtkit.engines.torch_engine.resolve_checkpoint also verifies it and falls back past damaged ones (needs torch).
-    """
+
+def checkpoint_candidate(path: str | Path) -> Path:
+    """The checkpoint RUN_DIR means, unverified (find_checkpoint's first choice, without torch: the CTranslate2
+    cache's key): average.pt, else the newest step checkpoint; a file as given."""
     path = Path(path)
     check(path.exists(), f"{path}: no such run directory or checkpoint")
-    if path.is_file():
-        return path
-    if (path / AVERAGE_NAME).is_file():
-        return path / AVERAGE_NAME
-    steps = list_checkpoints(path)
-    check(bool(steps), f"{path}: no checkpoint found (train first, or name a checkpoint file)")
-    return steps[-1]
+    choices = checkpoint_choices(path)
+    check(bool(choices), f"{path}: no checkpoint found (train first, or name a checkpoint file)")
+    return choices[0]
 
 
 def run_directory(path: str | Path) -> Path:

@@ -16,7 +16,7 @@ from mtkit.console import log, warn
 from mtkit.errors import UserError, check
 from mtkit.faults import STALE_CHECKPOINT_RANK, armed
 from mtkit.files import write_text
-from mtkit.runs.checkpoint import latest_valid_checkpoint, load_checkpoint, model_options, remove_stale_temporaries
+from mtkit.runs.checkpoint import find_checkpoint, load_checkpoint, model_options, remove_stale_temporaries
 from mtkit.runs.checkpoint_files import list_checkpoints
 from mtkit.tokenizer import file_sha256
 
@@ -77,9 +77,9 @@ def load_parent(source: Path, recipe: dict, manifest: dict, warn: Any = None) ->
     difference when its sentencepiece model is not DATA_DIR's or its architecture is not the recipe's."""
     source = Path(source)
     if source.is_dir():
-        found = latest_valid_checkpoint(source, warn=warn)
+        found = find_checkpoint(source, warn=warn, average=False)
         check(found is not None, f"{source}: no valid checkpoint to initialize from")
-        path, payload = found
+        path, payload = found  # type: ignore[misc]
     else:
         check(source.is_file(), f"{source}: no such run directory or checkpoint to initialize from")
         path, payload = source, load_checkpoint(source)
@@ -104,7 +104,7 @@ def agreed_checkpoint(run_dir: Path, ctx: Any) -> tuple[Path, dict] | None:
     """The checkpoint to resume from (`ctx` a distributed.DistContext): rank 0 chooses the newest full one that
     verifies and every rank loads that file. Unless every rank then holds the step rank 0 chose, all stop with
     one line naming both: a node with a stale view of a shared file system would continue from other weights."""
-    found = latest_valid_checkpoint(run_dir, warn=warn, full_only=True) if ctx.is_main else None
+    found = find_checkpoint(run_dir, warn=warn, average=False, full_only=True) if ctx.is_main else None
     choice = ctx.broadcast_object(None if found is None else (str(found[0]), int(found[1]["step"])))
     if choice is None:
         return None

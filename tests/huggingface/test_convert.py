@@ -15,14 +15,14 @@ transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
 
 from mtkit.engines.ct2_export import export_ctranslate2  # noqa: E402
-from mtkit.engines.torch_engine import Translator, load_model, pad_batch, resolve_checkpoint  # noqa: E402
+from mtkit.engines.torch_engine import Translator, load_model, pad_batch  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
 from mtkit.huggingface.convert import export_huggingface, import_huggingface  # noqa: E402
 from mtkit.huggingface.marian import model_permutation  # noqa: E402
 from mtkit.model.layers import sinusoidal_positions  # noqa: E402
 from mtkit.model.transformer import ModelConfig  # noqa: E402
 from mtkit.recipe import resolve_recipe  # noqa: E402
-from mtkit.runs.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint  # noqa: E402
 from mtkit.runs.checkpoint_files import list_checkpoints  # noqa: E402
 from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
 from mtkit.training.loop import train  # noqa: E402

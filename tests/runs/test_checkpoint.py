@@ -14,7 +14,7 @@ from mtkit.runs.checkpoint import (
     BackgroundSaver,
     HostSnapshot,
     average_checkpoints,
-    latest_valid_checkpoint,
+    find_checkpoint,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
@@ -86,8 +86,8 @@ def test_latest_valid_skips_damaged_and_prune_protects(tmp_path: Path) -> None:
         path.parent.mkdir(exist_ok=True)
         save_checkpoint(path, payload(step))
     step_path(tmp_path, 30).write_bytes(b"garbage")
-    found = latest_valid_checkpoint(tmp_path)
-    assert found is not None and found[1]["step"] == 20
+    found = find_checkpoint(tmp_path, average=False)
+    assert found is not None and found[1]["step"] == 20  # type: ignore[index]
     deleted = prune_checkpoints(tmp_path, keep_last=1, protect=[step_path(tmp_path, 10)])
     assert deleted == [step_path(tmp_path, 20)]
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000010.pt", "step_00000030.pt"]
@@ -168,8 +168,8 @@ def test_prune_keeps_weights_only_files_for_the_average(tmp_path: Path) -> None:
     # Resume never picks a weights-only file, averaging reads both kinds.
     paths[5].write_bytes(b"damaged")
     paths[4].write_bytes(b"damaged")
-    assert latest_valid_checkpoint(tmp_path, full_only=True)[0] == paths[0]
-    assert latest_valid_checkpoint(tmp_path)[0] == paths[3]
+    assert find_checkpoint(tmp_path, average=False, full_only=True)[0] == paths[0]  # type: ignore[index]
+    assert find_checkpoint(tmp_path)[0] == paths[3]  # type: ignore[index]
     assert average_checkpoints(paths[2:4])["averaged_steps"] == [30, 40]
 
 
