@@ -1,16 +1,18 @@
 """SubRip and WebVTT as Jobs: numbers, identifiers, timing lines (with cue settings), the header and NOTE/STYLE/REGION
-blocks byte for byte. Cue texts are one flow cut into sentences (a cue boundary is no sentence end; a dialogue "-"
-and a cue without words are), each sentence translated whole and spread back over its cues by their characters,
-between words, then wrapped to 42-character lines, two balanced ones where they fit. Tags before a cue's first word
+blocks byte for byte. Cue texts are one flow cut into sentences (a cue boundary is no sentence end; a dialogue "-",
+a second speaker's <v Name> line and a cue without words are), each sentence translated whole and spread back over
+its cues by their characters, between words (a word cut in two where a translation has fewer words than the cues
+it spans), then wrapped to 42-character lines, two balanced ones where they fit. Tags before a line's first word
 and after its last (<i>..</i>, <v Name>, {\\an8}) stay around it when they pair up; tags among its words (<b> on a
-word, <c.x>, <00:01.000>) are dropped: no word-level place survives the spreading. WebVTT entities are decoded."""
+word, <c.x>, <lang>, <00:01.000>) stay in that line, at the same share of its words, in their order. A cue whose
+source had words never comes back empty: the last resort is its own text, counted. WebVTT entities are decoded."""
 
 from __future__ import annotations
 
 import html
 import re
 import unicodedata
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from mtkit.documents.job import DocumentError, Job
@@ -28,6 +30,7 @@ _LEAD = re.compile(rf"(?:\s|{_TAG.pattern})*(?:-\s*(?:{_TAG.pattern}\s*)*)?")
 _TRAIL = re.compile(rf"(?:\s|{_TAG.pattern})*$")
 _DASH = re.compile(rf"(?:{_TAG.pattern}|\s)*-")
 _NAME = re.compile(r"</?([A-Za-z]+)")
+_VOICE = re.compile(rf"(?:{_TAG.pattern}|\s)*<v[\s.>]")  # a line that gives its words to a speaker
 _SPLIT = re.compile(f"({_TAG.pattern})")
 
 
@@ -38,8 +41,9 @@ class _Part:
     lead: str
     text: str
     trail: str
-    dash: bool  # a dialogue line: starts a sentence
+    dash: bool  # a dialogue line or a second speaker's: starts a sentence
     out: list[str] = field(default_factory=list)  # its share of each sentence's translation, in order
+    inner: list[tuple[int, str]] = field(default_factory=list)  # tags among its words: (words before it, tag)
 
 
 @dataclass
@@ -80,6 +84,8 @@ def _job(data: bytes, name: str, language: str, vtt: bool) -> Job:
 
     owner = [i for i, cue in enumerate(cues) for _ in cue.parts]  # each part's cue
 
+    counts = {"cues": len(cues), "sentences": len(texts), "spanning": 0, "cues_kept": 0}
+
     def finish(translations: list[str]) -> bytes:
         found = iter(map(one_line, translations))
         touched = set()
@@ -91,13 +97,17 @@ def _job(data: bytes, name: str, language: str, vtt: bool) -> Job:
             for (j, _), share in zip(reached, shares(translation, [held for _, held in reached])):
                 parts[j].out.append(share)
             touched |= {owner[j] for j, _ in reached} if wordy(source) else set()
+        for part in parts:  # the last resort, where a translation is too short to give every line a piece
+            if wordy(part.text) and not any(piece.strip() for piece in part.out):
+                part.out = [part.text]
+                counts["cues_kept"] += 1
         out = list(lines)
         for i in sorted(touched, reverse=True):
             out[cues[i].first : cues[i].end] = _render(cues[i], lines, vtt)
         return encode_text(bom, "".join(out))
 
-    spanning = sum(len(_reached(start, len(s), spans)) > 1 for s, start in sentences if wordy(s))
-    return Job(texts, finish, {"cues": len(cues), "sentences": len(texts), "spanning": spanning})
+    counts["spanning"] = sum(len(_reached(start, len(s), spans)) > 1 for s, start in sentences if wordy(s))
+    return Job(texts, finish, counts)
 
 
 def _cue_texts(lines: list[str], name: str, vtt: bool) -> list[tuple[int, int]]:
@@ -126,24 +136,49 @@ def _cue_texts(lines: list[str], name: str, vtt: bool) -> list[tuple[int, int]]:
 
 
 def _cue(lines: list[str], first: int, end: int, vtt: bool) -> _Cue:
-    """A cue's text as parts: one, or one per dialogue line (a line that starts with "-")."""
+    """A cue's text as parts: one, or one per dialogue line (a line that starts with "-") and per line after the
+    first that starts a speaker's voice span (<v Name>: a second speaker)."""
     groups: list[list[str]] = []
+    voices: list[bool] = []
     for line in lines[first:end]:
-        if not groups or _DASH.match(line):
+        voice = bool(groups) and vtt and _VOICE.match(line) is not None
+        if not groups or _DASH.match(line) or voice:
             groups.append([])
+            voices.append(voice)
         groups[-1].append(line.strip())
-    return _Cue(first, end, [_part(" ".join(group), vtt) for group in groups])
+    return _Cue(first, end, [_part(" ".join(group), vtt, voice) for group, voice in zip(groups, voices)])
 
 
-def _part(written: str, vtt: bool) -> _Part:
+def _part(written: str, vtt: bool, voice: bool = False) -> _Part:
     lead = _LEAD.match(written).group()
     trail = _TRAIL.search(written, len(lead)).group()
-    middle = _TAG.sub("", written[len(lead) : len(written) - len(trail)])  # tags among the words: dropped
+    text, inner = _words_and_tags(written[len(lead) : len(written) - len(trail)], vtt)
     kept = _paired(_TAG.findall(lead), _TAG.findall(trail))
+    # A tag at the line's edge whose partner stands among its words ("<c.x>yellow</c> and") is one of them.
+    inner = [(0, tag) for tag in _TAG.findall(lead) if tag not in kept] + inner
+    inner += [(len(text.split()), tag) for tag in _TAG.findall(trail) if tag not in kept]
     lead = "".join(piece for piece in _SPLIT.split(lead) if not _TAG.fullmatch(piece) or piece in kept)
     trail = "".join(piece for piece in _SPLIT.split(trail) if not _TAG.fullmatch(piece) or piece in kept)
-    text = " ".join((html.unescape(middle) if vtt else middle).split())
-    return _Part(lead, text, trail.strip(), _DASH.match(written) is not None)
+    return _Part(lead, text, trail.strip(), voice or _DASH.match(written) is not None, inner=inner)
+
+
+def _words_and_tags(middle: str, vtt: bool) -> tuple[str, list[tuple[int, str]]]:
+    """The words of a line's middle (entities decoded in WebVTT), one space between, and each tag among them with
+    the number of words that begin before it: a start tag stands before the next word (a word it cuts, whole),
+    an end tag after the word before."""
+    plain, marks = "", []
+    for piece in _SPLIT.split(middle):
+        if _TAG.fullmatch(piece):
+            marks.append((len(plain), piece))
+        else:
+            plain += html.unescape(piece) if vtt else piece
+    words = list(re.finditer(r"\S+", plain))
+    starts, ends = [w.start() for w in words], [w.end() for w in words]
+    inner, count = [], 0
+    for at, tag in marks:  # never before the tag before it: the tags keep their order, so their nesting
+        count = max(count, bisect_left(starts, at) if tag.startswith("</") else bisect_right(ends, at))
+        inner.append((count, tag))
+    return " ".join(plain.split()), inner
 
 
 def _paired(opening: list[str], closing: list[str]) -> set[str]:
@@ -175,14 +210,22 @@ def _reached(start: int, size: int, spans: list[tuple[int, int]]) -> list[tuple[
 
 def shares(translation: str, weights: list[int]) -> list[str]:
     """The translation cut into len(weights) pieces in proportion to the weights, between words (each piece at least
-    one word while there are enough), or between characters when it has no spaces and letters of a script written
-    without them."""
+    one word while there are enough, the longest words cut in two while there are not), or between characters when
+    it has no spaces and letters of a script written without them."""
     if len(weights) == 1:
         return [translation]
     words = translation.split()
     glue = " "
     if len(words) < len(weights) and len(words) == 1 and any(unicodedata.category(c) == "Lo" for c in translation):
         words, glue = list(translation), ""
+    tight: set[int] = set()  # words[i] and words[i + 1] are the halves of one word, joined without a space
+    while len(words) < len(weights) and any(len(word) > 1 for word in words):
+        k = max(range(len(words)), key=lambda i: len(words[i]))
+        half = len(words[k]) // 2
+        while 1 < half and unicodedata.combining(words[k][half]):  # an accent stays with its letter
+            half -= 1
+        words[k : k + 1] = [words[k][:half], words[k][half:]]
+        tight = {i + (i >= k) for i in tight} | {k}
     total, cuts, running = sum(weights) or 1, [], 0
     for weight in weights[:-1]:
         running += weight
@@ -193,7 +236,10 @@ def shares(translation: str, weights: list[int]) -> list[str]:
         for k in reversed(range(len(cuts))):
             cuts[k] = min(cuts[k], (cuts[k + 1] if k + 1 < len(cuts) else len(words)) - 1)
     bounds = [0, *cuts, len(words)]
-    return [glue.join(words[bounds[k] : bounds[k + 1]]) for k in range(len(weights))]
+    return [
+        "".join(words[i] + ("" if i + 1 == high or i in tight else glue) for i in range(low, high))
+        for low, high in zip(bounds, bounds[1:])
+    ]
 
 
 def wrap(text: str, width: int = WIDTH) -> list[str]:
@@ -221,6 +267,30 @@ def _greedy(words: list[str], width: int) -> list[str]:
     return lines
 
 
+def _with_tags(words: list[str], inner: list[tuple[int, str]], source_words: int) -> list[str]:
+    """The words with the tags that stood among the source's words attached, each at the same share of the words
+    as it stood (a start tag before its word, an end tag after the word before), in their order; one more item,
+    the tags after the last word, when there are any."""
+    out, after = list(words), ""
+    opened_at = -1  # a start tag placed before word p: what follows it at that place goes after it, not before
+    for count, tag in inner:
+        p = round(count * len(words) / source_words) if source_words else len(words)
+        if p >= len(words):
+            after += tag
+        elif tag.startswith("</") and p > 0 and opened_at != p:
+            out[p - 1] += tag
+        else:
+            out[p] = _before(out[p], words[p], tag)
+            opened_at = p
+    return out + [after] if after else out
+
+
+def _before(placed: str, word: str, tag: str) -> str:
+    """The word as placed (tags before it, the word, tags after) with `tag` added last among those before it."""
+    at = placed.rfind(word)
+    return placed[:at] + tag + placed[at:]
+
+
 def _render(cue: _Cue, lines: list[str], vtt: bool) -> list[str]:
     """The cue's new text lines, each ending as its first text line did, the last as its last did."""
     eol = lines[cue.first][len(lines[cue.first].rstrip("\r\n")) :] or "\n"
@@ -228,7 +298,16 @@ def _render(cue: _Cue, lines: list[str], vtt: bool) -> list[str]:
     for part in cue.parts:
         text = " ".join(piece for piece in part.out if piece)
         wrapped = wrap(text, WIDTH - len(_TAG.sub("", part.lead)))
-        wrapped = [html.escape(line, quote=False) for line in wrapped] if vtt else wrapped
+        words = [html.escape(word, quote=False) if vtt else word for word in text.split()]
+        tagged = _with_tags(words, part.inner, len(part.text.split()))
+        at, wrapped = 0, [line.split() for line in wrapped]
+        for k, line in enumerate(wrapped):  # wrap cuts between words only: the k-th line holds the next len(line)
+            wrapped[k], at = " ".join(tagged[at : at + len(line)]), at + len(line)
+        if len(tagged) > len(words):  # tags after the last word (or a line without words)
+            if wrapped:
+                wrapped[-1] += tagged[-1]
+            else:
+                wrapped = [tagged[-1]]
         if wrapped or part.lead.strip() or part.trail:
             wrapped = wrapped or [""]
             wrapped[0] = part.lead + wrapped[0]

@@ -94,7 +94,7 @@ def test_dialogue_lines_and_framing_tags() -> None:
     recorder = Recorder()
     out = run_jobs([srt_job(document.encode(), "m.srt", "en")], recorder)[0].decode()
     assert recorder.asked == ["Where are you?", "At home.", "The big dog runs."]  # a dash starts a sentence
-    assert cues_of(out) == [["- WHERE ARE YOU?", "- <i>AT HOME.</i>"], ["{\\an8}<i>THE BIG DOG RUNS.</i>"]]
+    assert cues_of(out) == [["- WHERE ARE YOU?", "- <i>AT HOME.</i>"], ["{\\an8}<i>THE <b>BIG</b> DOG RUNS.</i>"]]
 
 
 def test_vtt_header_notes_settings_and_identifiers_are_kept() -> None:
@@ -110,8 +110,40 @@ def test_vtt_header_notes_settings_and_identifiers_are_kept() -> None:
     assert out.startswith(kept)
     assert "\n00:00:04.000 --> 00:00:06.000\n" in out
     first, second = cues_of(out.split("\n\n", 3)[3])
-    assert first[0].startswith("<v Bob>THE FOX &amp; THE") and "<c.loud>" not in out  # a tag among words: dropped
-    assert " ".join(first + second).replace("<v Bob>", "") == "THE FOX &amp; THE DOG JUMP OVER THE FENCE."
+    # a tag among the words stays in its line, at the same share of its words (the sentence's words moved)
+    assert first == ["<v Bob>THE FOX &amp; <c.loud>THE</c>"]
+    assert " ".join(first + second).replace("<v Bob>", "").replace("<c.loud>", "").replace("</c>", "") == (
+        "THE FOX &amp; THE DOG JUMP OVER THE FENCE."
+    )
+
+
+def test_every_voice_class_and_language_span_comes_back_and_no_cue_comes_back_empty() -> None:
+    """A cue of two speakers keeps both (the second's line was given to the first, its stage direction lost); class,
+    language and bold spans come back around their words, in their line; a translation with fewer words than the
+    cues its sentence spans cuts a word rather than leave a cue empty, and one too short for that leaves the cue
+    its own text (counted)."""
+    document = (
+        "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Roger>We are in New York City\n<v Neil>Hello <i>(laughs)</i> there.\n\n"
+        "00:02.000 --> 00:03.000\n<c.yellow>This is yellow</c> and <b>bold</b> text.\n\n"
+        "00:03.000 --> 00:04.000\n<lang en-US>Color</lang> and <lang en-GB>colour</lang>.\n\n"
+        "00:04.000 --> 00:05.000\nA man walks\n\n00:05.000 --> 00:06.000\ninto a bar\n\n"
+        "00:06.000 --> 00:07.000\nand drinks.\n"
+    )
+    recorder = Recorder()
+    job = vtt_job(document.encode(), "film.vtt", "en")
+    out = run_jobs([job], recorder)[0].decode()
+    assert recorder.asked[:2] == ["We are in New York City", "Hello (laughs) there."]  # a new speaker: a sentence
+    cues = cues_of(out.split("\n\n", 1)[1])
+    assert cues[0] == ["<v Roger>WE ARE IN NEW YORK CITY", "<v Neil>HELLO <i>(LAUGHS)</i> THERE."]
+    assert cues[1] == ["<c.yellow>THIS IS YELLOW</c> AND <b>BOLD</b> TEXT."]
+    assert cues[2] == ["<lang en-US>COLOR</lang> AND <lang en-GB>COLOUR.</lang>"]
+    answers = {"A man walks into a bar and drinks.": "Kneipenbesuch"}
+    out = run_jobs([job], lambda texts: [answers.get(t, t) for t in texts])[0].decode()
+    assert [cue[0] for cue in cues_of(out.split("\n\n", 1)[1])[3:]] == ["Kneipe", "nbe", "such"]
+    answers = {"A man walks into a bar and drinks.": "K"}
+    out = run_jobs([job], lambda texts: [answers.get(t, t) for t in texts])[0].decode()
+    assert [cue[0] for cue in cues_of(out.split("\n\n", 1)[1])[3:]] == ["A man walks", "K", "and drinks."]
+    assert job.counts["cues_kept"] == 2
 
 
 @pytest.mark.parametrize(
