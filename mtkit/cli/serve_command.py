@@ -46,6 +46,7 @@ def serve(
     workers: int | None = option(ServeConfig, "workers"),
     threads: int = option(EngineConfig, "threads"),
     api_keys: str | None = option(ServeConfig, "api_keys"),
+    drain_seconds: float = option(ServeConfig, "drain_seconds"),
     state: str | None = option(ServeConfig, "state"),
     character_limits: str | None = option(ServeConfig, "character_limits"),
 ) -> None:

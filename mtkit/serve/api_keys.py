@@ -1,5 +1,6 @@
 """API keys for mtkit serve: the --api-keys file (one key per line, optionally its requests per minute) and the
-check of each request against it (403 without a valid key, 429 over the key's limit in the last 60 s).
+check of each request against it (403 without a valid key, 429 over the key's limit in the last 60 s), counted in
+this process (MemoryWindows) or in a store the replicas share.
 
 Keys are secrets: no message here or in its callers ever contains one. Stdlib only; the clock is passed in.
 """
@@ -11,6 +12,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import Protocol
 
 from mtkit.errors import check
 from mtkit.files import read_lines
@@ -42,13 +44,38 @@ def read_api_keys(path: str | Path) -> dict[str, int | None]:
     return keys
 
 
-class KeyLimiter:
-    """Admits a request when its key is known and under the key's limit; thread-safe."""
+class Windows(Protocol):
+    """Where each key's recent requests are counted: this process (MemoryWindows) or a store every replica shares
+    (mtkit.serve.redis_state.RedisState)."""
 
-    def __init__(self, keys: dict[str, int | None]) -> None:
-        self.keys = keys
+    def hit(self, key: str, limit: int, window_s: float, now: float) -> bool: ...
+
+
+class MemoryWindows:
+    """Each key's requests of the last window in this process's memory: one server's default; thread-safe."""
+
+    def __init__(self) -> None:
         self._recent: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._lock = threading.Lock()
+
+    def hit(self, key: str, limit: int, window_s: float, now: float) -> bool:
+        """Count a request at `now` when the key has had fewer than `limit` in the window; False (uncounted) else."""
+        with self._lock:
+            recent = self._recent[key]
+            while recent and recent[0] <= now - window_s:
+                recent.popleft()
+            if len(recent) >= limit:
+                return False
+            recent.append(now)
+            return True
+
+
+class KeyLimiter:
+    """Admits a request when its key is known and under the key's limit, counted in `windows`."""
+
+    def __init__(self, keys: dict[str, int | None], windows: Windows | None = None) -> None:
+        self.keys = keys
+        self.windows: Windows = windows or MemoryWindows()
 
     def admit(self, key: object, now: float) -> None:
         """Raises RequestError 403 (no key or an unknown one) or 429 (over its limit); else counts the request."""
@@ -59,15 +86,8 @@ class KeyLimiter:
         if key not in self.keys:
             raise RequestError(403, "Invalid API key")
         limit = self.keys[key]
-        if limit is None:
-            return
-        with self._lock:
-            recent = self._recent[key]
-            while recent and recent[0] <= now - WINDOW_S:
-                recent.popleft()
-            if len(recent) >= limit:
-                raise RequestError(429, f"Slowdown: {limit} per 1 minute")
-            recent.append(now)
+        if limit is not None and not self.windows.hit(key, limit, WINDOW_S, now):
+            raise RequestError(429, f"Slowdown: {limit} per 1 minute")
 
 
 def load_limiter(path: str | Path | None) -> KeyLimiter | None:

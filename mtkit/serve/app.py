@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +34,12 @@ from mtkit.serve.deepl_endpoints import DeepLService, add_deepl_routes
 from mtkit.serve.files import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.http_body import read_body, read_fields
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
+from mtkit.serve.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, current_labels
+from mtkit.serve.readiness import Readiness
+from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
+from mtkit.serve.state import is_redis
 from mtkit.serve.worker import BatchWorker
 from mtkit.text.translation import guard_counts
 
@@ -144,20 +149,30 @@ def build_app(
     detectors: Detectors,
     limiter: KeyLimiter | None,
     name: Callable[[str], str],
+    state: RedisState | None = None,
 ) -> Any:
     """The FastAPI app: mtkit's POST /translate, GET /health, GET /info, and LibreTranslate's POST /translate
     (`q`), POST /detect, GET /languages, GET /frontend/settings, POST /translate_file and GET /download_file/NAME;
     every error is {"error": message}; and DeepL's /v2/ (mtkit.serve.deepl_endpoints), its errors {"message": ...}.
 
-    `stopping` is set when the server is asked to stop (see run_until_stopped).
+    `stopping` is set when the server is asked to stop (see run_until_stopped); `state`, the store replicas share
+    (translated files here, keys' windows in `limiter`, DeepL's StateStore). GET /ready (mtkit.serve.readiness, its
+    warm-up started by serve through app.state.readiness) and GET /metrics (mtkit.serve.metrics) are for operators.
     """
     from fastapi import FastAPI, Request
-    from fastapi.responses import HTMLResponse, JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
     from starlette.exceptions import HTTPException
 
     app = FastAPI(title="mtkit", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
     limits = Limits(max_bytes=cfg.max_file_bytes)
-    store = FileStore(cfg.file_store_bytes, cfg.file_minutes * 60)
+    seconds = cfg.file_minutes * 60
+    store = (
+        FileStore(cfg.file_store_bytes, seconds) if state is None else RedisFiles(state, cfg.file_store_bytes, seconds)
+    )
+    metrics = Metrics()
+    metrics.watch(router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.state.readiness = readiness = Readiness(router, state.problem if state is not None else None)
 
     def error(status: int, message: str, close: bool = False, request: Request | None = None) -> JSONResponse:
         headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
@@ -182,6 +197,7 @@ def build_app(
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
         data, own = await read_fields(request, cfg, stopping, limiter)
+        current_labels().api = "mtkit" if own else "libretranslate"
         if own:
             return JSONResponse(await translate_request(data, router, cfg))
         return JSONResponse(await libre_translate(data, router, detectors, cfg.max_lines, cfg.max_beam, cfg.strict))
@@ -207,12 +223,16 @@ def build_app(
         if limiter is not None:
             limiter.admit(fields.get("api_key", request.query_params.get("api_key")), time.monotonic())
         saved_as, document = await translate_file(fields, filename, data, router, limits, cfg.strict)
+        metrics.files("uploaded", len(data))
+        metrics.files("translated", len(document))
         name = store.put(saved_as, document, time.monotonic())
         return JSONResponse({"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"})
 
     @app.get("/download_file/{name}")
     async def download_file(name: str) -> Any:
-        return download_response(store, name)
+        response = download_response(store, name)
+        metrics.files("downloaded", len(response.body))
+        return response
 
     @app.get("/")
     @app.post("/")  # Nextcloud's LibreTranslate client tests its connection with a POST /
@@ -224,11 +244,22 @@ def build_app(
         status = 200 if router.alive else 503
         return JSONResponse({"status": "ok" if router.alive else "worker stopped", "pending": router.pending}, status)
 
+    @app.get("/ready")
+    async def ready() -> JSONResponse:  # readiness: a load balancer sends requests only while this is 200
+        reason = "draining: the server is stopping" if stopping.is_set() else await readiness.check()
+        return JSONResponse(
+            {"status": "not ready", "reason": reason} if reason else {"status": "ready"}, 503 if reason else 200
+        )
+
+    @app.get("/metrics")
+    async def prometheus_metrics() -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
     @app.get("/info")
     async def model_information() -> dict:
         return info
 
-    deepl = DeepLService(router, detectors, cfg, limiter, name)
+    deepl = DeepLService(router, detectors, cfg, limiter, name, state)
 
     async def read_deepl(request: Request, max_bytes: int | None) -> bytes:  # glossaries, documents: larger
         return await read_body(request, cfg, stopping, max_bytes, "--max-file-bytes" if max_bytes else "--max-bytes")
@@ -361,16 +392,38 @@ def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:
     return {**models[0], "models": models}
 
 
+def drain_first(
+    exit_now: Callable[[int, Any], None], readiness: Readiness, seconds: float
+) -> Callable[[int, Any], None]:
+    """uvicorn's signal handler, SIGTERM put off by --drain-seconds: GET /ready fails at once while requests are
+    still served, so the balancer stops sending before the port closes. A second signal stops at once."""
+
+    def handle(sig: int, frame: Any) -> None:
+        if sig != signal.SIGTERM or readiness.draining or seconds <= 0:
+            exit_now(sig, frame)
+            return
+        readiness.draining = True
+        log(f"draining: GET /ready answers 503 for {seconds:g} s (--drain-seconds), then the server stops")
+        timer = threading.Timer(seconds, exit_now, (sig, None))
+        timer.daemon = True
+        timer.start()
+
+    return handle
+
+
 def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
     """Load the models of RUN_DIRs and serve them until SIGTERM or SIGINT, which finish the requests in flight."""
     uvicorn = import_uvicorn()
     limiter = load_limiter(cfg.api_keys)
+    state = RedisState(cfg.state) if cfg.state and is_redis(cfg.state) else None  # else DeepL's SQLite file
+    if limiter is not None and state is not None:
+        limiter.windows = state  # a key's limit holds across the replicas that share the store
     router = load_models(run_dirs if isinstance(run_dirs, list) else [run_dirs], cfg)
     detectors, name = load_detectors(router)
     info = server_info(router, cfg)
     sock = bind(cfg.host, cfg.port)
     stopping = asyncio.Event()
-    app = build_app(router, cfg, info, stopping, detectors, limiter, name)
+    app = build_app(router, cfg, info, stopping, detectors, limiter, name, state)
     # No timeout_graceful_shutdown: it would cancel admitted translations too. Stalled bodies are bounded by
     # read_body instead, and uvicorn closes idle connections at once when it stops.
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
@@ -388,6 +441,8 @@ def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
     # uvicorn handles SIGTERM while it runs and re-raises it once drained; this handler makes that re-raise a
     # no-op (so we exit 0), and a SIGTERM just before uvicorn took over still stops it at once.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
+    server.handle_exit = drain_first(server.handle_exit, app.state.readiness, cfg.drain_seconds)
+    app.state.readiness.prepare_warm_up()  # GET /ready answers 503 until every model has decoded a line
     router.start()
     host, port = sock.getsockname()[:2]
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

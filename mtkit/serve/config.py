@@ -85,11 +85,19 @@ class ServeConfig:
             "translate and detect then need a key (403 without, 429 over its limit)."
         },
     )
+    drain_seconds: float = field(
+        default=0.0,
+        metadata={
+            "help": "After SIGTERM, seconds GET /ready answers 503 while requests are still served, so a load "
+            "balancer stops sending before the server stops listening."
+        },
+    )
     state: str | None = field(
         default=None,
         metadata={
-            "help": "SQLite file of what the server keeps across restarts: DeepL's glossaries, characters per key "
-            "and documents (default ~/.local/state/mtkit/state.sqlite3, or under $XDG_STATE_HOME)."
+            "help": "Where state is kept: an SQLite file for one server (DeepL's glossaries, usage and documents; "
+            "default ~/.local/state/mtkit/state.sqlite3, or under $XDG_STATE_HOME), or redis://HOST:PORT/DB, a "
+            "store every replica shares (those, keys' limits and translated files; default: this process's memory)."
         },
     )
     character_limits: str | None = field(
@@ -109,4 +117,5 @@ class ServeConfig:
         check(self.body_timeout > 0, "--body-timeout must be > 0")
         check(self.file_minutes > 0, "--file-minutes must be > 0")
         check(self.grace_seconds >= 0, "--grace-seconds must be >= 0")
+        check(self.drain_seconds >= 0, "--drain-seconds must be >= 0")
         check(0 <= self.port <= 65535, f"--port {self.port}: not a TCP port")

@@ -10,7 +10,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mtkit.engines.contract import Translating, encode_texts, language_pairs, source_codes
 from mtkit.engines.output import best_lines
@@ -28,6 +28,15 @@ def model_pairs(translator: Translating) -> list[tuple[str, str]]:
     return language_pairs(translator.tokenizer, translator.info.get("manifest", {}))
 
 
+class Observing(Protocol):
+    """What a model tells the server's metrics (mtkit.serve.metrics.Metrics): the sentences it was given and what
+    the guard did to each."""
+
+    def decoded(self, model: str, lines: list[str]) -> None: ...
+
+    def guarded(self, model: str, actions: list[str]) -> None: ...
+
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # NAME of NAME=PATH: no path separators
 
 
@@ -39,6 +48,7 @@ class ServedModel:
     translator: Translating
     worker: BatchWorker
     pairs: list[tuple[str, str]] = field(default_factory=list)
+    observer: Observing | None = None
 
     async def decode(
         self,
@@ -75,6 +85,8 @@ class ServedModel:
         job = Job(ids, search, prefixes=prefixes)
         if not self.worker.submit(job):
             raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
+        if self.observer is not None:
+            self.observer.decoded(self.name, texts)
         try:
             return await asyncio.wrap_future(job.future)
         except Exception as exc:  # noqa: BLE001 - the worker logged the traceback
@@ -106,7 +118,10 @@ class ServedModel:
         async def translate(sentences: list[str]) -> list[Output]:
             return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, target=target))
 
-        return await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
+        done = await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
+        if self.observer is not None:
+            self.observer.guarded(self.name, [sentence.guard for text in done for sentence in text.sentences])
+        return done
 
     async def translate_whole(
         self,

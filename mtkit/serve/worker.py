@@ -11,6 +11,7 @@ import queue
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -57,6 +58,13 @@ class BatchWorker:
         self._stopped = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="mtkit-serve-worker", daemon=True)
+        # Told of each batch decoded: (lines, source tokens, target tokens of the best hypotheses); the metrics'.
+        self.on_batch: Callable[[int, int, int], None] | None = None
+        # Source ids decoded once on the thread before its first job (mtkit.serve.readiness sets them): the first
+        # batch pays for allocations and kernel choices, not a client. `warmed` is set once done (at once without).
+        self.warm_up: list[list[int]] | None = None
+        self.warm_up_error = ""
+        self.warmed = threading.Event()
 
     @property
     def pending(self) -> int:
@@ -88,9 +96,21 @@ class BatchWorker:
         return True
 
     def _run(self) -> None:
+        self._warm()
         while (first := self._queue.get()) is not None:
             for group in group_by_options(self._collect(first)):
                 self._decode(group)
+
+    def _warm(self) -> None:
+        """Decode the warm-up lines with the model's own search options; jobs queued meanwhile wait for it."""
+        try:
+            if self.warm_up is not None:
+                self.translator.search_ids(self.warm_up)
+        except Exception as exc:  # noqa: BLE001 - an unready server says why, and keeps taking work
+            self.warm_up_error = f"{type(exc).__name__}: {exc}"
+            warn(f"warm-up failed:\n{traceback.format_exc()}")
+        finally:
+            self.warmed.set()
 
     def _collect(self, first: Job) -> list[Job]:
         """`first` and whatever arrives until the token budget is reached or the delay has passed."""
@@ -121,6 +141,9 @@ class BatchWorker:
         except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
             warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
             error = exc
+        if error is None and self.on_batch is not None:
+            source = sum(job.tokens for job in jobs)
+            self.on_batch(len(results), source, sum(len(hyps[0].tokens) + 1 for hyps in results if hyps))
         start = 0
         for job in jobs:
             if error is None:

@@ -35,6 +35,7 @@ def test_the_documented_defaults() -> None:
         "api_keys": None,
         "state": None,
         "character_limits": None,
+        "drain_seconds": 0.0,
     }
 
 
@@ -45,6 +46,7 @@ def test_the_documented_defaults() -> None:
         ({"workers": 0}, "--workers"),
         ({"max_lines": 0}, "--max-lines"),
         ({"max_batch_tokens": 0}, "--max-batch-tokens"),
+        ({"drain_seconds": -1}, "--drain-seconds"),
         ({"max_delay_ms": -1.0}, "--max-delay-ms"),
         ({"body_timeout": 0.0}, "--body-timeout"),
         ({"grace_seconds": -1.0}, "--grace-seconds"),
