@@ -3,10 +3,11 @@ and files changed) sharing state in Debian's redis-server, all on 127.0.0.1 and 
 naming what is missing, where nginx or redis-server is not installed (.ci/run installs both).
 
 Shown: 8 clients for LOAD_S seconds through nginx with one replica killed -9 half-way, every request answered 200
-with its translation; the replica restarted and ready within RESTART_S; a document uploaded through nginx and
-downloaded from either replica; a key of 60 requests a minute refused its 61st across both; a DeepL glossary made
-through one replica translating through the other; the store stopped: translation answers, what needs the store
-is a 503 naming it, and all recovers once it is back.
+with its translation (half of them through DeepL's API, their characters counted in Redis once each); the replica
+restarted and ready within RESTART_S; a document uploaded through nginx and downloaded from either replica; a key
+of 60 requests a minute refused its 61st across both; a DeepL glossary made through one replica translating
+through the other; the store stopped: translation answers, what needs the store is a 503 naming it, and all
+recovers once it is back.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ pytest.importorskip("redis", reason="redis (redis-py) is not installed: pip inst
 CLIENTS = 8
 LOAD_S = 20.0
 RESTART_S = 90.0  # a killed replica, started again, answers GET /ready 200 within this (torch import, load, warm-up)
-OPEN_KEY, LIMITED_KEY = "open-key", "limited-key"
+OPEN_KEY, LIMITED_KEY, USAGE_KEY = "open-key", "limited-key", "usage-key"
 LIMIT = 60
 
 
@@ -106,7 +107,7 @@ class Replica:
 def cluster(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("replicas")
     keys = root / "keys.txt"
-    keys.write_text(f"{OPEN_KEY}\n{LIMITED_KEY} {LIMIT}\n", encoding="utf-8")
+    keys.write_text(f"{OPEN_KEY}\n{LIMITED_KEY} {LIMIT}\n{USAGE_KEY}\n", encoding="utf-8")
     redis = Redis(root)
     replicas: list[Replica] = []
     nginx = None
@@ -127,14 +128,22 @@ def cluster(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
 
 def test_a_replica_killed_under_load_loses_no_request(cluster, flickr_lines: list[str]) -> None:
     redis, replicas, nginx = cluster
+    """Even clients speak mtkit's API, odd ones DeepL's, whose characters are counted per key in Redis: the count
+    is never below the characters answered (nothing lost) and above them only by requests nginx saw cut."""
     lines = [line for line in flickr_lines if line.strip()][:CLIENTS]
     expected = translate(replicas[0].port, lines)[1]["translations"]  # one replica's answer, asked directly
+    for index in range(1, CLIENTS, 2):
+        expected[index] = deepl_translate(replicas[0].port, lines[index])[1]
+    usage_before = deepl(replicas[0].port, "GET", "/v2/usage", key=USAGE_KEY)[1]["character_count"]
     answers: list[list[tuple[int, str]]] = [[] for _ in range(CLIENTS)]
     stop = threading.Event()
 
     def client(index: int) -> None:
         while not stop.is_set():
             try:
+                if index % 2:
+                    answers[index].append(deepl_translate(nginx.port, lines[index]))
+                    continue
                 status, answer = translate(nginx.port, [lines[index]])
                 answers[index].append((status, answer.get("translations", [answer.get("error")])[0]))
             except Exception as exc:  # noqa: BLE001 - a lost request is counted, not raised in a thread
@@ -163,7 +172,12 @@ def test_a_replica_killed_under_load_loses_no_request(cluster, flickr_lines: lis
     # nginx met the dead replica (a cut request or a refused connection) and sent the request to the other
     retried = [line for line in (nginx.root / "error.log").read_text().splitlines() if "upstream" in line]
     assert retried, "no request met the killed replica"
+    answered = sum(len(lines[i]) * len(answers[i]) for i in range(1, CLIENTS, 2))
+    counted = deepl(nginx.port, "GET", "/v2/usage", key=USAGE_KEY)[1]["character_count"] - usage_before
+    cut = sum("prematurely closed" in line and "/v2/translate" in line for line in retried)
+    assert answered <= counted <= answered + cut * max(len(line) for line in lines), (answered, counted, cut)
     print(f"{total} requests from {CLIENTS} clients, all 200 ({len(retried)} retried by nginx on the other replica);")
+    print(f"DeepL characters answered {answered}, counted {counted}")
     print(f"the killed replica was ready again {restart_s:.1f} s after its restart began")
 
 
@@ -186,10 +200,18 @@ def test_a_keys_limit_holds_across_both_replicas(cluster) -> None:
     assert translate(nginx.port, ["A dog."], LIMITED_KEY)[0] == 429
 
 
-def deepl(port: int, method: str, path: str, payload: dict | None = None) -> tuple[int, dict]:
-    headers = {"Authorization": f"DeepL-Auth-Key {OPEN_KEY}", "Content-Type": "application/json"}
+def deepl(port: int, method: str, path: str, payload: dict | None = None, key: str = OPEN_KEY) -> tuple[int, dict]:
+    headers = {"Authorization": f"DeepL-Auth-Key {key}", "Content-Type": "application/json"}
     status, body = request(port, method, path, json.dumps(payload).encode() if payload else None, headers)
     return status, json.loads(body) if body else {}
+
+
+def deepl_translate(port: int, line: str) -> tuple[int, str]:
+    """(status, the translation or the error) of one line through DeepL's API, its characters counted for USAGE_KEY."""
+    status, answer = deepl(
+        port, "POST", "/v2/translate", {"text": [line], "source_lang": "EN", "target_lang": "DE"}, USAGE_KEY
+    )
+    return status, answer["translations"][0]["text"] if status == 200 else answer.get("message", "")
 
 
 def test_a_glossary_made_through_one_replica_translates_through_the_other(cluster) -> None:

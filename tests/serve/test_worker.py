@@ -163,3 +163,28 @@ def test_the_tiny_model_answers_each_job_as_its_own_search(tiny_run: Path, multi
     finally:
         worker.stop()
     assert got[0][0].tokens[: len(prefix)] == prefix
+
+
+def test_the_warm_up_runs_before_the_first_job_and_is_no_request() -> None:
+    """Jobs submitted during the warm-up wait for it; it is neither pending nor batched with them; a failed
+    warm-up is recorded (readiness reports it) and the worker still answers; each batch is told to on_batch."""
+    translator = RecordingTranslator()
+    worker = worker_for(translator)
+    batches: list[tuple[int, int, int]] = []
+    worker.on_batch = lambda *sizes: batches.append(sizes)
+    worker.warm_up = [[7, 7]]
+    job = job_for([[1, 2]], 1, 1)
+    assert worker.submit(job) and worker.pending == 1 and not worker.warmed.is_set()
+    worker.start()
+    assert job.future.result(timeout=TIMEOUT_S) == [[Hypothesis([1, 2], 0.0, 0.0)]]
+    worker.stop()
+    assert worker.warmed.is_set() and worker.warm_up_error == "" and worker.pending == 0
+    assert [search[0] for search in translator.searches] == [[[7, 7]], [[1, 2]]]
+    assert batches == [(1, 3, 3)]  # the job's batch only: 1 line, 2 tokens + eos read, 2 + eos written
+    failing = worker_for(RecordingTranslator())
+    failing.warm_up = [[-1]]
+    failing.start()
+    assert failing.warmed.wait(TIMEOUT_S) and failing.warm_up_error == "RuntimeError: search failed"
+    later = job_for([[3]], 1, 1)
+    assert failing.submit(later) and later.future.result(timeout=TIMEOUT_S) == [[Hypothesis([3], 0.0, 0.0)]]
+    failing.stop()
