@@ -34,7 +34,7 @@ from mtkit.serve.deepl_endpoints import DeepLService, add_deepl_routes
 from mtkit.serve.files import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.http_body import read_body, read_fields
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
-from mtkit.serve.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, current_labels
+from mtkit.serve.metrics import CONTENT_TYPE, METRICS_HINT, MetricsMiddleware, current_labels, load_metrics
 from mtkit.serve.readiness import Readiness
 from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
@@ -169,9 +169,10 @@ def build_app(
     store = (
         FileStore(cfg.file_store_bytes, seconds) if state is None else RedisFiles(state, cfg.file_store_bytes, seconds)
     )
-    metrics = Metrics()
-    metrics.watch(router)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    metrics = load_metrics()
+    if metrics is not None:
+        metrics.watch(router)
+        app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.state.readiness = readiness = Readiness(router, state.problem if state is not None else None)
 
     def error(status: int, message: str, close: bool = False, request: Request | None = None) -> JSONResponse:
@@ -223,15 +224,17 @@ def build_app(
         if limiter is not None:
             limiter.admit(fields.get("api_key", request.query_params.get("api_key")), time.monotonic())
         saved_as, document = await translate_file(fields, filename, data, router, limits, cfg.strict)
-        metrics.files("uploaded", len(data))
-        metrics.files("translated", len(document))
+        if metrics is not None:
+            metrics.files("uploaded", len(data))
+            metrics.files("translated", len(document))
         name = store.put(saved_as, document, time.monotonic())
         return JSONResponse({"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"})
 
     @app.get("/download_file/{name}")
     async def download_file(name: str) -> Any:
         response = download_response(store, name)
-        metrics.files("downloaded", len(response.body))
+        if metrics is not None:
+            metrics.files("downloaded", len(response.body))
         return response
 
     @app.get("/")
@@ -253,6 +256,8 @@ def build_app(
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:
+        if metrics is None:
+            raise RequestError(503, METRICS_HINT)
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)
 
     @app.get("/info")

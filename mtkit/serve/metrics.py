@@ -3,7 +3,8 @@ queue depth and batch sizes, what each model translated, guard actions and file 
 
 Labels are bounded sets (route templates, API names, status codes, model names): never a client's address, key or
 text. One registry per app, so that apps made in one process do not share counts; a server is one process, so no
-multiprocess mode is needed. prometheus-client, part of the `serve` extra, is imported when the app is built.
+multiprocess mode is needed. prometheus-client, part of the `serve` extra, is imported when the app is built; a
+server without it runs all the same, its /metrics a 503 saying how to install it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from mtkit.console import log
 
 if TYPE_CHECKING:
     from mtkit.serve.router import Router
@@ -26,6 +29,7 @@ TOKEN_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536)
 # The API each route belongs to; /translate is mtkit's or LibreTranslate's by its body (RequestLabels.api).
 LIBRE_ROUTES = {"/detect", "/languages", "/frontend/settings", "/translate_file", "/download_file/{name}"}
 OTHER_ROUTE = "other"  # a path no route matched (404): one label, whatever the path
+METRICS_HINT = "GET /metrics needs prometheus-client: pip install -e '.[serve]'"
 
 
 @dataclass
@@ -50,6 +54,16 @@ def route_api(route: str, labels: RequestLabels) -> str:
     if route.startswith("/v2/"):
         return "deepl"
     return "libretranslate" if route in LIBRE_ROUTES else "mtkit"
+
+
+def load_metrics() -> Metrics | None:
+    """The server's metrics, or None (one log line) where prometheus-client is not installed."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        log(f"metrics disabled: {METRICS_HINT}")
+        return None
+    return Metrics()
 
 
 class Metrics:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from mtkit.errors import check
+from mtkit.errors import UserError, check
 from mtkit.serve.files import StoredFile, safe_filename
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import DocumentRecord, GlossaryRecord
@@ -86,7 +86,10 @@ class RedisState:
 
     def __init__(self, url: str) -> None:
         check(url.startswith(("redis://", "rediss://")), f"--state {public_url(url)}: expected redis://HOST:PORT/DB")
-        import redis
+        try:
+            import redis
+        except ImportError:
+            raise UserError(f"--state {public_url(url)} needs redis-py: pip install -e '.[serve]'") from None
 
         self.url = public_url(url)
         self.errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)

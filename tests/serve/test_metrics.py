@@ -9,6 +9,7 @@ import asyncio
 import http.client
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -146,3 +147,23 @@ def test_readiness_reasons() -> None:
     readiness.draining = False
     model.worker.warm_up_error = "RuntimeError: out of memory"
     assert check() == "en-de: warm-up failed: RuntimeError: out of memory"
+
+
+def test_a_server_without_prometheus_client_or_redis_still_serves(tiny_run: Path, tmp_path: Path) -> None:
+    """The single server needs nothing new: without prometheus-client and redis-py importable it translates, is
+    ready, and answers /metrics 503 saying what to install."""
+    without = (
+        sys.executable,
+        "-c",
+        "import sys; sys.modules['prometheus_client'] = sys.modules['redis'] = None; "
+        "from mtkit.cli.main import main; main()",
+    )
+    server = Server(tiny_run, tmp_path / "stderr.log", command=without)
+    try:
+        wait_ready(server)
+        assert server.translate({"text": ["A dog runs."]})[0] == 200
+        status, _, answer = server.request("GET", "/metrics")
+        assert status == 503 and "pip install" in answer["error"]
+        assert "metrics disabled" in server.log.read_text()
+    finally:
+        server.stop()
