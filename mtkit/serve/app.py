@@ -12,7 +12,6 @@ import copy
 import dataclasses
 import signal
 import socket
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +34,7 @@ from mtkit.serve.files import FileStore, download_response, file_upload, transla
 from mtkit.serve.http_body import read_body, read_fields
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
 from mtkit.serve.metrics import CONTENT_TYPE, METRICS_HINT, MetricsMiddleware, current_labels, load_metrics
-from mtkit.serve.readiness import Readiness
+from mtkit.serve.readiness import Readiness, drain_first
 from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
@@ -123,7 +122,9 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
     warnings: list[str] = []
     answer: dict[str, Any]
     if parsed.split:
-        options = split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
+        options = parsed.options(
+            split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
+        )
         done = await model.translate_split(parsed.lines, options, parsed.search, cfg.strict, warnings, parsed.target)
         answer = {
             "translations": [text.text for text in done],
@@ -395,25 +396,6 @@ def server_info(router: Router, cfg: ServeConfig) -> dict[str, Any]:
         for model in router.models
     ]
     return {**models[0], "models": models}
-
-
-def drain_first(
-    exit_now: Callable[[int, Any], None], readiness: Readiness, seconds: float
-) -> Callable[[int, Any], None]:
-    """uvicorn's signal handler, SIGTERM put off by --drain-seconds: GET /ready fails at once while requests are
-    still served, so the balancer stops sending before the port closes. A second signal stops at once."""
-
-    def handle(sig: int, frame: Any) -> None:
-        if sig != signal.SIGTERM or readiness.draining or seconds <= 0:
-            exit_now(sig, frame)
-            return
-        readiness.draining = True
-        log(f"draining: GET /ready answers 503 for {seconds:g} s (--drain-seconds), then the server stops")
-        timer = threading.Timer(seconds, exit_now, (sig, None))
-        timer.daemon = True
-        timer.start()
-
-    return handle
 
 
 def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:

@@ -1,5 +1,6 @@
 """GET /ready for mtkit serve: ready only when every model has decoded its warm-up line, every worker runs, the
-shared state store answers (when there is one) and the server is not draining; else 503 with the reason.
+shared state store answers (when there is one) and the server is not draining; else 503 with the reason; and the
+drain itself: SIGTERM with --drain-seconds fails readiness first and stops the server after.
 
 GET /health stays the liveness check (the process answers). No HTTP framework here: the app asks `check`.
 """
@@ -7,8 +8,12 @@ GET /health stays the liveness check (the process answers). No HTTP framework he
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from collections.abc import Callable
+from typing import Any
 
+from mtkit.console import log
 from mtkit.engines.contract import encode_texts, source_codes
 from mtkit.serve.router import Router, ServedModel
 
@@ -52,3 +57,22 @@ def warm_up_ids(model: ServedModel) -> list[list[int]]:
     target = translator.cfg.target_lang or (model.pairs[0][1] if model.pairs else None)
     codes, texts = source_codes(translator.tokenizer, [WARM_UP_LINE], target, option="target")
     return encode_texts(translator.tokenizer, codes, texts, translator.max_source_tokens)
+
+
+def drain_first(
+    exit_now: Callable[[int, Any], None], readiness: Readiness, seconds: float
+) -> Callable[[int, Any], None]:
+    """uvicorn's signal handler, SIGTERM put off by --drain-seconds: GET /ready fails at once while requests are
+    still served, so the balancer stops sending before the port closes. A second signal stops at once."""
+
+    def handle(sig: int, frame: Any) -> None:
+        if sig != signal.SIGTERM or readiness.draining or seconds <= 0:
+            exit_now(sig, frame)
+            return
+        readiness.draining = True
+        log(f"draining: GET /ready answers 503 for {seconds:g} s (--drain-seconds), then the server stops")
+        timer = threading.Timer(seconds, exit_now, (sig, None))
+        timer.daemon = True
+        timer.start()
+
+    return handle
