@@ -114,8 +114,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--lines", type=int, default=8)
-    parser.add_argument("serve_options", nargs="*")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    serve_options = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     with gzip.open(ROOT / "data" / "multi30k" / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as source:
         lines = [next(source).strip() for _ in range(args.lines)]
     cores = len(os.sched_getaffinity(0))
@@ -123,7 +124,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)
         ports = [free_port(), free_port()]
-        one = start_replica(args.run, ports[0], cores, args.serve_options, root / "replica-1.log")
+        one = start_replica(args.run, ports[0], cores, serve_options, root / "replica-1.log")
         nginx = None
         try:
             results["one_direct"] = load(ports[0], args.clients, args.seconds, lines)
@@ -133,8 +134,8 @@ def main() -> None:
             one.terminate()
             one.wait()
             half = max(1, cores // 2)
-            one = start_replica(args.run, ports[0], half, args.serve_options, root / "replica-1b.log")
-            two = start_replica(args.run, ports[1], half, args.serve_options, root / "replica-2.log")
+            one = start_replica(args.run, ports[0], half, serve_options, root / "replica-1b.log")
+            two = start_replica(args.run, ports[1], half, serve_options, root / "replica-2.log")
             try:
                 nginx, port = start_nginx(ports, root)
                 results["two_via_nginx"] = load(port, args.clients, args.seconds, lines)
