@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from mtkit.corpus.plan import shard_range
+from mtkit.corpus.plan import shard_label, shard_range
 from mtkit.errors import UserError, check
 from mtkit.files import BAD_UTF8_MODES, count_lines, decode_line, open_binary
 
@@ -43,9 +43,8 @@ class ShardSpec:
 
     @property
     def label(self) -> str:
-        """shard-00002-of-00003: zero-padded, so that the files of a set sort in order."""
-        width = max(5, len(str(self.count)))
-        return f"shard-{self.index:0{width}d}-of-{self.count:0{width}d}"
+        """shard-00002-of-00003 (mtkit.corpus.plan.shard_label)."""
+        return shard_label(self.index, self.count)
 
     def line_range(self, total: int, align: int = 1) -> tuple[int, int]:
         return line_range(total, self.count, self.index - 1, align)

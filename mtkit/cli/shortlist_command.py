@@ -11,8 +11,8 @@ import typer
 from mtkit.cli.command import emit, user_errors
 from mtkit.cli.options import option
 from mtkit.corpus.shortlist import ShortlistConfig, make_shortlist
-from mtkit.corpus.shortlist_record import SHORTLIST_NAME
 from mtkit.errors import check
+from mtkit.file_names import SHORTLIST_NAME
 
 
 @user_errors

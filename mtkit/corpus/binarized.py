@@ -19,6 +19,7 @@ import torch
 
 from mtkit.corpus.batching import round_up
 from mtkit.errors import UserError, check
+from mtkit.file_names import MANIFEST_NAME
 from mtkit.files import atomic_write
 from mtkit.readahead import ReadAhead
 
@@ -26,7 +27,6 @@ from mtkit.readahead import ReadAhead
 Resample = Callable[[list[np.ndarray], list[np.ndarray], np.ndarray, int], tuple[list[np.ndarray], list[np.ndarray]]]
 FORMAT = "mtkit-data"
 VERSION = 1
-MANIFEST = "manifest.json"
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
@@ -85,7 +85,7 @@ class BinaryWriter:
 
 def read_manifest(data_dir: str | Path) -> dict:
     """The manifest of a preprocessed directory; missing or invalid is a UserError naming it."""
-    path = Path(data_dir) / MANIFEST
+    path = Path(data_dir) / MANIFEST_NAME
     check(path.is_file(), f"{path}: no such file (run `mtkit preprocess` to create {data_dir})")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -220,7 +220,7 @@ def map_side(data_dir: str | Path, split: str, lang: str, dtype: np.dtype, pairs
         check(path.is_file(), f"{path}: no such file (incomplete data directory; run `mtkit preprocess` again)")
     check(
         idx_path.stat().st_size == (pairs + 1) * 8,
-        f"{idx_path}: expected {pairs + 1} offsets as in {MANIFEST}, file size {idx_path.stat().st_size}",
+        f"{idx_path}: expected {pairs + 1} offsets as in {MANIFEST_NAME}, file size {idx_path.stat().st_size}",
     )
     offsets = np.memmap(idx_path, dtype=np.int64, mode="r")
     n_tokens = int(offsets[-1])

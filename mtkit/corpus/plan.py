@@ -154,10 +154,16 @@ def shard_range(total: int, index: int, count: int, align: int) -> tuple[int, in
     return min(start, total), min(end, total)
 
 
-def shard_directory(out_dir: Path, index: int, count: int) -> Path:
-    """DATA.shard-00002-of-00003, beside DATA: zero-padded as the bulk commands' shard files, so a set sorts."""
+def shard_label(index: int, count: int) -> str:
+    """shard-00002-of-00003: shard K of N (from 1), zero-padded so that a set sorts in order; the name of a sharded
+    preprocess run's directory and of a bulk command's shard files alike."""
     width = max(5, len(str(count)))
-    return out_dir.with_name(f"{out_dir.name}.shard-{index:0{width}d}-of-{count:0{width}d}")
+    return f"shard-{index:0{width}d}-of-{count:0{width}d}"
+
+
+def shard_directory(out_dir: Path, index: int, count: int) -> Path:
+    """DATA.shard-00002-of-00003, beside DATA (shard_label)."""
+    return out_dir.with_name(f"{out_dir.name}.{shard_label(index, count)}")
 
 
 def shard_plan(plan: Plan, index: int, count: int, chunk_pairs: int) -> tuple[Plan, dict[str, list[int]]]:

@@ -24,11 +24,12 @@ import numpy as np
 from rich.progress import Progress
 
 from mtkit.console import log, progress
-from mtkit.corpus.binarized import FORMAT, MANIFEST, VERSION, BinaryWriter, token_dtype
+from mtkit.corpus.binarized import FORMAT, VERSION, BinaryWriter, token_dtype
 from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, manifest_options
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
 from mtkit.corpus.plan import Plan, Split, plan_splits, shard_directory, shard_plan
 from mtkit.errors import check
+from mtkit.file_names import MANIFEST_NAME, SPM_NAME
 from mtkit.files import atomic_directory, atomic_write, write_text
 from mtkit.tokenizer import (
     TableTokenizer,
@@ -41,7 +42,6 @@ from mtkit.tokenizer import (
 
 DROP_REASONS = ("empty", "too_short", "too_long", "ratio", *FILTER_REASONS, "duplicate")  # in the order tried
 CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream
-SPM_MODEL = "spm.model"
 DIGESTS = "{split}.digests"  # in a shard's directory: the uint64 digest of each kept pair of a deduplicated corpus
 
 
@@ -72,7 +72,8 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
         )
         out_dir = shard_directory(out_dir, *shard)
     check(
-        not out_dir.exists() or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST).is_file())),
+        not out_dir.exists()
+        or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST_NAME).is_file())),
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
     whole = plan_splits(cfg, CHUNK_PAIRS)  # every count and mismatch check happens before anything is written
@@ -91,11 +92,11 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
     cleanings = [_cleaning(split.corpus) for split in plan.train_splits() if split.corpus is not None]
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
-            (tmp / SPM_MODEL).write_bytes(reused.to_bytes())
+            (tmp / SPM_NAME).write_bytes(reused.to_bytes())
             tokenizer = reused
         else:
-            tokenizer = _train_sentencepiece(cfg, plan, tmp / SPM_MODEL)
-        prefixes = _prefix_ids(plan, tokenizer, SPM_MODEL)
+            tokenizer = _train_sentencepiece(cfg, plan, tmp / SPM_NAME)
+        prefixes = _prefix_ids(plan, tokenizer, SPM_NAME)
         splits = _encode_all(cfg, plan, prefixes, tokenizer, cleanings, tmp)
         first = plan.corpora[0] if plan.corpora else None
         manifest = {
@@ -105,7 +106,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
             "source_lang": first.source_lang if first else cfg.source_lang,
             "target_lang": first.target_lang if first else cfg.target_lang,
             "vocab_size": tokenizer.vocab_size,
-            "spm_sha256": file_sha256(tmp / SPM_MODEL),
+            "spm_sha256": file_sha256(tmp / SPM_NAME),
             "splits": splits,
             "pairs": plan.pairs,
             "language_tokens": plan.language_tokens,
@@ -120,7 +121,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
         }
         if shard is not None:  # last: the join drops it and the rest is the whole run's manifest
             manifest["shard"] = {"index": shard[0], "count": shard[1], "chunk_pairs": CHUNK_PAIRS, "lines": lines}
-        write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        write_text(tmp / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from mtkit.corpus.binarized import (
-    MANIFEST,
     BinaryWriter,
     data_paths,
     map_side,
@@ -24,8 +23,9 @@ from mtkit.corpus.binarized import (
     token_dtype,
 )
 from mtkit.corpus.plan import shard_directory, shard_range
-from mtkit.corpus.preprocess import DIGESTS, DROP_REASONS, SPM_MODEL, DigestSet
+from mtkit.corpus.preprocess import DIGESTS, DROP_REASONS, DigestSet
 from mtkit.errors import check
+from mtkit.file_names import MANIFEST_NAME, SPM_NAME
 from mtkit.files import atomic_directory, atomic_write, write_text
 
 BLOCK_PAIRS = 1 << 20  # pairs copied at a time: memory stays bounded whatever the corpus
@@ -45,7 +45,7 @@ def find_shards(out_dir: Path) -> dict[tuple[int, int], Path]:
     return {
         (int(match.group(1)), int(match.group(2))): entry
         for entry in out_dir.parent.iterdir()
-        if (match := pattern.fullmatch(entry.name)) and (entry / MANIFEST).is_file()
+        if (match := pattern.fullmatch(entry.name)) and (entry / MANIFEST_NAME).is_file()
     }
 
 
@@ -53,7 +53,7 @@ def check_shards(out_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     """(directory, manifest) of shards 1..N of DATA, each made as shard 1 was, over its own pairs; a one-line error
     names the shards missing or the first difference."""
     found = find_shards(out_dir)
-    check(found, f"{out_dir}: no shards to join (no {out_dir.name}.shard-K-of-N/ with a {MANIFEST} beside it)")
+    check(found, f"{out_dir}: no shards to join (no {out_dir.name}.shard-K-of-N/ with a {MANIFEST_NAME} beside it)")
     sizes = sorted({count for _, count in found})
     check(
         len(sizes) == 1,
@@ -73,7 +73,7 @@ def check_shards(out_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
         record = manifest.get("shard")
         check(
             isinstance(record, dict) and (record.get("index"), record.get("count")) == (index, count),
-            f"{directory}: its {MANIFEST} is not shard {index} of {count}'s",
+            f"{directory}: its {MANIFEST_NAME} is not shard {index} of {count}'s",
         )
         differs = _differences(first, manifest)
         check(
@@ -113,14 +113,15 @@ def join_shards(out_dir: Path, keep_shards: bool = False) -> dict[str, Any]:
     (atomically); then, unless `keep_shards`, remove the shards' directories. Returns the manifest."""
     out_dir = Path(out_dir)
     check(
-        not out_dir.exists() or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST).is_file())),
+        not out_dir.exists()
+        or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST_NAME).is_file())),
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
     shards = check_shards(out_dir)
     first_dir, first = shards[0]
     training = first["shard"]["lines"]
     with atomic_directory(out_dir) as tmp:
-        _copy(first_dir / SPM_MODEL, tmp / SPM_MODEL)
+        _copy(first_dir / SPM_NAME, tmp / SPM_NAME)
         splits = {}
         for name, stats in first["splits"].items():
             langs = split_languages(first, name)
@@ -134,7 +135,7 @@ def join_shards(out_dir: Path, keep_shards: bool = False) -> dict[str, Any]:
         manifest = {key: value for key, value in first.items() if key != "shard"}
         manifest["splits"] = splits
         manifest["corpora"] = {name: {**entry, **splits[entry["split"]]} for name, entry in first["corpora"].items()}
-        write_text(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        write_text(tmp / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
     if not keep_shards:
         for directory, _ in shards:
             shutil.rmtree(directory)

@@ -18,6 +18,7 @@ import numpy as np
 
 from mtkit.corpus.shortlist_record import read_shortlist, write_shortlist
 from mtkit.errors import check
+from mtkit.file_names import SPM_NAME
 from mtkit.tokenizer import file_sha256, load_tokenizer
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def make_shortlist(run_dir: Path, data_dir: Path, cfg: ShortlistConfig) -> dict[
     sentencepiece model (the directory the run was trained on, or another made with its model). Returns the record."""
     from mtkit.corpus.binarized import read_manifest  # torch: only when counting
 
-    spm_path = run_dir / "spm.model"
+    spm_path = run_dir / SPM_NAME
     check(spm_path.is_file(), f"{run_dir}: no spm.model here (a run directory of `mtkit train` or `mtkit import`)")
     spm_sha256 = file_sha256(spm_path)
     manifest = read_manifest(data_dir)

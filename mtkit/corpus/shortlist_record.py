@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.errors import UserError, check
+from mtkit.file_names import SHORTLIST_INFO, SHORTLIST_NAME
 from mtkit.files import write_text
-
-SHORTLIST_NAME = "shortlist.txt"  # in RUN_DIR, CTranslate2's vmap format
-SHORTLIST_INFO = "shortlist.json"  # how it was made: settings, corpus, the sentencepiece model it belongs to
 
 
 def write_shortlist(run_dir: Path, text: str, info: dict[str, Any]) -> Path:

@@ -20,15 +20,12 @@ from typing import Any
 
 from mtkit.console import log
 from mtkit.corpus.shortlist_record import read_shortlist
-from mtkit.engines.interop import METADATA_NAME
 from mtkit.errors import check
+from mtkit.file_names import CACHE_KEY_NAME, CHECKPOINT_DIR, METADATA_NAME, MODEL_NAME, SPM_NAME
 from mtkit.files import write_text
-from mtkit.runs.checkpoint_files import CHECKPOINT_DIR, checkpoint_candidate, checkpoint_identity, run_directory
+from mtkit.runs.checkpoint_files import checkpoint_candidate, checkpoint_identity, run_directory
 
 CACHE_DIR = "ctranslate2"  # in RUN_DIR
-KEY_NAME = "cache.json"  # written last: a cache without it (an export cut short) is not used
-SPM_NAME = "spm.model"
-MODEL_NAME = "model.bin"
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,7 @@ def cache_path(path: Path) -> Path:
 def cache_key(cache: Path) -> dict[str, Any] | None:
     """The cache's key, when the cache is whole: every file it lists present at its size; else None."""
     try:
-        key = json.loads((cache / KEY_NAME).read_text(encoding="utf-8"))
+        key = json.loads((cache / CACHE_KEY_NAME).read_text(encoding="utf-8"))
         files = key["files"]
         whole = all((cache / name).stat().st_size == size for name, size in files.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -116,5 +113,5 @@ def export_to_cache(path: Path, cache: Path, key: dict[str, Any] | None, exporte
     exporter.export(source, cache)
     files = {p.name: p.stat().st_size for p in cache.iterdir() if p.is_file()}
     key = {"checkpoint": identity, "shortlist": shortlist, "files": files}
-    write_text(cache / KEY_NAME, json.dumps(key, indent=2) + "\n")
+    write_text(cache / CACHE_KEY_NAME, json.dumps(key, indent=2) + "\n")
     return cache

@@ -16,12 +16,13 @@ from typing import Any
 
 import torch
 
-from mtkit.corpus.shortlist_record import SHORTLIST_NAME, read_shortlist
-from mtkit.engines.interop import METADATA_NAME, check_export_dir, import_ctranslate2
+from mtkit.corpus.shortlist_record import read_shortlist
+from mtkit.engines.interop import check_export_dir, import_ctranslate2
 from mtkit.engines.torch_engine import load_model
 from mtkit.errors import UserError, check
+from mtkit.file_names import METADATA_NAME, README_NAME, SHORTLIST_NAME, SPM_NAME
 from mtkit.files import atomic_directory
-from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.layers import LAYER_NORM_EPSILON, sinusoidal_positions
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.runs.checkpoint_files import run_directory
@@ -29,7 +30,6 @@ from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "bfloat16")
-LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every mtkit LayerNorm uses
 # Every ModelConfig option and the values the CTranslate2 Transformer spec expresses (None: any value).
 # An option missing here (a newer mtkit's) is refused rather than silently exported as something else.
 EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
@@ -54,7 +54,6 @@ EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
     "decoder_start_id": None,
     "tgt_vocab_size": None,
 }
-SPM_NAME = "spm.model"
 
 
 def check_expressible(model_options: dict[str, Any], where: str) -> None:
@@ -147,7 +146,7 @@ def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | No
             (tmp / "source.spm").write_bytes(tokenizer.models[0])
             (tmp / "target.spm").write_bytes(tokenizer.models[1])
         (tmp / METADATA_NAME).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(usage_readme(metadata), encoding="utf-8")
+        (tmp / README_NAME).write_text(usage_readme(metadata), encoding="utf-8")
     files = sorted(p.name for p in out.iterdir())
     size = sum(p.stat().st_size for p in out.iterdir() if p.is_file())
     return {

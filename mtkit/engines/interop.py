@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.errors import UserError, check
+from mtkit.file_names import METADATA_NAME
 
-METADATA_NAME = "mtkit.json"  # written beside every exported model: format, checkpoint, settings, model config
 CTRANSLATE2_INSTALL_HINT = "CTranslate2 is not installed: pip install -e '.[ctranslate2]'"
 
 

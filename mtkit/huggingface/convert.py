@@ -16,8 +16,16 @@ from typing import Any
 
 from mtkit.engines.contract import language_pairs
 from mtkit.engines.ct2_export import read_for_export
-from mtkit.engines.interop import METADATA_NAME
 from mtkit.errors import check
+from mtkit.file_names import (
+    CHECKPOINT_DIR,
+    CONFIG_NAME,
+    METADATA_NAME,
+    METRICS_NAME,
+    README_NAME,
+    RECIPE_NAME,
+    SPM_NAME,
+)
 from mtkit.files import atomic_directory
 from mtkit.huggingface.marian import (
     build_marian,
@@ -29,7 +37,7 @@ from mtkit.huggingface.marian import (
 )
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import WEIGHTS_KIND, save_checkpoint, step_path
-from mtkit.runs.checkpoint_files import CHECKPOINT_DIR, run_directory
+from mtkit.runs.checkpoint_files import run_directory
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer
 from mtkit.training.config import TrainConfig
@@ -67,7 +75,7 @@ def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path
         tmp.chmod(0o755)  # a model directory others may load (mkdtemp made it private)
         hf.save_pretrained(str(tmp))
         save_marian_tokenizer(transformers, tokenizer, model.cfg, manifest, tmp)
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / README_NAME).write_text(card, encoding="utf-8")
         (tmp / METADATA_NAME).write_text(
             json.dumps({"format": "mtkit-huggingface-export", "checkpoint": str(source), "configs": configs}, indent=2)
             + "\n",
@@ -148,7 +156,7 @@ def save_marian_tokenizer(transformers: Any, tokenizer: Any, cfg: ModelConfig, m
 def _valid_bleu(source: Path) -> dict | None:
     """The last validation BLEU in the run's metrics.jsonl (train.valid_bleu), if any."""
     run_dir = run_directory(source)
-    metrics = run_dir / "metrics.jsonl"
+    metrics = run_dir / METRICS_NAME
     found = None
     if metrics.is_file():
         for line in metrics.read_text(encoding="utf-8").splitlines():
@@ -271,9 +279,9 @@ def import_huggingface(path: str | Path, out: str | Path) -> dict[str, Any]:
     }
     with atomic_directory(out) as tmp:
         tmp.chmod(0o755)
-        (tmp / "spm.model").write_bytes(spm_model)
-        (tmp / "config.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
-        (tmp / "recipe.toml").write_text(recipe_toml(recipe), encoding="utf-8")
+        (tmp / SPM_NAME).write_bytes(spm_model)
+        (tmp / CONFIG_NAME).write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+        (tmp / RECIPE_NAME).write_text(recipe_toml(recipe), encoding="utf-8")
         (tmp / CHECKPOINT_DIR).mkdir()
         save_checkpoint(step_path(tmp, 0), payload)
     return {"out": str(out), "source": str(path), "model": dataclasses.asdict(cfg), "languages": list(langs)}

@@ -17,7 +17,6 @@ from mtkit.errors import UserError, check
 from mtkit.model.transformer import ModelConfig, Transformer
 
 INSTALL_HINT = "transformers is not installed: pip install -e '.[hf]'"
-LAYER_NORM_EPSILON = 1e-5  # Marian's and torch.nn.LayerNorm's default, which every mtkit LayerNorm uses
 ACTIVATIONS = {"relu": "relu", "swish": "swish"}  # mtkit's name -> transformers' activation_function
 IMPORTED_ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish"}  # transformers' -> mtkit's
 SHARES = {  # mtkit share_embeddings -> (share_encoder_decoder_embeddings, tie_word_embeddings)

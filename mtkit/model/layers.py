@@ -15,6 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+# Every LayerNorm of mtkit's models (torch.nn.LayerNorm's default, and Marian's): the exports write it down.
+LAYER_NORM_EPSILON = 1e-5
+
 
 class Dropout(nn.Module):
     """Inverted dropout with a cheap CPU mask: 16-bit words of a small-state generator.
@@ -137,7 +140,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, pre_norm: bool, dropout: float) -> None:
         super().__init__()
         self.pre_norm = pre_norm
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = nn.LayerNorm(d_model, eps=LAYER_NORM_EPSILON)
         self.dropout = Dropout(dropout)
 
     def before(self, x: Tensor) -> Tensor:

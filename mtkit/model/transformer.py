@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from mtkit.errors import check
 from mtkit.model.kvcache import DecodeState, LayerCache, grow, reorder_state
 from mtkit.model.layers import (
+    LAYER_NORM_EPSILON,
     Embedding,
     FeedForward,
     Residual,
@@ -329,7 +330,7 @@ class Stack(nn.Module):
         super().__init__()
         self.embed = Embedding(tokens, cfg.d_model, cfg.max_positions, cfg.positions == "learned", cfg.dropout)
         self.layers = nn.ModuleList(layers)
-        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPSILON) if cfg.norm == "pre" else nn.Identity()
 
 
 class Transformer(nn.Module):

@@ -24,12 +24,11 @@ import torch
 from mtkit.console import warn as console_warn
 from mtkit.errors import UserError, check
 from mtkit.faults import SAVE_DELAY_MS, SAVE_FAIL_AFTER_BYTES, armed
+from mtkit.file_names import AVERAGE_NAME, CHECKPOINT_DIR
 from mtkit.files import atomic_write
 
 # Names of a run's checkpoint files and their trailer: mtkit.runs.checkpoint_files, which reads them without torch.
 from mtkit.runs.checkpoint_files import (
-    AVERAGE_NAME,
-    CHECKPOINT_DIR,
     STEP_FILE,
     checkpoint_candidate,
     checkpoint_choices,

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.errors import check
+from mtkit.file_names import AVERAGE_NAME, CHECKPOINT_DIR
 
-CHECKPOINT_DIR = "checkpoints"
-AVERAGE_NAME = "average.pt"
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 TRAILER = b"\nmtkit-sha256 "  # then the sha256 (hex) of every byte before it, and "\n"
 TRAILER_SIZE = len(TRAILER) + 64 + 1

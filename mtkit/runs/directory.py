@@ -15,15 +15,12 @@ from typing import Any
 from mtkit.console import log, warn
 from mtkit.errors import UserError, check
 from mtkit.faults import STALE_CHECKPOINT_RANK, armed
+from mtkit.file_names import CONFIG_NAME, MANIFEST_NAME, METRICS_NAME, SPM_NAME
 from mtkit.files import write_text
 from mtkit.runs.checkpoint import find_checkpoint, load_checkpoint, model_options, remove_stale_temporaries
 from mtkit.runs.checkpoint_files import list_checkpoints
 from mtkit.tokenizer import file_sha256
 
-CONFIG_NAME = "config.json"
-SPM_NAME = "spm.model"
-MANIFEST_NAME = "manifest.json"
-METRICS_NAME = "metrics.jsonl"
 # Manifest fields that identify the data; resuming on anything else is refused.
 DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")
 # Model fields that regularise rather than shape the parameters: a fine-tuning run may change them.

@@ -18,6 +18,7 @@ from mtkit.corpus.mixing import Mixture, plan_mixture, resolve_weights
 from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig
 from mtkit.corpus.subword_sampling import BatchResampler, SubwordSampler, SubwordSampling
 from mtkit.errors import check
+from mtkit.file_names import SPM_NAME
 from mtkit.tokenizer import Tokenizer, tokenizer_from_bytes
 
 
@@ -84,10 +85,10 @@ def batch_resampler(
 
 def _bpe_model(data_dir: Path, field: str) -> bytes:
     """The run's sentencepiece model; an imported vocabulary (a table tokenizer) is refused naming `field`."""
-    spm_model = (data_dir / "spm.model").read_bytes()
+    spm_model = (data_dir / SPM_NAME).read_bytes()
     check(
         isinstance(tokenizer_from_bytes(spm_model), Tokenizer),
-        f"{field}: {data_dir / 'spm.model'} is an imported vocabulary, not a sentencepiece BPE model",
+        f"{field}: {data_dir / SPM_NAME} is an imported vocabulary, not a sentencepiece BPE model",
     )
     return spm_model
 

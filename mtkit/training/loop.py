@@ -20,6 +20,7 @@ import torch.distributed as dist
 from torch import nn
 
 from mtkit.corpus.modifiers import BatchModifier
+from mtkit.file_names import SPM_NAME
 from mtkit.model.transformer import configure_cuda_kernels
 from mtkit.runs.checkpoint import BackgroundSaver, HostSnapshot
 from mtkit.training.config import (
@@ -240,7 +241,7 @@ def start_run(
     module.train()
     extra = {
         "configs": recipe.as_dict(),
-        "spm_model": (data_dir / "spm.model").read_bytes(),
+        "spm_model": (data_dir / SPM_NAME).read_bytes(),
         "spm_sha256": manifest["spm_sha256"],
         "manifest": manifest,
     }

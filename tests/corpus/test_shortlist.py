@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from mtkit.corpus.shortlist import ShortlistConfig, _chosen, candidates, count_pieces, vmap_text
-from mtkit.corpus.shortlist_record import SHORTLIST_INFO, SHORTLIST_NAME, read_shortlist, write_shortlist
+from mtkit.corpus.shortlist_record import read_shortlist, write_shortlist
 from mtkit.errors import UserError
+from mtkit.file_names import SHORTLIST_INFO, SHORTLIST_NAME
 
 
 class Pairs:

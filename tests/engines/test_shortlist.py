@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from mtkit.corpus.shortlist import ShortlistConfig, make_shortlist
-from mtkit.corpus.shortlist_record import SHORTLIST_INFO, SHORTLIST_NAME, write_shortlist
+from mtkit.corpus.shortlist_record import write_shortlist
 from mtkit.engines.config import EngineConfig
-from mtkit.engines.ct2 import VMAP_NAME, CT2Translator
+from mtkit.engines.ct2 import CT2Translator
 from mtkit.engines.ct2_cache import model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.errors import UserError
+from mtkit.file_names import SHORTLIST_INFO, SHORTLIST_NAME, VMAP_NAME
 from mtkit.tokenizer import file_sha256, load_tokenizer
 from tests.engines.test_ct2 import mtkit
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import UserError
+from mtkit.file_names import AVERAGE_NAME, CHECKPOINT_DIR
 from mtkit.runs.checkpoint_files import (
-    AVERAGE_NAME,
-    CHECKPOINT_DIR,
     TRAILER,
     checkpoint_candidate,
     checkpoint_identity,

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import UserError
+from mtkit.file_names import CONFIG_NAME, MANIFEST_NAME, METRICS_NAME, SPM_NAME
 from mtkit.runs.directory import (
-    CONFIG_NAME,
-    MANIFEST_NAME,
-    METRICS_NAME,
-    SPM_NAME,
     MetricsLog,
     check_compatible,
     open_run,
