@@ -3,12 +3,16 @@
 exact: all `beam` finished hypotheses with raw log-prob sums (a negligible length penalty keeps the stopping rule of
 CTranslate2's length-normalised search), re-ranked with mtkit's GNMT penalty; mtkit's per-sentence maximum length (a
 forced, scored </s>) as mtkit.search.beam applies it, by decoding again the sentences that reach a shorter one than
-their batch's. This relies on CTranslate2 behaviour it does not document; tests/engines/test_ct2.py guards it. native:
-one translate_batch call per batch, CTranslate2's scores and ranking as they come. ctranslate2 is imported lazily.
+their batch's; mtkit's minimum length (no </s> at the first step of a non-empty source, not renormalised) by
+decoding again, with min_decoding_length (which renormalises the first step), the sentences that came back with an
+empty hypothesis. This relies on CTranslate2 behaviour it does not document; tests/engines/test_ct2.py guards it.
+native: one translate_batch call per batch, CTranslate2's scores and ranking as they come, min_decoding_length 1.
+ctranslate2 is imported lazily.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from collections.abc import Callable
@@ -18,12 +22,11 @@ from typing import Any
 
 from mtkit.console import warn
 from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
-from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
+from mtkit.engines.ct2_cache import SPM_NAME, Exporter, model_directory, read_metadata
 from mtkit.engines.interop import import_ctranslate2
 from mtkit.engines.output import best_lines
 from mtkit.errors import UserError, check
-from mtkit.file_names import SPM_NAME, VMAP_NAME
-from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty, max_length
+from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 # lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
@@ -34,6 +37,7 @@ COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat
 DEAD_SCORE = -1e9
 # A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
 MIN_BATCH = 32
+VMAP_NAME = "vmap.txt"  # where CTranslate2 keeps a model's vocabulary map (ModelSpec.register_vocabulary_mapping)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
 
 
@@ -66,7 +70,7 @@ def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
     """translate_batch's search options for mtkit's settings. exact: all `beam` hypotheses with raw scores, for mtkit
     to rank; native: CTranslate2's own ranking, score / length ** alpha (alpha: cfg.length_penalty), and the n best."""
     common = {
-        "min_decoding_length": 0,
+        "min_decoding_length": MIN_LENGTH if native else 0,  # exact: see CT2Translator.search_ids
         "max_input_length": 0,
         "return_scores": True,  # mtkit allows an empty output
         "length_penalty": cfg.length_penalty if native else RAW_SCORES,
@@ -223,28 +227,42 @@ class CT2Translator:
 
         Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
         batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
-        again, grouped by that maximum, at it. native: _search_native.
+        again, grouped by that maximum, at it. A sentence without a prefix that came back with an empty hypothesis
+        (an </s> among the first step's best: mtkit's search, which refuses it there, goes otherwise) is decoded
+        again with min_decoding_length, its scores less what CTranslate2's renormalised first step added, the
+        log of 1 - p(</s>) (that empty hypothesis' score is log p(</s>)); the others' searches did not depend on
+        the rule. native: _search_native.
         """
         prefixes = prefixes or [[] for _ in ids]
         if self.native:
             return self._search_native(ids, prefixes)
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        todo = self._batches(ids, prefixes, [i for i in range(len(ids)) if ids[i]])
+        offsets: dict[int, float] = {}  # what to add to CTranslate2's scores of a sentence decoded with the minimum
+        todo = [(batch, steps, 0) for batch, steps in self._batches(ids, prefixes, [i for i, s in enumerate(ids) if s])]
         while todo:
             submitted = [
-                (batch, steps, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps))
-                for batch, steps in todo
+                (batch, steps, least, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps, least))
+                for batch, steps, least in todo
             ]
-            again: dict[int, list[int]] = defaultdict(list)
-            for batch, steps, decoded in submitted:
+            again: dict[tuple[int, int], list[int]] = defaultdict(list)
+            for batch, steps, least, decoded in submitted:
                 for index, result in zip(batch, decoded):
-                    limit = self._limit(ids[index], prefixes[index])
-                    hyps = self._finish(ids[index], prefixes[index], result.result(), steps, limit)
+                    limit, done = self._limit(ids[index], prefixes[index]), result.result()
+                    empty = [s for h, s in zip(done.hypotheses, done.scores) if not h and s > DEAD_SCORE]
+                    if not least and empty and not prefixes[index] and min(MIN_LENGTH, limit) > 0:
+                        offsets[index] = math.log(max(-math.expm1(empty[0]), 1e-45))
+                        again[(limit, MIN_LENGTH)].append(index)
+                        continue
+                    hyps = self._finish(ids[index], prefixes[index], done, steps, limit, offsets.get(index, 0.0))
                     if hyps is None:
-                        again[limit].append(index)
+                        again[(limit, least)].append(index)
                     else:
                         results[index] = hyps
-            todo = [batch for group in again.values() for batch in self._batches(ids, prefixes, group)]
+            todo = [
+                (batch, steps, least)
+                for (_, least), group in again.items()
+                for batch, steps in self._batches(ids, prefixes, group)
+            ]
         return results
 
     def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
@@ -332,8 +350,9 @@ class CT2Translator:
         cfg = self.cfg
         return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
 
-    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int) -> list[Any]:
-        """Start decoding a batch at `steps` decoding steps; asynchronous results."""
+    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int, least: int = 0) -> list[Any]:
+        """Start decoding a batch at `steps` decoding steps, at least `least` (exact: 0 or MIN_LENGTH, native: its
+        own); asynchronous results."""
         source = [[self.pieces[i] for i in s] for s in ids]
         target = [[self.target_pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
         if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
@@ -345,14 +364,14 @@ class CT2Translator:
             asynchronous=True,
             max_decoding_length=max(steps, 1),
             use_vmap=self.shortlist,
-            **search_options(self.cfg, self.native),
+            **search_options(self.cfg, self.native) | ({"min_decoding_length": least} if least else {}),
         )
 
     def _finish(
-        self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int
+        self, src: list[int], prefix: list[int], result: Any, steps: int, limit: int, offset: float = 0.0
     ) -> list[Hypothesis] | None:
-        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps; None when the
-        sentence must be decoded again at its own maximum length `limit`.
+        """mtkit's n-best of one sentence from CTranslate2's hypotheses decoded at `steps` steps, `offset` added to
+        CTranslate2's scores; None when the sentence must be decoded again at its own maximum length `limit`.
 
         A hypothesis shorter than the sentence's maximum ended by itself, as in mtkit. One that reached the maximum
         would have had </s> forced and scored there: when the decoding stopped at the sentence's own maximum, it is
@@ -365,7 +384,7 @@ class CT2Translator:
         if steps != limit and any(len(h) >= limit for h, _ in alive):
             return None
         ids = self._ids([h for h, _ in alive])
-        logprobs = [s for _, s in alive]
+        logprobs = [s + offset for _, s in alive]
         cut = [k for k, h in enumerate(ids) if len(h) >= limit]
         for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut], prefix)):
             logprobs[k] = scored

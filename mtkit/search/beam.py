@@ -13,13 +13,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty
+from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty
 from mtkit.search.sampling import greedy_search, sample_search
 from mtkit.search.step import (
     Decoder,
     force_tokens,
     mask_logprobs,
     max_lengths,
+    min_lengths,
     prefix_step,
     with_prefixes,
 )
@@ -128,10 +129,11 @@ def _candidates(
     bos_id: int,
     eos_id: int,
     prefix: Tensor | None = None,
+    early: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
     made and searched in equal chunks of whole sentences of at most LOGITS_CHUNK_ROWS rows on CPU; `prefix` [b]:
-    each sentence's forced token (-1: none)."""
+    each sentence's forced token (-1: none); `early` [b]: sentences that may not end yet (None: none)."""
     b, width = scores.shape
     n_chunks = -(-b * width // LOGITS_CHUNK_ROWS) if scores.device.type == "cpu" else 1
     per_chunk = max(-(-b // n_chunks), 1)
@@ -139,7 +141,8 @@ def _candidates(
     for first in range(0, b, per_chunk):
         last = min(first + per_chunk, b)
         logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
-        logp = mask_logprobs(logp, forced[first:last], pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+        part = None if early is None else early[first:last]
+        logp = mask_logprobs(logp, forced[first:last], pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, early=part)
         logp = force_tokens(logp, None if prefix is None else prefix[first:last])
         parts.append(_top_candidates(scores[first:last], logp, count))
     return parts[0] if len(parts) == 1 else tuple(torch.cat(x) for x in zip(*parts))  # type: ignore[return-value]
@@ -228,6 +231,7 @@ def beam_search(
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
     max_len = with_prefixes(max_len, prefixes)
+    min_len = min_lengths(src_lens, max_len)  # [B]
     prefix_len = None if prefixes is None else (prefixes >= 0).sum(dim=1)  # [B]
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
@@ -241,8 +245,18 @@ def beam_search(
         output = decoder.step(last, state)
         prefix = prefix_step(prefixes, active, t)
         forced = max_len[active] <= t
+        early = min_len[active] > t if t < MIN_LENGTH else None
         cand = _candidates(
-            decoder, output, scores, 2 * beam, forced, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, prefix=prefix
+            decoder,
+            output,
+            scores,
+            2 * beam,
+            forced,
+            pad_id=pad_id,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            prefix=prefix,
+            early=early,
         )
         if prefix_len is not None:
             cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, pad_id=pad_id, eos_id=eos_id)

@@ -1,5 +1,5 @@
 """What every decoding engine shares, in plain Python: TranslateConfig, Hypothesis, the GNMT length penalty and
-the per-sentence maximum output length.
+the per-sentence minimum and maximum output lengths.
 
 Imports no torch: mtkit.search.beam (the torch engine) and mtkit.engines.ct2 (CTranslate2) both score by these rules,
 so a path that decodes with CTranslate2 starts without torch.
@@ -121,6 +121,19 @@ def length_penalty(length: Any, alpha: float) -> Any:
     |Y| counts the eos, as fairseq does. Plain arithmetic: works on an int or a tensor of lengths.
     """
     return ((5 + length) / 6) ** alpha
+
+
+# Fewest output tokens (eos excluded) of a non-empty source: an end of sentence may not win the first step (fairseq's
+# --min-len 1, CTranslate2's min_decoding_length 1), so no non-empty source gets an empty translation. The rule only
+# takes the empty hypothesis out of the finished ones: the beams kept and every other hypothesis' score are as
+# before, so a translation that was not empty changes only where an empty one had been among the beam's finished.
+MIN_LENGTH = 1
+
+
+def min_length(src_len: int, max_len: int) -> int:
+    """Fewest output tokens (eos excluded) of one sentence: MIN_LENGTH for a non-empty source, never over its
+    maximum length (at 0, the forced </s> wins); none for an empty one."""
+    return min(MIN_LENGTH, max_len) if src_len > 0 else 0
 
 
 def max_length(src_len: int, a: float, b: int, max_positions: int | None = None) -> int:

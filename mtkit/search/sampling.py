@@ -12,8 +12,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty
-from mtkit.search.step import Decoder, force_tokens, mask_logprobs, max_lengths, prefix_step, with_prefixes
+from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty
+from mtkit.search.step import (
+    Decoder,
+    force_tokens,
+    mask_logprobs,
+    max_lengths,
+    min_lengths,
+    prefix_step,
+    with_prefixes,
+)
 
 # Shape letters: B sentences, N decoder rows, N' rows still decoding, V vocab, L tokens, P prefix tokens.
 
@@ -22,6 +30,7 @@ def _decode_rows(
     decoder: Decoder,
     state: Any,
     max_len: Tensor,
+    min_len: Tensor,
     pick: Callable[[Tensor], Tensor],
     *,
     pad_id: int,
@@ -31,7 +40,8 @@ def _decode_rows(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N].
 
-    `prefixes` [N, P] (-1 past a prefix's end): tokens forced at the first steps.
+    No row ends before its `min_len` [N]; `prefixes` [N, P] (-1 past a prefix's end): tokens forced at the first
+    steps.
     """
     n, device = max_len.size(0), max_len.device
     longest = int(max_len.max()) if n else 0
@@ -42,7 +52,8 @@ def _decode_rows(
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     for t in range(longest + 1 if n else 0):
         logp = decoder.log_probs(decoder.step(last, state), slice(None))  # [N', V]
-        logp = mask_logprobs(logp, max_len[active] <= t, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+        early = min_len[active] > t if t < MIN_LENGTH else None
+        logp = mask_logprobs(logp, max_len[active] <= t, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, early=early)
         logp = force_tokens(logp, prefix_step(prefixes, active, t))
         token = pick(logp)  # [N']
         logprob[active] += logp.gather(1, token[:, None]).squeeze(1)
@@ -90,8 +101,17 @@ def greedy_search(
 ) -> list[list[Hypothesis]]:
     """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
     max_len = with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
+    min_len = min_lengths(src_lens, max_len)
     tokens, length, logprob = _decode_rows(
-        decoder, decoder.start(src), max_len, _argmax, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, prefixes=prefixes
+        decoder,
+        decoder.start(src),
+        max_len,
+        min_len,
+        _argmax,
+        pad_id=pad_id,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        prefixes=prefixes,
     )
     return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
 
@@ -141,6 +161,7 @@ def sample_search(
         decoder,
         state,
         max_len[expand],
+        min_lengths(src_lens, max_len)[expand],
         draw,
         pad_id=pad_id,
         bos_id=bos_id,

@@ -1,6 +1,6 @@
 """What every search does through the decoder contract: the Decoder protocol and ModelDecoder (its adapter for
-mtkit's Transformer), per-sentence maximum lengths, the tokens a step may not or must emit, forced prefixes.
-Imports torch only: never mtkit.model.transformer, IO or data.
+mtkit's Transformer), per-sentence minimum and maximum lengths, the tokens a step may not or must emit, forced
+prefixes. Imports torch and mtkit.search.config only: never mtkit.model.transformer, IO or data.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from typing import Any, Protocol
 
 import torch
 from torch import Tensor
+
+from mtkit.search.config import MIN_LENGTH
 
 # Shape letters: B sentences, b sentences still searching, N decoder rows, V vocab, P prefix tokens.
 
@@ -92,17 +94,30 @@ def max_lengths(src_lens: Tensor, a: float, b: int, max_positions: int | None = 
     return lens if max_positions is None else lens.clamp(max=max_positions - 1)
 
 
+def min_lengths(src_lens: Tensor, max_len: Tensor) -> Tensor:
+    """Fewest output tokens (eos excluded) per sentence, as mtkit.search.config.min_length: MIN_LENGTH for a
+    non-empty source, never over its maximum; 0 for an empty one."""
+    return torch.where(src_lens.to(max_len.device) > 0, max_len.clamp(max=MIN_LENGTH), 0)
+
+
 def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
     """src_lens [B] for a padded src [B, S]: tokens that are neither pad nor eos."""
     return ((src != pad_id) & (src != eos_id)).sum(dim=1)
 
 
-def mask_logprobs(logp: Tensor, forced: Tensor, *, pad_id: int, bos_id: int, eos_id: int) -> Tensor:
+def mask_logprobs(
+    logp: Tensor, forced: Tensor, *, pad_id: int, bos_id: int, eos_id: int, early: Tensor | None = None
+) -> Tensor:
     """Never emit pad or bos (an undertrained model may prefer bos, which decodes to nothing);
-    rows where `forced` [b] (at max length) may emit only eos. Writes into logp (fresh each step):
-    two column writes instead of a masked copy of [N, V], which cost twice the log-softmax."""
+    rows where `early` [b] (before their minimum length) may not emit eos; rows where `forced` [b] (at max length)
+    may emit only eos. The other tokens keep their log-probs (as fairseq's --min-len; not renormalised). Writes
+    into logp (fresh each step): column writes instead of a masked copy of [N, V], which cost twice the
+    log-softmax."""
     logp[..., pad_id] = -math.inf
     logp[..., bos_id] = -math.inf
+    if early is not None and bool(early.any()):
+        early = early.view(early.shape + (1,) * (logp.dim() - 1))  # [b, 1] or [b, 1, 1]
+        logp[..., eos_id : eos_id + 1] = logp[..., eos_id : eos_id + 1].masked_fill(early, -math.inf)
     if not bool(forced.any()):  # most steps: skip building the eos-only table
         return logp
     only_eos = torch.full_like(logp, -math.inf)

@@ -14,7 +14,7 @@ from mtkit.engines.ct2 import RAW_SCORES, CT2Translator, default_threads, search
 from mtkit.engines.ct2_cache import model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE
 from mtkit.errors import UserError
-from mtkit.search.config import TranslateConfig
+from mtkit.search.config import MIN_LENGTH, TranslateConfig
 from tests.engines.test_ct2 import mtkit
 
 SETTINGS = [  # beam, alpha, max_len_a, max_len_b, nbest
@@ -57,7 +57,7 @@ def direct(run: Path, sources: list[list[str]], targets: list[list[str]], cfg: T
             [sources[i] for i in order],
             [targets[i] for i in order] if with_prefix else None,
             max_decoding_length=steps,
-            min_decoding_length=0,
+            min_decoding_length=MIN_LENGTH,  # no empty translation of a non-empty source
             max_input_length=0,
             return_scores=True,
             **options,
@@ -95,10 +95,11 @@ def test_one_sentence_per_batch_is_one_call_per_sentence(run: Path, lines: list[
 
 def test_search_options_map_mtkit_settings() -> None:
     beam = TranslateConfig(beam=5, length_penalty=0.6, nbest=2)
-    fixed = {"min_decoding_length": 0, "max_input_length": 0, "return_scores": True}
+    fixed = {"min_decoding_length": 1, "max_input_length": 0, "return_scores": True}
     assert search_options(beam, native=True) == {**fixed, "length_penalty": 0.6, "beam_size": 5, "num_hypotheses": 2}
-    assert search_options(beam, native=False) == {
+    assert search_options(beam, native=False) == {  # exact: 0 at first (CT2Translator.search_ids)
         **fixed,
+        "min_decoding_length": 0,
         "length_penalty": RAW_SCORES,
         "beam_size": 5,
         "num_hypotheses": 5,

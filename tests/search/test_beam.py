@@ -19,9 +19,9 @@ from torch import Tensor
 import mtkit.search.beam as search_module
 from mtkit.errors import UserError
 from mtkit.search.beam import _topk, beam_search, search
-from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty
+from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty, min_length
 from mtkit.search.sampling import greedy_search, sample_search
-from mtkit.search.step import ModelDecoder, combine, max_lengths, source_lengths
+from mtkit.search.step import ModelDecoder, combine, max_lengths, min_lengths, source_lengths
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 VOCAB = 5
@@ -117,9 +117,9 @@ def sequence_logprob(table: Table, source: tuple[int, ...], tokens: list[int], m
 
 
 def exhaustive_best(table: Table, source: tuple[int, ...], max_len: int, alpha: float) -> float:
-    """Best normalized score over every sequence of words of length 0..max_len, then eos."""
+    """Best normalized score over every sequence of words of length min_length..max_len, then eos."""
     best = -math.inf
-    for n in range(max_len + 1):
+    for n in range(min_length(len(source), max_len), max_len + 1):
         for tokens in itertools.product(WORDS, repeat=n):
             logprob = sequence_logprob(table, source, list(tokens), max_len)
             best = max(best, logprob / length_penalty(n + 1, alpha))
@@ -137,7 +137,7 @@ def check_consistent(
         assert 1 <= len(hyps) <= cfg.nbest
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
-            assert len(h.tokens) <= limit and all(t in WORDS for t in h.tokens)
+            assert min_length(len(source), limit) <= len(h.tokens) <= limit and all(t in WORDS for t in h.tokens)
             assert h.logprob == pytest.approx(sequence_logprob(table, tuple(source), h.tokens, limit), abs=1e-4)
             assert h.score == pytest.approx(h.logprob / length_penalty(len(h.tokens) + 1, cfg.length_penalty), rel=1e-5)
 
@@ -163,6 +163,30 @@ def test_max_lengths_by_hand() -> None:
     assert max_lengths(src_lens, 1.5, 1, max_positions=8).tolist() == [1, 5, 7]  # bos + 7 tokens fill 8 positions
     src, lens = make_batch([[A, B, A], [B]])
     assert lens.tolist() == [3, 1]
+
+
+def test_min_lengths_by_hand() -> None:
+    """One token for a non-empty source, none for an empty one, never over the maximum."""
+    assert min_lengths(torch.tensor([0, 3, 10, 2]), torch.tensor([1, 5, 16, 0])).tolist() == [0, 1, 1, 0]
+    assert [min_length(s, m) for s, m in ((0, 1), (3, 5), (2, 0))] == [0, 1, 0]
+
+
+@pytest.mark.parametrize("search_fn", [greedy_search, beam_search, sample_search])
+def test_an_end_of_sentence_never_wins_the_first_step_of_a_non_empty_source(search_fn) -> None:
+    """An eos the model likes best at once (0.9) gives no empty translation: the search takes the next best token,
+    at its own log-prob (not renormalised, as fairseq's --min-len), and goes on; an empty source and a maximum
+    length of 0 still end at once."""
+    table = dict_table({(): {EOS: 0.9, A: 0.06, B: 0.04}}, default={EOS: 0.98, A: 0.01, B: 0.01})
+    cfg = TranslateConfig(beam=1 if search_fn is greedy_search else 2, nbest=2 if search_fn is beam_search else 1)
+    cfg.sampling = search_fn is sample_search
+    results = run(search_fn, table, [[A, B], []], cfg)
+    assert all(h.tokens for h in results[0]) and results[1][0].tokens == []
+    best = results[0][0]
+    assert best.logprob == pytest.approx(sequence_logprob(table, (A, B), best.tokens, 10), abs=1e-5)
+    if search_fn is not sample_search:
+        assert best.tokens == [A] and best.logprob == pytest.approx(math.log(0.06 * 0.98), abs=1e-5)
+    zero = run(search_fn, table, [[A, B]], TranslateConfig(beam=cfg.beam, max_len_a=0.0, max_len_b=0))
+    assert zero[0][0].tokens == []
 
 
 def test_config_rejects_bad_values() -> None:
@@ -239,6 +263,8 @@ def python_greedy(table: Table, source: tuple[int, ...], max_len: int) -> list[i
     tokens: list[int] = []
     while True:
         logp = table(source, tuple(tokens))
+        if len(tokens) < min_length(len(source), max_len):
+            logp = logp.clone().index_fill_(0, torch.tensor([EOS]), -math.inf)
         token = EOS if len(tokens) == max_len else int(logp.argmax())
         if token == EOS:
             return tokens
@@ -319,8 +345,10 @@ def test_sampling_reproducible_and_within_top_k() -> None:
         for h in hyps:
             for i, token in enumerate(h.tokens + [EOS]):
                 if i < len(source) + 2:  # before the forced eos
-                    top2 = table(tuple(source), tuple(h.tokens[:i])).topk(2).indices.tolist()
-                    assert token in top2
+                    logp = table(tuple(source), tuple(h.tokens[:i]))
+                    if i == 0:  # no eos at the first step: the top 2 of the others
+                        logp = logp.clone().index_fill_(0, torch.tensor([EOS]), -math.inf)
+                    assert token in logp.topk(2).indices.tolist()
 
 
 def test_sampling_top_k_one_and_tiny_top_p_are_greedy() -> None:
