@@ -22,10 +22,11 @@ from typing import Any
 
 from mtkit.console import warn
 from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
-from mtkit.engines.ct2_cache import SPM_NAME, Exporter, model_directory, read_metadata
+from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
 from mtkit.engines.interop import import_ctranslate2
 from mtkit.engines.output import best_lines
 from mtkit.errors import UserError, check
+from mtkit.file_names import SPM_NAME, VMAP_NAME
 from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
@@ -37,7 +38,6 @@ COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat
 DEAD_SCORE = -1e9
 # A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
 MIN_BATCH = 32
-VMAP_NAME = "vmap.txt"  # where CTranslate2 keeps a model's vocabulary map (ModelSpec.register_vocabulary_mapping)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
 
 

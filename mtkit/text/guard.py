@@ -39,7 +39,7 @@ class Guard:
         leaves fragments the model translates less surely (a name cut in two, "A Boston | Terrier is running",
         came back "Ein Mann. Ein Mädchen auf einem Büe auf einem Büe."), so more tokens alone cannot take it."""
         logprob, tokens = whole
-        more = sum(t for _, t in halves) > tokens
+        more = bool(halves) and sum(t for _, t in halves) > tokens
         return more and sum(lp for lp, _ in halves) / sum(t + 1 for _, t in halves) >= logprob / (tokens + 1)
 
     def limit(self, source_tokens: int) -> int:
