@@ -18,10 +18,11 @@ import pytest
 
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.ct2 import MIN_BATCH, RAW_SCORES, CT2Translator
-from mtkit.engines.ct2_cache import CACHE_DIR, KEY_NAME, MODEL_NAME, model_directory
+from mtkit.engines.ct2_cache import CACHE_DIR, model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.engines.torch_engine import Translator
 from mtkit.errors import UserError
+from mtkit.file_names import CACHE_KEY_NAME, MODEL_NAME
 from mtkit.search.config import SearchOverrides, TranslateConfig
 from tests.conftest import run_mtkit_in_process
 
@@ -213,7 +214,7 @@ def test_the_engine_imports_no_torch_where_torch_is_installed(run: Path) -> None
 
 
 def cache_key(run: Path) -> dict:
-    return json.loads((run / CACHE_DIR / KEY_NAME).read_text())
+    return json.loads((run / CACHE_DIR / CACHE_KEY_NAME).read_text())
 
 
 def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: Path, tmp_path: Path) -> None:
@@ -236,8 +237,8 @@ def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: 
     damages = {
         "truncated model": lambda cache: (cache / MODEL_NAME).write_bytes((cache / MODEL_NAME).read_bytes()[:1000]),
         "missing model": lambda cache: (cache / MODEL_NAME).unlink(),
-        "bad key": lambda cache: (cache / KEY_NAME).write_text("{not json"),
-        "missing key": lambda cache: (cache / KEY_NAME).unlink(),
+        "bad key": lambda cache: (cache / CACHE_KEY_NAME).write_text("{not json"),
+        "missing key": lambda cache: (cache / CACHE_KEY_NAME).unlink(),
     }
     for name, damage in damages.items():
         damage(run / CACHE_DIR)
@@ -252,7 +253,7 @@ def test_an_export_directory_is_used_as_given(run: Path, tmp_path: Path) -> None
     from mtkit.engines.ct2_export import export_ctranslate2
 
     out = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
-    assert model_directory(out, None) == out and not (out / KEY_NAME).exists()
+    assert model_directory(out, None) == out and not (out / CACHE_KEY_NAME).exists()
     translator = load_translator(out, CT2_CPU)
     assert translator.translate(["A man is sleeping."]) == Translator.load(run).translate(["A man is sleeping."])
     assert translator.info["engine"] == "ctranslate2" and translator.info["checkpoint"]
