@@ -11,7 +11,9 @@ confidence finds the worst translations), casing (UPPER and Title Case input; --
 documents (subtitles sentence-aware against cue by cue; a 50-page .docx against its text as lines), shards (`mtkit
 back-translate` of 100,000 lines as 1 shard and as 2 shards at once on this host, the merge timed); int8
 (CTranslate2's int8 against float32 by model width, with its ISA and GEMM switches: fixed work, random weights);
-cpu_models (BLEU against sentences/s of a teacher, its ensemble and students with the CPU levers, and a picture).
+cpu_models (BLEU against sentences/s of a teacher, its ensemble and students with the CPU levers, and a picture);
+step_flops (the demo recipe's training update in FLOP/s against the CPU's fp32 peak and a measured matmul peak, on
+native and forced-AVX2 kernels, where its time goes, and the levers: fused Adam, threads, train.compile).
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -38,6 +40,7 @@ from scenarios import (
     serve,
     shards,
     splitting,
+    step_flops,
     subword,
     train,
     translate,
@@ -67,6 +70,7 @@ SCENARIOS = {
     "shards": shards.run,
     "int8": int8.run,
     "cpu_models": cpu_models.run,
+    "step_flops": step_flops.run,
 }
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
