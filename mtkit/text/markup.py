@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -209,9 +210,11 @@ class _Placing:
 def _positions(source: str, target: str, tags: list[_Tag]) -> list[int]:
     """Where each tag goes in the translation, in order. A tag at a word's edge goes at the same share of the
     translation's words as of the source's before it, at a word's start (or end, as it stood); one inside a word,
-    or in a translation without spaces between words (Chinese, Japanese), at the same share of its characters.
+    or in a translation without spaces between words (Chinese, Japanese), at the same share of its characters; a
+    translation of one word in a script with spaces has the word's edges ("see" -> "siehe": never "s<a>iehe").
     Never before the tag before it: the tags keep their order, so their nesting."""
-    words = list(_LETTERS.finditer(target)) if any(char.isspace() for char in target) else []
+    one_word = len(_LETTERS.findall(target)) == 1 and not any(unicodedata.category(c) == "Lo" for c in target)
+    words = list(_LETTERS.finditer(target)) if one_word or any(char.isspace() for char in target) else []
     source_words = list(_LETTERS.finditer(source))
     places, at = [], 0
     for tag in tags:

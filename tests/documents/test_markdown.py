@@ -159,3 +159,9 @@ def test_front_matter() -> None:
 def test_bad_bytes_are_refused_with_the_file_name() -> None:
     with pytest.raises(DocumentError, match=r"notes.md: not UTF-8 text \(byte 0xe9 at offset 5\)"):
         markdown_job("# Caf\u00e9".encode("cp1252"), "notes.md", "en")
+
+
+def test_a_link_whose_translation_is_one_word_stays_around_the_whole_word() -> None:
+    """A tag placed by share in a translation of one word goes at the word's edge, not between its letters."""
+    out = translate("`x`, [see `q`](v) now\n", lambda texts: ["SIEHE" if t == ", see" else t.upper() for t in texts])
+    assert out == "`x` [SIEHE `q`](v) NOW\n"  # it was "`x` S[IEHE `q`](v) NOW\n"
