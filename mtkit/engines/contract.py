@@ -1,5 +1,6 @@
-"""The interface both translation engines offer (Translating), the source/prefix encoding both use, and the
-length-sorted batches both (and the server and the bulk jobs) translate in.
+"""The interface both translation engines offer (Translating: what each does its own way, Decoding, and the methods
+both share, written here once as functions), the source/prefix encoding both use, and the length-sorted batches both
+(and the server and the bulk jobs) translate in.
 
 Below both engines: it imports neither of them, nor torch. The factory that picks an engine by name is
 mtkit.engines.factory, above them.
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mtkit.console import warn
+from mtkit.engines.output import best_lines
 from mtkit.errors import check
 from mtkit.search.config import Hypothesis, TranslateConfig
 
@@ -18,12 +20,10 @@ if TYPE_CHECKING:
     from mtkit.tokenizer import Tokenizer
 
 
-class Translating(Protocol):
-    """What `mtkit translate` (mtkit.engines.streaming) and `mtkit serve` use of a translator, whichever engine decodes.
-
-    mtkit.engines.torch_engine.Translator (torch) and mtkit.engines.ct2.CT2Translator (CTranslate2) both offer it; both
-    are dataclasses, so `dataclasses.replace(translator, cfg=...)` gives the same model under other search options.
-    """
+class Decoding(Protocol):
+    """What each engine does its own way: mtkit.engines.torch_engine.Translator (torch) and
+    mtkit.engines.ct2.CT2Translator (CTranslate2) both offer it; both are dataclasses, so
+    `dataclasses.replace(translator, cfg=...)` gives the same model under other search options."""
 
     tokenizer: Tokenizer
     cfg: TranslateConfig
@@ -39,37 +39,6 @@ class Translating(Protocol):
         """Longest source in tokens (eos excluded); longer lines are truncated or, when strict, refused."""
         ...
 
-    @property
-    def workers(self) -> int:
-        """Batches decoded at once."""
-        ...
-
-    def translate(self, lines: list[str]) -> list[str]:
-        """One output per input line, in order; empty lines give empty outputs."""
-        ...
-
-    def translate_hypotheses(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        prefixes: list[str] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line, in input order; `prefixes` (one per line, "" for none): text each
-        translation must begin with."""
-        ...
-
-    def encode_lines(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        on_warning: Callable[[str], None] = ...,
-    ) -> list[list[int]]:
-        """Source ids per line (encode_sources with cfg.target_lang), truncated to max_source_tokens with a warning
-        (refused when strict)."""
-        ...
-
     def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
         """Teacher-forced natural-log probability of each target id, then of the end of sentence, per pair (none
         empty or over max_source_tokens): what the search would add up for that hypothesis."""
@@ -79,6 +48,87 @@ class Translating(Protocol):
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
         sequence, [] for none) are forced at the start of each translation."""
         ...
+
+
+class Translating(Decoding, Protocol):
+    """What `mtkit translate` (mtkit.engines.streaming), `mtkit serve` and the bulk jobs use of a translator,
+    whichever engine decodes: an engine's own (Decoding) and what both engines share, written once below
+    (translate_lines, line_hypotheses, encode_lines, decode_workers) and bound as each engine's methods."""
+
+    @property
+    def workers(self) -> int:
+        """Batches decoded at once: cfg.workers on CPU, 1 elsewhere (decode_workers)."""
+        ...
+
+    def translate(self, lines: list[str]) -> list[str]:
+        """One output per input line, in order; empty lines give empty outputs (translate_lines)."""
+        ...
+
+    def translate_hypotheses(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        prefixes: list[str] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per line, in input order (line_hypotheses)."""
+        ...
+
+    def encode_lines(
+        self,
+        lines: list[str],
+        first_lineno: int = 1,
+        strict: bool = False,
+        on_warning: Callable[[str], None] = ...,
+    ) -> list[list[int]]:
+        """Source ids per line (encode_lines)."""
+        ...
+
+
+def translate_lines(translator: Decoding, lines: list[str]) -> list[str]:
+    """One output per input line, in order; empty lines give empty outputs. Both engines' `translate`."""
+    return best_lines(translator.tokenizer, line_hypotheses(translator, lines))
+
+
+def line_hypotheses(
+    translator: Decoding,
+    lines: list[str],
+    first_lineno: int = 1,
+    strict: bool = False,
+    prefixes: list[str] | None = None,
+) -> list[list[Hypothesis]]:
+    """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order; `prefixes`
+    (one per line, "" for none): text each translation must begin with. Both engines' `translate_hypotheses`."""
+    ids = encode_lines(translator, lines, first_lineno, strict)
+    return translator.search_ids(ids, encode_prefixes(translator.tokenizer, prefixes))
+
+
+def encode_lines(
+    translator: Decoding,
+    lines: list[str],
+    first_lineno: int = 1,
+    strict: bool = False,
+    on_warning: Callable[[str], None] = warn,
+) -> list[list[int]]:
+    """Source ids per line (after cfg.target_lang's code on a multilingual model: for CTranslate2 its piece >>xx<<
+    starts the source it reads); a line over the model's length is truncated with a warning, or refused when
+    strict. `on_warning` receives each warning (mtkit.serve.app collects them per request instead of printing
+    them). Both engines' `encode_lines`."""
+    return encode_sources(
+        translator.tokenizer,
+        lines,
+        translator.max_source_tokens,
+        first_lineno,
+        strict,
+        on_warning,
+        translator.cfg.target_lang,
+    )
+
+
+def decode_workers(translator: Decoding) -> int:
+    """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere. Both engines'
+    `workers`."""
+    return translator.cfg.workers if str(translator.device).split(":")[0] == "cpu" else 1
 
 
 def encode_sources(

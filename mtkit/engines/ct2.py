@@ -15,16 +15,20 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mtkit.console import warn
-from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
+from mtkit.engines.contract import (
+    check_target_lang,
+    decode_workers,
+    encode_lines,
+    length_batches,
+    line_hypotheses,
+    translate_lines,
+)
 from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
 from mtkit.engines.interop import import_ctranslate2
-from mtkit.engines.output import best_lines
 from mtkit.errors import UserError, check
 from mtkit.file_names import SPM_NAME, VMAP_NAME
 from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty, max_length
@@ -184,43 +188,15 @@ class CT2Translator:
     def max_source_tokens(self) -> int:
         return self.max_positions - 1  # room for eos
 
-    @property
-    def workers(self) -> int:
-        """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere."""
-        return self.cfg.workers if self.device == "cpu" else 1
-
     def describe(self) -> dict[str, Any]:
         """What serve's /info reports: the compute type; the preset and parameter count are torch's to know."""
         return {"arch": None, "parameters": None, "dtype": self.info.get("compute_type")}
 
-    def translate(self, lines: list[str]) -> list[str]:
-        """One output per input line, in order; empty lines give empty outputs."""
-        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
-
-    def translate_hypotheses(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        prefixes: list[str] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line (none for an empty line), in input order; each begins with its prefix."""
-        ids = self.encode_lines(lines, first_lineno, strict)
-        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
-
-    def encode_lines(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        on_warning: Callable[[str], None] = warn,
-    ) -> list[list[int]]:
-        """Source ids per line (after cfg.target_lang's code on a multilingual model: its piece >>xx<< starts the
-        source CTranslate2 reads); a line over the model's length is truncated with a warning, or refused when
-        strict."""
-        return encode_sources(
-            self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning, self.cfg.target_lang
-        )
+    # What both engines share, written once in mtkit.engines.contract.
+    translate = translate_lines
+    translate_hypotheses = line_hypotheses
+    encode_lines = encode_lines
+    workers = property(decode_workers)
 
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order.

@@ -20,8 +20,14 @@ from torch import Tensor
 
 from mtkit.console import warn
 from mtkit.corpus.batching import round_up
-from mtkit.engines.contract import check_target_lang, encode_prefixes, encode_sources, length_batches
-from mtkit.engines.output import best_lines
+from mtkit.engines.contract import (
+    check_target_lang,
+    decode_workers,
+    encode_lines,
+    length_batches,
+    line_hypotheses,
+    translate_lines,
+)
 from mtkit.errors import UserError, check
 from mtkit.model.packed import pack_linears
 from mtkit.model.precision import PRECISIONS, resolve_precision
@@ -150,42 +156,11 @@ class Translator:
             "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype),
         }
 
-    def translate(self, lines: list[str]) -> list[str]:
-        """One output per input line, in order; empty lines give empty outputs."""
-        return best_lines(self.tokenizer, self.translate_hypotheses(lines))
-
-    def translate_hypotheses(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        prefixes: list[str] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order;
-        `prefixes` (one per line, "" for none): text each translation must begin with."""
-        ids = self.encode_lines(lines, first_lineno, strict)
-        return self.search_ids(ids, encode_prefixes(self.tokenizer, prefixes))
-
-    def encode_lines(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        on_warning: Callable[[str], None] = warn,
-    ) -> list[list[int]]:
-        """Source ids per line (after cfg.target_lang's code on a multilingual model); a line over the model's length
-        is truncated with a warning, or refused when strict.
-
-        `on_warning` receives each warning (mtkit.serve.app collects them per request instead of printing them).
-        """
-        return encode_sources(
-            self.tokenizer, lines, self.max_source_tokens, first_lineno, strict, on_warning, self.cfg.target_lang
-        )
-
-    @property
-    def workers(self) -> int:
-        """Batches decoded at once: cfg.workers on CPU, 1 elsewhere."""
-        return self.cfg.workers if self.device.type == "cpu" else 1
+    # What both engines share, written once in mtkit.engines.contract.
+    translate = translate_lines
+    translate_hypotheses = line_hypotheses
+    encode_lines = encode_lines
+    workers = property(decode_workers)
 
     def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
