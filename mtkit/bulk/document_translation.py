@@ -17,6 +17,8 @@ from mtkit.documents.safety import Limits
 from mtkit.engines.splitting import split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
+from mtkit.text.glossary import Glossary
+from mtkit.text.protect import ProtectConfig
 from mtkit.text.translation import GUARD_LABELS, TextTranslation, guard_counts
 
 if TYPE_CHECKING:
@@ -24,11 +26,17 @@ if TYPE_CHECKING:
 
 
 def sentence_translator(
-    translator: Translating, language: str | None = None
+    translator: Translating,
+    language: str | None = None,
+    glossary: Glossary | None = None,
+    protect: ProtectConfig | None = None,
 ) -> tuple[Translate, dict[str, dict[str, int]]]:
     """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
-    applied, and each sentence's guard counts kept in the dict returned beside it, by sentence."""
-    whole = dataclasses.replace(split_options(translator, language), split=False)
+    applied, protected text kept and `glossary` terms put back (mtkit.text.protect), and each sentence's guard
+    counts kept in the dict returned beside it, by sentence."""
+    whole = dataclasses.replace(
+        split_options(translator, language), split=False, glossary=glossary, protect=protect or ProtectConfig()
+    )
     counts: dict[str, dict[str, int]] = {}
 
     def translate(sentences: list[str]) -> list[str]:
@@ -40,7 +48,7 @@ def sentence_translator(
 
 
 def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
-    return {key: sum(c.get(key, 0) for c in counts) for key in ("sentences", *GUARD_LABELS)}
+    return {key: sum(c.get(key, 0) for c in counts) for key in ("sentences", *GUARD_LABELS, "protected")}
 
 
 def output_path(source: Path, target_lang: str) -> Path:
@@ -55,6 +63,8 @@ def translate_documents(
     outputs: list[Path],
     language: str | None = None,
     limits: Limits = Limits(),
+    glossary: Glossary | None = None,
+    protect: ProtectConfig | None = None,
 ) -> dict[str, Any]:
     """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
     before the model works), all their sentences translated together, each output written atomically. A
@@ -69,7 +79,7 @@ def translate_documents(
         data = source.read_bytes()
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits))
-    translate, by_sentence = sentence_translator(translator, language)
+    translate, by_sentence = sentence_translator(translator, language, glossary, protect)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate)
     seconds = time.perf_counter() - start

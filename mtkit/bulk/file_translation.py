@@ -17,6 +17,7 @@ from mtkit.console import log, progress
 from mtkit.engines.splitting import translate_split
 from mtkit.engines.streaming import split_line, translate_lines
 from mtkit.files import count_lines
+from mtkit.text.translation import prepare_line
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -36,10 +37,12 @@ def translate_shard(
     split: SplitOptions | None = None,
     overwrite: bool = False,
     quiet: bool = False,
+    plain: SplitOptions | None = None,
 ) -> dict[str, Any]:
     """Translate shard `spec`'s lines of `input` into its file beside `output`, going on from an unfinished run of
     it, then merge the set if this shard completes it; returns the summary. Chunks of `chunk_lines` lines counted
-    from the input's first line, as `mtkit translate` reads a file, so that a chunk holds the lines it holds there."""
+    from the input's first line, as `mtkit translate` reads a file, so that a chunk holds the lines it holds there.
+    `plain`: without `split`, each line's protected spans, glossary terms and case round trip, as there."""
     shard = Shard(
         output,
         spec,
@@ -66,7 +69,10 @@ def translate_shard(
                     texts = translate_split(translator, chunk, split, strict)
                     out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
                 else:
-                    out = translate_lines(translator, chunk, start, with_scores, strict, prefixes, str(prefix_file))
+                    ready = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
+                    out = translate_lines(
+                        translator, chunk, start, with_scores, strict, prefixes, str(prefix_file), ready
+                    )
                 outputs.append(["\n".join(out) + "\n"], len(chunk))
                 start += len(chunk)
                 done += len(chunk)

@@ -11,7 +11,7 @@ import typer
 
 from mtkit.cli.command import emit, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import option, recipe_option, values_of
+from mtkit.cli.options import GLOSSARY, PROTECT, PROTECT_DEFAULT, option, recipe_option, text_options, values_of
 from mtkit.cli.process import start_up_without_gc
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
@@ -49,6 +49,9 @@ def translate_file(
         min=0,
         help="Refuse a document over this many bytes, as mtkit serve does (0: any size the machine can hold).",
     ),
+    glossary: Path | None = GLOSSARY,
+    protect: list[str] = PROTECT,
+    protect_default: bool = PROTECT_DEFAULT,
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
 ) -> None:
     """Translate documents into files of the same format: every piece of text translated sentence by sentence,
@@ -65,6 +68,7 @@ def translate_file(
         )
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))  # None: the run's recipe
+    terms = text_options(glossary, protect, protect_default)  # a bad file or pattern before the model load
     with start_up_without_gc():
         from mtkit.bulk.document_translation import output_path, translate_documents
         from mtkit.engines.factory import load_translator
@@ -73,11 +77,11 @@ def translate_file(
     target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     outputs = [out] if out is not None else [output_path(source, target) for source in inputs]
     limits = Limits(max_bytes=max_file_bytes or sys.maxsize)
-    summary = translate_documents(translator, inputs, outputs, source_lang, limits)
+    summary = translate_documents(translator, inputs, outputs, source_lang, limits, **terms)
     lines = [f"{d['input']} -> {d['output']} ({d['format']}, {d['sentences']} sentences)" for d in summary["documents"]]
     guard = summary["guard"]
     lines.append(
         f"{guard.get('sentences', 0)} sentences in {summary['seconds']} s; the guard: "
-        + ", ".join(f"{guard.get(k, 0)} {k}" for k in ("retried", "kept", "tamed"))
+        + ", ".join(f"{guard.get(k, 0)} {k}" for k in ("retried", "kept", "tamed", "protected"))
     )
     emit(summary, as_json, "\n".join(lines))

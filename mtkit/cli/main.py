@@ -24,7 +24,17 @@ from mtkit.cli import serve_command as cli_serve
 from mtkit.cli import shortlist_command as cli_shortlist
 from mtkit.cli.command import emit, shard_note, user_errors
 from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import OVERWRITE_SHARD, SHARD, option, recipe_option, values_of
+from mtkit.cli.options import (
+    GLOSSARY,
+    OVERWRITE_SHARD,
+    PROTECT,
+    PROTECT_DEFAULT,
+    SHARD,
+    option,
+    recipe_option,
+    text_options,
+    values_of,
+)
 from mtkit.cli.process import cap_onednn_cache, exit_now, start_up_without_gc, tune_allocator
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
@@ -170,11 +180,20 @@ def translate(
     prefix_file: Path | None = typer.Option(
         None, "--prefix-file", help="Text each translation must begin with: one line per input line, empty for none."
     ),
+    glossary: Path | None = GLOSSARY,
+    protect: list[str] = PROTECT,
+    protect_default: bool = PROTECT_DEFAULT,
+    case: bool = typer.Option(
+        True,
+        "--case/--no-case",
+        help="Translate a line in capitals or Title Case in sentence case and give it the line's case back; "
+        "--no-case sends lines as they are (the raw model).",
+    ),
     shard: str | None = SHARD,
     overwrite: bool = OVERWRITE_SHARD,
 ) -> None:
     """Translate raw text, one sentence per line (or, with --split-sentences, a paragraph per line), in order; empty
-    lines stay empty."""
+    lines stay empty. Placeholders, URLs, e-mail addresses, code and numbers are kept as written."""
     import signal
 
     from mtkit.bulk.shards import resolve_shard
@@ -192,6 +211,7 @@ def translate(
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     # The search options left at None keep the run's recipe; the others (sampling, nbest) override it.
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))
+    terms = text_options(glossary, protect, protect_default) | {"case": case}  # a bad file or pattern before the load
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
         from mtkit.engines.splitting import split_options
@@ -199,17 +219,32 @@ def translate(
         from mtkit.files import read_lines
 
         translator = load_translator(model, engine_cfg, search)
+    lines = split_options(translator, source_lang, split_sentences, **terms)
+    split, plain = (lines, None) if split_sentences else (None, lines)
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
         from mtkit.console import log
         from mtkit.engines.streaming import CHUNK_LINES
 
-        split = split_options(translator, source_lang) if split_sentences else None
         options = {name: ctx.params[name] for name in SHARD_IDENTITY}
         if ensemble:  # only with one: a shard begun before ensembles had modes still resumes
             options["ensemble_mode"] = ensemble_mode
+        if glossary or protect or not protect_default or not case:  # only when set, as ensemble_mode
+            options |= {"glossary": str(glossary), "protect": protect, "protect_default": protect_default, "case": case}
         summary = translate_shard(
-            translator, input, output, spec, CHUNK_LINES, options, scores, strict, prefix_file, split, overwrite, quiet
+            translator,
+            input,
+            output,
+            spec,
+            CHUNK_LINES,
+            options,
+            scores,
+            strict,
+            prefix_file,
+            split,
+            overwrite,
+            quiet,
+            plain=plain,
         )  # type: ignore[arg-type]
         log(shard_note(summary))
         return
@@ -226,7 +261,8 @@ def translate(
             name=str(input) if input else "<stdin>",
             prefixes=read_lines(prefix_file) if prefix_file else None,
             prefix_name=str(prefix_file),
-            split=split_options(translator, source_lang) if split_sentences else None,
+            split=split,
+            plain=plain,
         )
 
 

@@ -1,13 +1,15 @@
 """Typer options read from the dataclass fields they set: an option's default and help are declared once, in
 the field (`field(default=..., metadata={"help": ...})`), and the command line only names it.
 
-Also the options every bulk command shares (--shard, declared once here). Used by the commands of mtkit.cli (main
-and data_commands); builds option declarations and parses nothing.
+Also the options every bulk command shares (--shard, declared once here) and the text options of the commands that
+translate (--glossary, --protect). Used by the commands of mtkit.cli (main, data_commands, document_commands); builds
+option declarations and parses nothing but the glossary and patterns they name (text_options).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -61,3 +63,36 @@ SHARD = typer.Option(
 OVERWRITE_SHARD = typer.Option(
     False, "--overwrite", help="With --shard: start the shard again instead of going on from an unfinished run of it."
 )
+
+# What `mtkit translate` and `translate-file` keep as written and the terms they take (docs/terminology.md).
+GLOSSARY = typer.Option(
+    None,
+    "--glossary",
+    metavar="FILE",
+    help="A glossary: TSV (source<TAB>target a line) or, for a name ending in .csv, CSV (source,target a row); each "
+    "source term found (whole words, any case, longest first) is translated as its target.",
+)
+PROTECT = typer.Option(
+    [],
+    "--protect",
+    metavar="REGEX",
+    help="Also keep text matching this regular expression as written (repeatable).",
+)
+PROTECT_DEFAULT = typer.Option(
+    True,
+    "--protect-default/--no-protect-default",
+    help="Keep placeholders ({name}, %s, $VAR), URLs, e-mail addresses, inline code, paths, math and numbers "
+    "with separators or units as written, and copy lines of them only.",
+)
+
+
+def text_options(glossary: Path | None, protect: list[str], protect_default: bool) -> dict[str, Any]:
+    """The glossary read and the patterns compiled (a one-line error naming the file's line or the pattern), as
+    mtkit.engines.splitting.split_options takes them."""
+    from mtkit.text.glossary import load_glossary
+    from mtkit.text.protect import ProtectConfig
+
+    return {
+        "glossary": load_glossary(glossary) if glossary is not None else None,
+        "protect": ProtectConfig(protect_default, tuple(protect)),
+    }

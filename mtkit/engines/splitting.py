@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from mtkit.engines.output import decode, one_line
 from mtkit.search.config import Hypothesis
+from mtkit.text.glossary import Glossary
+from mtkit.text.protect import ProtectConfig
 from mtkit.text.sentences import Count
 from mtkit.text.translation import Output, SplitOptions, TextTranslation, plan_translation, run_plan
 
@@ -26,10 +28,25 @@ def sentence_limit(translator: Translating) -> int:
     return max(1, min(int(trained), translator.max_source_tokens - 1))  # one position for a language code
 
 
-def split_options(translator: Translating, language: str | None = None, split: bool = True) -> SplitOptions:
-    """Splitting for this model: `language` or its data's source language; `split` False cuts at line breaks only."""
+def split_options(
+    translator: Translating,
+    language: str | None = None,
+    split: bool = True,
+    case: bool = True,
+    protect: ProtectConfig | None = None,
+    glossary: Glossary | None = None,
+) -> SplitOptions:
+    """Splitting for this model: `language` or its data's source language; `split` False cuts at line breaks only;
+    the casing round trip, protected text and glossary as SplitOptions takes them."""
     source = language or translator.info.get("manifest", {}).get("source_lang") or DEFAULT_LANGUAGE
-    return SplitOptions(source.lower(), split, sentence_limit(translator))
+    return SplitOptions(
+        source.lower(),
+        split,
+        sentence_limit(translator),
+        case=case,
+        protect=protect or ProtectConfig(),
+        glossary=glossary,
+    )
 
 
 def token_counter(tokenizer: Tokenizer) -> Count:

@@ -122,7 +122,9 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
     warnings: list[str] = []
     answer: dict[str, Any]
     if parsed.split:
-        options = split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
+        options = parsed.options(
+            split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
+        )
         done = await model.translate_split(parsed.lines, options, parsed.search, cfg.strict, warnings, parsed.target)
         answer = {
             "translations": [text.text for text in done],

@@ -8,6 +8,7 @@ here.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ from mtkit.serve.libre_request import (
 )
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
+from mtkit.text.glossary import PLACEHOLDER
 from mtkit.text.markup import HtmlTranslation
 from mtkit.text.translation import Sentence, SplitOptions
 
@@ -64,15 +66,20 @@ class _Sure:
 
 
 def sentence_fields(sentence: Sentence) -> dict[str, Any]:
-    """One sentence of an answer: its source, translation, confidences (null where kept as written) and what the
-    guard did ("" for nothing)."""
-    return {
+    """One sentence of an answer: its source, translation, confidences (null where kept as written), what the
+    guard did ("" for nothing), how many spans were kept as written (mtkit.text.protect) and, where a glossary's
+    terms were found, each with whether its target is in the translation and how terms were applied."""
+    fields = {
         "source": sentence.source,
         "translation": sentence.translation,
         "confidence": sentence.confidence,
         "word_confidence": sentence.word_confidence,
         "guard": sentence.guard,
+        "protected": sentence.protected,
     }
+    if sentence.terms:
+        fields |= {"terms": sentence.terms, "method": PLACEHOLDER}
+    return fields
 
 
 async def translate_texts(
@@ -163,7 +170,9 @@ async def translate_grouped(
     async def one(language: str, indexes: list[int]) -> tuple[list[str], list[list[str]], list[list[dict]]]:
         model = router.route(language, request.target)
         texts = [request.texts[i] for i in indexes]
-        options = split_options(model.translator, language, request.split)
+        options = dataclasses.replace(
+            split_options(model.translator, language, request.split), glossary=request.glossary
+        )
         if request.format == "html":  # as LibreTranslate: no alternatives for HTML
             done = await translate_html_documents(model, texts, options, strict, warnings, request.target)
             return done, [[] for _ in texts], [[] for _ in texts]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from mtkit.serve.request import RequestError, decode_json
+from mtkit.serve.request import RequestError, decode_json, glossary_field
+from mtkit.text.glossary import Glossary
 
 FORMATS = ("text", "html")
 
@@ -28,6 +29,7 @@ class LibreRequest:
     format: str = "text"
     alternatives: int = 0
     split: bool = True  # mtkit's own extra field split_sentences: false translates each line whole
+    glossary: Glossary | None = None  # mtkit's own extra field: {"source term": "target term", ...}
 
 
 def looks_like_json(body: bytes) -> bool:
@@ -133,7 +135,13 @@ def parse_translate(fields: dict[str, Any], max_lines: int, max_alternatives: in
         raise RequestError(400, "Invalid request: alternatives parameter is not a number") from None
     if alternatives > max_alternatives:
         raise RequestError(400, f"Invalid request: alternatives parameter must be <= {max_alternatives}")
-    return LibreRequest(texts, batch, source, target, text_format, alternatives, flag_field(fields, "split_sentences"))
+    glossary = fields.get("glossary")
+    if isinstance(glossary, str):  # a form sends the object as JSON text
+        glossary = decode_json(glossary.encode("utf-8")) if glossary.strip() else None
+    split = flag_field(fields, "split_sentences")
+    return LibreRequest(
+        texts, batch, source, target, text_format, alternatives, split, glossary_field({"glossary": glossary}, 400)
+    )
 
 
 def flag_field(fields: dict[str, Any], name: str, default: bool = True) -> bool:

@@ -10,6 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mtkit.errors import UserError
+from mtkit.text.glossary import Glossary, glossary_from_mapping
+from mtkit.text.protect import ProtectConfig
+from mtkit.text.translation import SplitOptions
+
 
 @dataclass(frozen=True)
 class SearchOverrides:
@@ -28,6 +33,8 @@ REQUEST_KEYS = (
     "source",
     "target",
     "split_sentences",
+    "glossary",
+    "protect",
     "api_key",
 )
 
@@ -56,6 +63,12 @@ class TranslateRequest:
     source: str | None = None  # language codes that pick the model of a server of several
     target: str | None = None
     split: bool = True  # each text translated sentence by sentence (mtkit.text.translation)
+    glossary: Glossary | None = None  # terms the translation takes (mtkit.text.glossary)
+    protect: ProtectConfig = dataclasses.field(default_factory=ProtectConfig)  # kept as written besides the defaults
+
+    def options(self, base: SplitOptions) -> SplitOptions:
+        """The model's split options with this request's glossary and protected patterns."""
+        return dataclasses.replace(base, glossary=self.glossary, protect=self.protect)
 
 
 def decode_json(body: bytes) -> Any:
@@ -124,7 +137,32 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
         raise RequestError(422, f"split_sentences must be true or false; got {json.dumps(split)}")
     if split and per_line:
         raise RequestError(422, 'nbest and prefix apply to whole lines: send "split_sentences": false with them')
-    return TranslateRequest(lines, search, prefixes, *language_codes(data), split=split)
+    glossary, protect = glossary_field(data, 422), protect_field(data, 422)
+    if (glossary or protect.patterns) and not split:
+        raise RequestError(422, 'glossary and protect apply sentence by sentence: drop "split_sentences": false')
+    return TranslateRequest(lines, search, prefixes, *language_codes(data), split, glossary, protect)
+
+
+def glossary_field(data: dict, status: int) -> Glossary | None:
+    """The optional "glossary": {"source term": "target term", ...} (mtkit.text.glossary's checks; `status` and
+    the one-line message naming the field otherwise)."""
+    if data.get("glossary") is None:
+        return None
+    try:
+        return glossary_from_mapping(data["glossary"])
+    except UserError as exc:
+        raise RequestError(status, str(exc)) from None
+
+
+def protect_field(data: dict, status: int) -> ProtectConfig:
+    """The optional "protect": regular expressions whose matches are kept as written, beside the defaults."""
+    patterns = data.get("protect") or []
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise RequestError(status, 'protect must be a list of regular expressions, such as ["ACME-\\d+"]')
+    try:
+        return ProtectConfig(patterns=tuple(patterns))
+    except UserError as exc:
+        raise RequestError(status, str(exc)) from None
 
 
 def language_codes(data: dict) -> tuple[str | None, str | None]:

@@ -110,13 +110,13 @@ class Masked:
     shares: tuple[float, ...] = ()  # where each span stands: the share of the sentence's other words before it
 
 
-# Stand-ins: numbers the source sentence does not hold. A model copies a number it has seen in training, where a
-# rare string of symbols gets mangled or dropped (measured in docs/terminology.md's table); the restore below does
-# not rely on it.
+# Stand-ins are small numbers: of the kinds measured (docs/terminology.md) they disturbed the translation of the
+# rest of the sentence least. The restore does not rely on the model carrying them.
 _STANDIN_BASE = 1
 
 
 def _standins(text: str, count: int) -> list[str]:
+    """`count` numbers from _STANDIN_BASE up that are no number of `text`, nor inside one."""
     used = set(re.findall(r"\d+", text))
     out, n = [], _STANDIN_BASE
     while len(out) < count:

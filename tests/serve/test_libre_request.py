@@ -17,6 +17,7 @@ from mtkit.serve.libre_request import (
     unique_alternatives,
 )
 from mtkit.serve.request import RequestError
+from mtkit.text.glossary import Glossary
 
 FIELDS = {"q": "Ein Hund läuft & springt.", "source": "de", "target": "en", "format": "html", "api_key": ""}
 
@@ -72,6 +73,17 @@ def test_parse_translate_reads_each_field() -> None:
         {"q": ["A", "B"], "source": "AUTO", "target": "de", "alternatives": "2"}, 10, 3
     ) == LibreRequest(["A", "B"], True, "auto", "de", "text", 2)
     assert parse_translate(FIELDS, 10, 3) == LibreRequest([FIELDS["q"]], False, "de", "en", "html", 0)
+
+
+def test_a_glossary_is_mtkits_extra_field_as_json_or_a_forms_json_text() -> None:
+    fields = {"q": "A red dog.", "source": "en", "target": "de"}
+    expected = Glossary((("red dog", "Rotfuchs"),))
+    assert parse_translate(fields | {"glossary": {"red dog": "Rotfuchs"}}, 10, 3).glossary == expected
+    assert parse_translate(fields | {"glossary": '{"red dog": "Rotfuchs"}'}, 10, 3).glossary == expected
+    assert parse_translate(fields | {"glossary": ""}, 10, 3).glossary is None
+    with pytest.raises(RequestError, match="^glossary must be an object of terms") as refused:
+        parse_translate(fields | {"glossary": ["red dog"]}, 10, 3)
+    assert refused.value.status == 400
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ import pytest
 
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.request import RequestError, SearchOverrides, TranslateRequest, check_request, decode_json
+from mtkit.text.glossary import Glossary
+from mtkit.text.translation import SplitOptions
 
 
 def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:
@@ -37,7 +39,8 @@ BAD_BODIES = [
     (
         b'{"lines": ["A dog."]}',
         422,
-        "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, split_sentences, api_key",
+        "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, split_sentences, glossary, "
+        "protect, api_key",
     ),
     (b"{}", 422, "text must be a list of strings"),
     (b'{"text": []}', 422, "empty list"),
@@ -82,6 +85,23 @@ def test_a_good_body_keeps_every_line_and_fills_the_defaults() -> None:
     assert not parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).split
     at_limits = json.dumps({"text": ["x"] * MAX_LINES, "beam": MAX_BEAM, "nbest": MAX_BEAM}).encode()
     assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).search.nbest == MAX_BEAM
+
+
+def test_a_glossary_and_protected_patterns_are_read_with_422s_naming_the_field() -> None:
+    body = json.dumps({"text": ["A red dog."], "glossary": {"red dog": "Rotfuchs"}, "protect": [r"ACME-\d+"]})
+    parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+    assert parsed.glossary == Glossary((("red dog", "Rotfuchs"),)) and parsed.protect.patterns == (r"ACME-\d+",)
+    assert parsed.options(SplitOptions("en")).glossary == parsed.glossary
+    for extra, message in [
+        ({"glossary": ["red dog", "Rotfuchs"]}, "glossary must be an object of terms"),
+        ({"glossary": {"dog": 1}}, "glossary['dog'] must be a string; got int"),
+        ({"glossary": {"dog": "Hund"}, "split_sentences": False}, "glossary and protect apply sentence by sentence"),
+        ({"protect": "ACME"}, "protect must be a list of regular expressions"),
+        ({"protect": ["(unclosed"]}, "protect: bad regular expression '(unclosed'"),
+    ]:
+        with pytest.raises(RequestError) as refused:
+            parse_request(json.dumps({"text": ["A dog."]} | extra).encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+        assert refused.value.status == 422 and message in str(refused.value)
 
 
 def test_json_is_decoded_as_strict_utf8() -> None:

@@ -1,0 +1,111 @@
+"""Protected text and glossaries with a real tiny model that cannot copy (the old run of tests/data, trained at
+0681275: it mangles or drops every stand-in): 300 Multi30k sentences with a placeholder, URL, e-mail address or
+inline code come back with it byte for byte and exactly once, sentence by sentence and one a line, through the
+library and `mtkit translate`; lines in capitals are translated in sentence case on the plain path too."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mtkit.engines.factory import load_translator
+from mtkit.engines.splitting import split_options, translate_split
+from mtkit.text.glossary import Glossary
+from mtkit.text.protect import ProtectConfig
+from tests.conftest import run_mtkit_in_process
+from tests.text.test_protected_translation import spanned_sentences
+
+OLD_RUN = Path(__file__).resolve().parents[1] / "data" / "run-0681275"
+
+
+@pytest.fixture(scope="module")
+def old_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("protect") / "run"
+    shutil.copytree(OLD_RUN, run, ignore=shutil.ignore_patterns("expected"))
+    return run
+
+
+def test_300_sentences_keep_their_span_with_a_model_that_cannot_copy(old_run: Path, multi30k: Path) -> None:
+    translator = load_translator(old_run)
+    cases = spanned_sentences(multi30k)
+    texts = [text for text, _ in cases]
+    for split in (True, False):
+        done = translate_split(translator, texts, split_options(translator, "en", split))
+        assert [t.text.count(span) for t, (_, span) in zip(done, cases)] == [1] * 300
+    raw = translate_split(
+        translator, texts, dataclasses.replace(split_options(translator, "en"), protect=ProtectConfig(default=False))
+    )
+    assert sum(t.text.count(span) == 1 for t, (_, span) in zip(raw, cases)) < 30  # what protection is for
+
+
+def test_a_glossary_is_applied_and_reported_with_a_real_model(old_run: Path) -> None:
+    translator = load_translator(old_run)
+    options = dataclasses.replace(split_options(translator, "en"), glossary=Glossary((("red shirt", "Rothemd"),)))
+    done = translate_split(translator, ["A man in a red shirt runs.", "A MAN IN A RED SHIRT RUNS."], options)
+    assert done[0].text.count("Rothemd") == 1 and done[1].text.count("ROTHEMD") == 1
+    assert done[0].sentences[0].terms == [{"source": "red shirt", "target": "Rothemd", "applied": True}]
+
+
+def test_mtkit_translate_keeps_spans_on_both_paths(old_run: Path, multi30k: Path, tmp_path: Path) -> None:
+    cases = spanned_sentences(multi30k, 30)
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(text for text, _ in cases) + "\n12\n42 %\n", encoding="utf-8")
+    for options in ([], ["--split-sentences"]):
+        result = run_mtkit_in_process("translate", old_run, "-i", source, *options)
+        assert result.returncode == 0, result.stderr
+        out = result.stdout.splitlines()
+        assert [line.count(span) for line, (_, span) in zip(out, cases)] == [1] * 30
+        assert out[-2:] == ["12", "42 %"]  # copied, never sent
+    result = run_mtkit_in_process("translate", old_run, "-i", source, "--no-protect-default")
+    assert sum(line.count(span) == 1 for line, (_, span) in zip(result.stdout.splitlines(), cases)) < 10
+
+
+def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_path: Path) -> None:
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("red shirt\tRothemd\n", encoding="utf-8")
+    lines = "A man in a red shirt runs.\nTicket ACME-12 is done.\n"
+    for options in ([], ["--split-sentences"]):
+        result = run_mtkit_in_process(
+            "translate", old_run, "--glossary", glossary, "--protect", r"ACME-\d+", *options, stdin=lines
+        )
+        assert result.returncode == 0, result.stderr
+        out = result.stdout.splitlines()
+        assert out[0].count("Rothemd") == 1 and out[1].count("ACME-12") == 1
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("red shirt\tRothemd\nno tab here\n", encoding="utf-8")
+    result = run_mtkit_in_process("translate", old_run, "--glossary", bad, stdin=lines)
+    assert result.returncode == 2 and f"{bad}:2: expected source<TAB>target" in result.stderr
+    result = run_mtkit_in_process("translate", old_run, "--protect", "(unclosed", stdin=lines)
+    assert result.returncode == 2 and "protect: bad regular expression '(unclosed'" in result.stderr
+
+
+def test_capitals_go_in_sentence_case_on_the_plain_path_unless_turned_off(old_run: Path) -> None:
+    lines = "A man in a red shirt runs down the street.\n"
+    upper = lines.upper()
+    plain = run_mtkit_in_process("translate", old_run, stdin=lines).stdout
+    cased = run_mtkit_in_process("translate", old_run, stdin=upper).stdout
+    assert cased == plain.replace("ß", "ẞ").upper()
+    raw = run_mtkit_in_process("translate", old_run, "--no-case", stdin=upper).stdout
+    assert raw != cased
+
+
+def test_mtkit_translate_file_keeps_spans_and_takes_a_glossary(old_run: Path, multi30k: Path, tmp_path: Path) -> None:
+    cases = spanned_sentences(multi30k, 10)
+    glossary = tmp_path / "terms.csv"
+    glossary.write_text('"red shirt",Rothemd\n', encoding="utf-8")
+    text = tmp_path / "notes.txt"
+    text.write_text("\n\n".join(t for t, _ in cases) + "\n\nA man in a red shirt runs.\n\n12\n", encoding="utf-8")
+    page = tmp_path / "table.html"
+    page.write_text("<table><tr><td>12</td><td>3.5</td><td>2006</td><td>42 %</td></tr></table>", encoding="utf-8")
+    for source in (text, page):
+        result = run_mtkit_in_process(
+            "translate-file", old_run, source, "--glossary", glossary, "-o", source.with_suffix(".de" + source.suffix)
+        )
+        assert result.returncode == 0, result.stderr
+    out = text.with_suffix(".de.txt").read_text(encoding="utf-8").split("\n\n")
+    assert [part.count(span) for part, (_, span) in zip(out, cases)] == [1] * 10
+    assert out[-2].count("Rothemd") == 1 and out[-1] == "12\n"
+    assert page.with_suffix(".de.html").read_text(encoding="utf-8") == page.read_text(encoding="utf-8")

@@ -1,0 +1,68 @@
+"""Protected text and glossaries through a real `mtkit serve` (the old run of tests/data, which cannot copy): mtkit's
+POST /translate and LibreTranslate's /translate keep placeholders, URLs, e-mail addresses and inline code byte for
+byte and exactly once, take a "glossary" and report its terms per sentence, and refuse a bad one naming the field."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.serve.test_app import Server
+from tests.text.test_protected_translation import spanned_sentences
+
+OLD_RUN = Path(__file__).resolve().parents[1] / "data" / "run-0681275"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    run = tmp_path_factory.mktemp("protect-serve") / "run"
+    shutil.copytree(OLD_RUN, run, ignore=shutil.ignore_patterns("expected"))
+    started = Server(run, run.parent / "stderr.log")
+    yield started
+    started.stop()
+
+
+def post(server: Server, path: str, payload: dict):
+    import json
+
+    return server.request("POST", path, json.dumps(payload).encode(), {"Content-Type": "application/json"})
+
+
+def test_both_apis_keep_every_span_exactly_once(server: Server, multi30k: Path) -> None:
+    cases = spanned_sentences(multi30k, 20)
+    texts = [text for text, _ in cases] + ["12", "42 %"]
+    status, _, answer = server.translate({"text": texts})
+    assert status == 200, answer
+    assert [t.count(span) for t, (_, span) in zip(answer["translations"], cases)] == [1] * 20
+    assert answer["translations"][-2:] == ["12", "42 %"]
+    assert answer["guard"]["protected"] == 22
+    status, _, answer = post(server, "/translate", {"q": texts, "source": "en", "target": "de"})
+    assert status == 200, answer
+    assert [t.count(span) for t, (_, span) in zip(answer["translatedText"], cases)] == [1] * 20
+
+
+def test_a_glossary_is_applied_and_reported_per_sentence(server: Server) -> None:
+    text = ["A man in a red shirt runs. Ticket ACME-12 is done."]
+    status, _, answer = server.translate({"text": text, "glossary": {"red shirt": "Rothemd"}, "protect": [r"ACME-\d+"]})
+    assert status == 200, answer
+    assert answer["translations"][0].count("Rothemd") == 1 and answer["translations"][0].count("ACME-12") == 1
+    first, second = answer["sentences"][0]
+    assert first["terms"] == [{"source": "red shirt", "target": "Rothemd", "applied": True}]
+    assert first["method"] == "placeholder" and "terms" not in second and second["protected"] == 1
+    status, _, answer = post(
+        server, "/translate", {"q": text[0], "source": "en", "target": "de", "glossary": {"red shirt": "Rothemd"}}
+    )
+    assert status == 200 and answer["translatedText"].count("Rothemd") == 1
+    assert answer["sentences"][0]["terms"][0]["applied"] is True
+
+
+def test_a_bad_glossary_is_refused_naming_the_field(server: Server) -> None:
+    status, _, answer = server.translate({"text": ["A dog."], "glossary": ["dog", "Hund"]})
+    assert status == 422 and "glossary must be an object of terms" in answer["error"]
+    status, _, answer = server.translate({"text": ["A dog."], "glossary": {"dog": 1}})
+    assert status == 422 and "glossary['dog'] must be a string" in answer["error"]
+    status, _, answer = post(server, "/translate", {"q": "A dog.", "source": "en", "target": "de", "glossary": 3})
+    assert status == 400 and "glossary must be an object of terms" in answer["error"]
+    assert server.translate({"text": ["A dog."]})[0] == 200  # still serving
