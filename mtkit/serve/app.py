@@ -40,7 +40,7 @@ from mtkit.serve.request import ClientGone, RequestError, check_request, languag
 from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
 from mtkit.serve.state import is_redis
 from mtkit.serve.worker import BatchWorker
-from mtkit.text.translation import guard_counts
+from mtkit.text.translation import Line, guard_counts, prepare_line
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -48,12 +48,17 @@ RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry a
 PAGE = (Path(__file__).parent / "static" / "index.html").read_text(encoding="utf-8")
 
 
-def format_translations(translator: Translating, results: list[list[Hypothesis]], nbest: int) -> list[Any]:
-    """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first."""
+def format_translations(
+    translator: Translating, results: list[list[Hypothesis]], nbest: int, lines: list[Line] | None = None
+) -> list[Any]:
+    """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first. `lines`:
+    each text given its line's case and kept spans back (mtkit.text.translation.prepare_line)."""
+    back = [line.finish for line in lines] if lines else [lambda text: (text, [])] * len(results)
     if nbest == 1:
-        return best_lines(translator.tokenizer, results)
+        return [finish(text)[0] for finish, text in zip(back, best_lines(translator.tokenizer, results))]
     return [
-        [{"text": text, "score": score} for text, score in scored_texts(translator.tokenizer, hyps)] for hyps in results
+        [{"text": finish(text)[0], "score": score} for text, score in scored_texts(translator.tokenizer, hyps)]
+        for finish, hyps in zip(back, results)
     ]
 
 
@@ -132,9 +137,13 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
             "guard": guard_counts(done),
         }
     else:
+        source = parsed.source or (model.pairs[0][0] if model.pairs else None)
+        options = parsed.options(split_options(translator, source, split=False))
+        lines = [prepare_line(line, options, parsed.prefixes is None) for line in parsed.lines]  # as the CLI's
         prefixes = encode_prefix_lines(translator, parsed.prefixes)
-        results = await model.decode(parsed.lines, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
-        answer = {"translations": format_translations(translator, results, parsed.search.nbest)}
+        asked = [line.asked for line in lines]
+        results = await model.decode(asked, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
+        answer = {"translations": format_translations(translator, results, parsed.search.nbest, lines)}
         if parsed.search.nbest == 1:
             answer["confidences"] = [confidence(hyps[0]) if hyps else None for hyps in results]
     if warnings:

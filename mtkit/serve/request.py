@@ -138,8 +138,6 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
     if split and per_line:
         raise RequestError(422, 'nbest and prefix apply to whole lines: send "split_sentences": false with them')
     glossary, protect = glossary_field(data, 422), protect_field(data, 422)
-    if (glossary or protect.patterns) and not split:
-        raise RequestError(422, 'glossary and protect apply sentence by sentence: drop "split_sentences": false')
     return TranslateRequest(lines, search, prefixes, *language_codes(data), split, glossary, protect)
 
 

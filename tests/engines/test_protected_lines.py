@@ -109,3 +109,22 @@ def test_mtkit_translate_file_keeps_spans_and_takes_a_glossary(old_run: Path, mu
     assert [part.count(span) for part, (_, span) in zip(out, cases)] == [1] * 10
     assert out[-2].count("Rothemd") == 1 and out[-1] == "12\n"
     assert page.with_suffix(".de.html").read_text(encoding="utf-8") == page.read_text(encoding="utf-8")
+
+
+def test_a_docx_of_300_sentences_keeps_every_span(old_run: Path, multi30k: Path, tmp_path: Path) -> None:
+    docx = pytest.importorskip("docx")
+    cases = spanned_sentences(multi30k)
+    document = docx.Document()
+    for text, _ in cases:
+        document.add_paragraph(text)
+    table = document.add_table(rows=1, cols=3)
+    for cell, number in zip(table.rows[0].cells, ["12", "3.5", "42 %"]):
+        cell.text = number
+    source = tmp_path / "spans.docx"
+    document.save(source)
+    result = run_mtkit_in_process("translate-file", old_run, source, "-o", tmp_path / "spans.de.docx")
+    assert result.returncode == 0, result.stderr
+    done = docx.Document(tmp_path / "spans.de.docx")
+    paragraphs = [p.text for p in done.paragraphs]
+    assert [p.count(span) for p, (_, span) in zip(paragraphs, cases)] == [1] * 300
+    assert [cell.text for cell in done.tables[0].rows[0].cells] == ["12", "3.5", "42 %"]

@@ -38,6 +38,14 @@ def test_both_apis_keep_every_span_exactly_once(server: Server, multi30k: Path) 
     assert [t.count(span) for t, (_, span) in zip(answer["translations"], cases)] == [1] * 20
     assert answer["translations"][-2:] == ["12", "42 %"]
     assert answer["guard"]["protected"] == 22
+    status, _, answer = server.translate({"text": texts, "split_sentences": False, "glossary": {"man": "Mensch"}})
+    assert status == 200, answer  # one segment a line, as `mtkit translate` without --split-sentences
+    assert [t.count(span) for t, (_, span) in zip(answer["translations"], cases)] == [1] * 20
+    assert answer["translations"][-2:] == ["12", "42 %"]
+    status, _, answer = server.translate({"text": texts[:3], "nbest": 2, "beam": 2})
+    assert status == 200 and all(
+        row[0]["text"].count(span) == 1 for row, (_, span) in zip(answer["translations"], cases)
+    )
     status, _, answer = post(server, "/translate", {"q": texts, "source": "en", "target": "de"})
     assert status == 200, answer
     assert [t.count(span) for t, (_, span) in zip(answer["translatedText"], cases)] == [1] * 20

@@ -95,7 +95,6 @@ def test_a_glossary_and_protected_patterns_are_read_with_422s_naming_the_field()
     for extra, message in [
         ({"glossary": ["red dog", "Rotfuchs"]}, "glossary must be an object of terms"),
         ({"glossary": {"dog": 1}}, "glossary['dog'] must be a string; got int"),
-        ({"glossary": {"dog": "Hund"}, "split_sentences": False}, "glossary and protect apply sentence by sentence"),
         ({"protect": "ACME"}, "protect must be a list of regular expressions"),
         ({"protect": ["(unclosed"]}, "protect: bad regular expression '(unclosed'"),
     ]:
