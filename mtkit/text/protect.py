@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mtkit.errors import UserError, check
 
 # Each default pattern is one kind of span; the first to match at a place wins, so longer kinds come first.
+_UNITS = r"(?:%|‰|°[CF]?|km/h|[kMGT]?B|[kMG]?Hz|[kcm]?m|kg|mg|ml|px|pt)(?![\w/])"  # after a number, kept with it
 _TRAIL = r"(?<![.,;:!?'\")\]}>])"  # a URL or path does not end in the sentence's punctuation
 DEFAULT_PATTERNS: dict[str, str] = {
     "code": r"```[^`]+```|`[^`\n]+`",
@@ -30,8 +31,7 @@ DEFAULT_PATTERNS: dict[str, str] = {
     # inside a sentence ("2 men") is language the model translates; one standing alone is copied (copy_whole).
     "number": r"(?<![\w.,])(?:[+\-−±]\d[\d,.  ]*\d|[+\-−±]\d"
     r"|[+\-−±]?\d{1,3}(?:[,.  ]\d{3})+(?:[.,]\d+)?|[+\-−±]?\d+[.,]\d+)"
-    r"(?:\s?(?:%|‰|°[CF]?|[kMGT]?B|[kcm]?m|kg|mg|ml|km/h|Hz|[kMG]Hz|px|pt)(?!\w))?(?![\w])"
-    r"|(?<![\w.,])\d+\s?(?:%|‰|°[CF]?)(?!\w)",
+    rf"(?:\s?{_UNITS})?(?![\w])|(?<![\w.,])\d+\s?{_UNITS}",
 }
 _PLAIN_NUMBER = re.compile(r"[+\-−±]?\d+(?:[.,  ]\d+)*")
 _ALL = re.compile("|".join(f"(?:{pattern})" for pattern in DEFAULT_PATTERNS.values()))

@@ -35,6 +35,7 @@ def found(text: str, cfg: ProtectConfig = CFG) -> list[str]:
         ),
         (r"Math \(x^2\) and \[y\] and $$z$$ here", [r"\(x^2\)", r"\[y\]", "$$z$$"]),
         ("Two men and 2 dogs play in 1 park.", []),  # a plain count in a sentence is language
+        ("A 10 m wall, 100 km/h and 2 men.", ["10 m", "100 km/h"]),  # a count with its unit is not
         ("A well-known 100-meter race.", []),
     ],
 )
@@ -42,7 +43,10 @@ def test_the_default_kinds_are_found(text: str, spans: list[str]) -> None:
     assert found(text) == spans
 
 
-@pytest.mark.parametrize("cell", ["12", "3.5", "2006", "42 %", "70", "1,024", "-3", "(12)", "2006-05-01", "{name}"])
+@pytest.mark.parametrize(
+    "cell",
+    ["12", "3.5", "2006", "42 %", "70", "1,024", "-3", "(12)", "2006-05-01", "{name}", "12 kg", "-3 °C", "1,024 MB"],
+)
 def test_segments_of_protected_text_or_numbers_only_are_copied_whole(cell: str) -> None:
     assert copied_whole(cell, CFG)
 
