@@ -233,7 +233,7 @@ def guarded(work) -> dict:
 
 def stage_translate(args: argparse.Namespace) -> dict:
     """The base run's average.pt on the test lines: speed, BLEU against the joined references, memory."""
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
     from mtkit.score import score
 
     run_dir = args.work / "train-base"
@@ -245,7 +245,7 @@ def stage_translate(args: argparse.Namespace) -> dict:
     rows = []
 
     def one(dtype: str) -> dict:
-        translator = Translator.load(run_dir, device=args.device, dtype=dtype, beam=4)
+        translator = TorchTranslator.load(run_dir, device=args.device, dtype=dtype, beam=4)
         translator.translate(lines[:32])  # warm-up: kernels, allocator
         reset_gpu_memory(args.device)
         start = time.perf_counter()

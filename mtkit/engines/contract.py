@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class Decoding(Protocol):
-    """What each engine does its own way: mtkit.engines.torch_engine.Translator (torch) and
+    """What each engine does its own way: mtkit.engines.torch_engine.TorchTranslator (torch) and
     mtkit.engines.ct2.CT2Translator (CTranslate2) both offer it; both are dataclasses, so
     `dataclasses.replace(translator, cfg=...)` gives the same model under other search options."""
 

@@ -99,7 +99,7 @@ def default_threads(workers: int) -> int:
 
 @dataclass
 class CT2Translator:
-    """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.Translator."""
+    """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.TorchTranslator."""
 
     model: Any  # ctranslate2.Translator
     tokenizer: Tokenizer | TableTokenizer

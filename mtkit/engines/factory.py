@@ -68,9 +68,9 @@ def load_translator(
             shortlist=engine_cfg.shortlist,
             **overrides,
         )
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
-    return Translator.load(
+    return TorchTranslator.load(
         path,
         device=engine_cfg.device,
         dtype=engine_cfg.dtype,

@@ -2,7 +2,7 @@
 translate each chunk, write its outputs in mtkit.engines.output's formats, in input order.
 
 Imports no torch: works over any translator with `tokenizer`, `cfg` and `translate_hypotheses` (mtkit.engines.contract's
-`Translating`: mtkit.engines.torch_engine.Translator or mtkit.engines.ct2.CT2Translator).
+`Translating`: mtkit.engines.torch_engine.TorchTranslator or mtkit.engines.ct2.CT2Translator).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Translation with mtkit's own (torch) engine: load a run's model and tokenizer, batch by length, search,
 restore input order.
 
-`Translator` is the torch engine's class; `mtkit.engines.factory.load_translator` gives either engine behind one
+`TorchTranslator` is the torch engine's class; `mtkit.engines.factory.load_translator` gives either engine behind one
 interface (docs/translating.md, "From Python"). Streaming, what the CLI runs over either engine, is
 mtkit.engines.streaming.
 """
@@ -89,8 +89,8 @@ def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: boo
 
 
 @dataclass
-class Translator:
-    """Load once, translate many: `Translator.load(RUN_DIR).translate(["A man is sleeping."])`."""
+class TorchTranslator:
+    """Load once, translate many: `TorchTranslator.load(RUN_DIR).translate(["A man is sleeping."])`."""
 
     decoder: ModelDecoder
     tokenizer: Tokenizer | TableTokenizer
@@ -111,7 +111,7 @@ class Translator:
         ensemble_mode: str = "log-linear",
         threads: int = 0,
         **overrides: Any,
-    ) -> Translator:
+    ) -> TorchTranslator:
         """`threads`: torch's thread count, process-wide (0: leave it); `overrides`: TranslateConfig fields set over
         the checkpoint's recipe."""
         if threads:

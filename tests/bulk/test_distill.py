@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from tests.conftest import ROOT, run_mtkit_in_process
 
 STUDENTS = {  # recipe: its model's (d_model, d_ff, encoder_layers, decoder_layers)
@@ -64,7 +64,7 @@ def test_the_length_penalty_is_the_recipes_unless_given(overfit_run: Path, overf
     """--length-penalty (a recipe's may have been chosen after a teacher was trained) ranks the teacher's beam as it
     ranks `mtkit translate`'s; sampling has no use for one and refuses it in one line."""
     source, _ = teacher_sources(overfit_data)
-    recipe = Translator.load(overfit_run).cfg.length_penalty
+    recipe = TorchTranslator.load(overfit_run).cfg.length_penalty
     assert recipe != 2.5
     for given, expected in ((None, recipe), ("2.5", 2.5)):
         options = ["--length-penalty", given] if given else []
@@ -106,7 +106,7 @@ def test_the_recipes_beam_by_default_and_an_ensemble_on_torch(
         "distill", overfit_run, "-i", source, "-o", tmp_path / "alone", "--engine", "torch", "--device", "cpu", "--json"
     )
     assert alone.returncode == 0, alone.stderr
-    assert json.loads(alone.stdout)["search"] == f"beam {Translator.load(overfit_run).cfg.beam}"
+    assert json.loads(alone.stdout)["search"] == f"beam {TorchTranslator.load(overfit_run).cfg.beam}"
     assert (tmp_path / "alone.de").read_text(encoding="utf-8").splitlines() == translated(
         overfit_run, source, "--engine", "torch"
     )
@@ -202,6 +202,6 @@ def test_a_student_recipe_trains_on_the_distilled_corpus(
     assert done.returncode == 0, done.stderr
     steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert max(record.get("step", 0) for record in steps) == 3
-    shape = Translator.load(run).model_cfg
+    shape = TorchTranslator.load(run).model_cfg
     assert (shape.d_model, shape.d_ff, shape.encoder_layers, shape.decoder_layers) == STUDENTS[recipe]
     assert len(translated(run, source, "--max-len-b", "5")) == 64

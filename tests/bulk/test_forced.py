@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from mtkit.bulk.forced import read_pairs, score_pairs
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 MTKIT = (sys.executable, "-m", "mtkit")
@@ -28,7 +28,7 @@ def pairs(multi30k: Path) -> tuple[list[str], list[str]]:
 
 def test_a_hypothesis_scores_what_the_search_gave_it(tiny_run: Path, pairs: tuple[list[str], list[str]]) -> None:
     """Scoring the search's own best hypotheses gives back their log-probabilities (eos included)."""
-    translator = Translator.load(tiny_run, device="cpu", length_penalty=0.0)
+    translator = TorchTranslator.load(tiny_run, device="cpu", length_penalty=0.0)
     ids = translator.encode_lines(pairs[0])
     best = [hyps[0] for hyps in translator.search_ids(ids)]
     scored = translator.score_ids(ids, [h.tokens for h in best])
@@ -39,7 +39,7 @@ def test_a_hypothesis_scores_what_the_search_gave_it(tiny_run: Path, pairs: tupl
 
 def test_scores_are_the_teacher_forced_log_probabilities(tiny_run: Path, pairs: tuple[list[str], list[str]]) -> None:
     """Each pair alone through the model's forward pass, by hand, against the batched scores."""
-    translator = Translator.load(tiny_run, device="cpu")
+    translator = TorchTranslator.load(tiny_run, device="cpu")
     model, c = translator.decoder.models[0], translator.model_cfg
     answers = score_pairs(translator, *pairs)
     assert len(answers) == len(pairs[0])
@@ -58,7 +58,7 @@ def test_scores_are_the_teacher_forced_log_probabilities(tiny_run: Path, pairs: 
 
 
 def test_empty_and_over_long_pairs_are_answered_in_place(tiny_run: Path) -> None:
-    translator = Translator.load(tiny_run, device="cpu")
+    translator = TorchTranslator.load(tiny_run, device="cpu")
     too_long = " ".join(["dog"] * (translator.max_source_tokens + 5))
     answers = score_pairs(
         translator,
@@ -186,11 +186,11 @@ def test_a_multilingual_model_scores_with_the_code_of_the_target_language(
     from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
 
     text = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)
-    fr = Translator.load(en_de_fr_run, device="cpu", target_lang="fr")
+    fr = TorchTranslator.load(en_de_fr_run, device="cpu", target_lang="fr")
     as_fr = [p.score for p in score_pairs(fr, text["en"], text["fr"])]
     as_de = [
         p.score
-        for p in score_pairs(Translator.load(en_de_fr_run, device="cpu", target_lang="de"), text["en"], text["fr"])
+        for p in score_pairs(TorchTranslator.load(en_de_fr_run, device="cpu", target_lang="de"), text["en"], text["fr"])
     ]
     assert all(f > d + 5 for f, d in zip(as_fr, as_de)), (as_fr, as_de)
     own = [p.score for p in score_pairs(fr, [f">>fr<< {line}" for line in text["en"]], text["fr"])]

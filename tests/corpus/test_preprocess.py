@@ -355,7 +355,7 @@ def test_a_foreign_sentencepiece_model_preprocesses_trains_and_translates(
     """--spm-model made with sentencepiece's defaults (unk 0, bos 1, eos 2, no pad): data in mtkit's ids, a run."""
     import sentencepiece as spm
 
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
     data = foreign_run.parent / "data"
     theirs = spm.SentencePieceProcessor(model_file=str(foreign_spm))
@@ -371,7 +371,7 @@ def test_a_foreign_sentencepiece_model_preprocesses_trains_and_translates(
     train_ids = np.concatenate([train.tgt(i) for i in range(len(train))])
     assert not np.isin(train_ids, [0, 2, 3]).any() and train_ids.max() < manifest["vocab_size"]  # no pad/bos/eos inside
     assert (train_ids == 1).any()  # <unk> (digits: no byte fallback) is the model's unk, mtkit's 1
-    translator = Translator.load(foreign_run)
+    translator = TorchTranslator.load(foreign_run)
     assert translator.model_cfg.vocab_size == manifest["vocab_size"]
     out = translator.translate(lines[:5])
     assert len(out) == 5 and all(isinstance(text, str) and "<s>" not in text for text in out)

@@ -20,7 +20,7 @@ from mtkit.engines.config import EngineConfig
 from mtkit.engines.ct2 import MIN_BATCH, RAW_SCORES, CT2Translator
 from mtkit.engines.ct2_cache import CACHE_DIR, model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from mtkit.errors import UserError
 from mtkit.file_names import CACHE_KEY_NAME, MODEL_NAME
 from mtkit.search.config import SearchOverrides, TranslateConfig
@@ -63,7 +63,7 @@ def test_both_engines_translate_every_line_alike(
     run: Path, lines: list[str], beam: int, alpha: float, a: float, b: int, nbest: int
 ) -> None:
     options = dict(beam=beam, length_penalty=alpha, max_len_a=a, max_len_b=b, nbest=nbest)
-    expected = Translator.load(run, **options).translate_hypotheses(lines)
+    expected = TorchTranslator.load(run, **options).translate_hypotheses(lines)
     found = CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", **options).translate_hypotheses(lines)
     assert all(len(h) == nbest for h in found) and len(found) == len(lines)
     assert_same_best(expected, found)
@@ -107,7 +107,7 @@ def test_prefixes_in_both_engines(run: Path, lines: list[str], prefixes: list[st
     """Both engines give the same translations, each beginning with its prefix; a line without one is unchanged."""
     for options in (dict(beam=4, nbest=2), dict(beam=1), dict(beam=3, max_len_a=0.5, max_len_b=1)):
         torch_engine, ct2_engine = (
-            Translator.load(run, **options),
+            TorchTranslator.load(run, **options),
             CT2Translator.load(run, exporter=EXPORT_ON_FIRST_USE, device="cpu", **options),
         )
         expected = torch_engine.translate_hypotheses(lines, prefixes=prefixes)
@@ -255,7 +255,7 @@ def test_an_export_directory_is_used_as_given(run: Path, tmp_path: Path) -> None
     out = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
     assert model_directory(out, None) == out and not (out / CACHE_KEY_NAME).exists()
     translator = load_translator(out, CT2_CPU)
-    assert translator.translate(["A man is sleeping."]) == Translator.load(run).translate(["A man is sleeping."])
+    assert translator.translate(["A man is sleeping."]) == TorchTranslator.load(run).translate(["A man is sleeping."])
     assert translator.info["engine"] == "ctranslate2" and translator.info["checkpoint"]
 
 
@@ -287,7 +287,7 @@ def test_prefix_file_counts_must_match(run: Path, tmp_path: Path) -> None:
         )
         assert both.returncode == 0, both.stderr
         first, second = both.stdout.splitlines()
-        assert first.startswith("Ein Hund") and second == Translator.load(run).translate(["A dog runs."])[0]
+        assert first.startswith("Ein Hund") and second == TorchTranslator.load(run).translate(["A dog runs."])[0]
     prefixes.write_text("Ein Hund\n")
     from_file = mtkit("translate", str(run), "--input", str(source), "--prefix-file", str(prefixes))  # before loading
     from_stdin = mtkit(
@@ -315,7 +315,7 @@ def test_an_export_of_a_multilingual_model_honours_target_lang_as_torch_does(
     english = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]
     lines = english + [">>de<< " + english[0], "", "A dog runs in the snow."]
     for lang, beam in (("de", 4), ("fr", 4), ("fr", 1)):
-        expected = Translator.load(en_de_fr_run, target_lang=lang, beam=beam, nbest=1).translate_hypotheses(lines)
+        expected = TorchTranslator.load(en_de_fr_run, target_lang=lang, beam=beam, nbest=1).translate_hypotheses(lines)
         found = load_translator(out, CT2_CPU, SearchOverrides(target_lang=lang, beam=beam, nbest=1))
         assert_same_best(expected, found.translate_hypotheses(lines))
     with pytest.raises(UserError, match="^--target-lang cs: this model translates into de, fr; choose one$"):

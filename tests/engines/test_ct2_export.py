@@ -17,7 +17,7 @@ import torch
 
 from mtkit.engines.ct2_export import EXPRESSIBLE, check_expressible, export_ctranslate2
 from mtkit.engines.interop import CTRANSLATE2_INSTALL_HINT as INSTALL_HINT
-from mtkit.engines.torch_engine import Translator, load_model, pad_batch
+from mtkit.engines.torch_engine import TorchTranslator, load_model, pad_batch
 from mtkit.errors import UserError
 from mtkit.model.transformer import ModelConfig
 from mtkit.runs.checkpoint import load_checkpoint, save_checkpoint
@@ -83,7 +83,7 @@ def ct2_translate_like_mtkit(
 def test_ctranslate2_translates_every_sentence_as_mtkit(tiny_run: Path, exported: Path, test_lines: list[str]) -> None:
     import sentencepiece as spm
 
-    ours = Translator.load(tiny_run, length_penalty=0.0)
+    ours = TorchTranslator.load(tiny_run, length_penalty=0.0)
     cfg = ours.cfg
     sp = spm.SentencePieceProcessor(model_file=str(exported / "spm.model"))
     pieces = [sp.encode(line.strip(), out_type=str) for line in test_lines]
@@ -130,7 +130,7 @@ def test_a_foreign_sentencepiece_model_exports_and_translates_as_mtkit(
 
     out = Path(export_ctranslate2(foreign_run, tmp_path / "ct2")["out"])
     sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
-    ours = Translator.load(foreign_run, length_penalty=0.0)
+    ours = TorchTranslator.load(foreign_run, length_penalty=0.0)
     vocabulary = json.loads((out / "shared_vocabulary.json").read_text(encoding="utf-8"))
     assert vocabulary[:4] == ["<pad>", "<unk>", "<s>", "</s>"] and len(vocabulary) == sp.get_piece_size() + 1
     lines = test_lines[:60]
@@ -160,7 +160,7 @@ def test_export_serves_without_mtkit_as_its_readme_says(tiny_run: Path, exported
     run = subprocess.run([sys.executable, "-c", WITHOUT_MTKIT + code], cwd=exported, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     lines = re.search(r"lines = (\[.*\])", code).group(1)
-    assert run.stdout.splitlines() == Translator.load(tiny_run, length_penalty=0.0).translate(eval(lines))
+    assert run.stdout.splitlines() == TorchTranslator.load(tiny_run, length_penalty=0.0).translate(eval(lines))
 
 
 def test_quantized_export_replaces_an_earlier_export(tiny_run: Path, exported: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import torch
 
 from mtkit.engines.contract import length_batches
 from mtkit.engines.streaming import CHUNK_LINES, translate_stream
-from mtkit.engines.torch_engine import Translator, pad_batch, split_tail
+from mtkit.engines.torch_engine import TorchTranslator, pad_batch, split_tail
 from mtkit.errors import UserError
 from mtkit.search.beam import search
 from mtkit.search.config import TranslateConfig
@@ -57,7 +57,7 @@ def test_length_batches_respects_budget() -> None:
 
 @pytest.mark.exactness
 def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
-    translator = Translator.load(tiny_run)
+    translator = TorchTranslator.load(tiny_run)
     model = translator.decoder.models[0]
     lines = read_gz_lines(multi30k / "val.en.gz", 12)
     ids = translator.tokenizer.encode(lines)
@@ -87,14 +87,14 @@ def test_a_sentence_translates_alike_alone_in_any_batch_and_on_worker_threads(
         short + read_gz_lines(multi30k / "val.en.gz", 120) + [max(read_gz_lines(multi30k / "val.en.gz", 200), key=len)]
     )
     options = dict(beam=beam, max_len_b=20)
-    one = Translator.load(tiny_run, batch_tokens=150, **options)
-    assert Translator.load(tiny_run).workers == 1
+    one = TorchTranslator.load(tiny_run, batch_tokens=150, **options)
+    assert TorchTranslator.load(tiny_run).workers == 1
     assert len(length_batches([len(t) for t in one.encode_lines(lines)], 150)) >= 6
     alone = [one.translate_hypotheses([line])[0] for line in lines]
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        three = Translator.load(tiny_run, batch_tokens=150, workers=3, **options)
+        three = TorchTranslator.load(tiny_run, batch_tokens=150, workers=3, **options)
         assert three.workers == 3
         on_threads = three.translate_hypotheses(lines)
         assert torch.get_num_threads() == 2
@@ -102,7 +102,7 @@ def test_a_sentence_translates_alike_alone_in_any_batch_and_on_worker_threads(
         torch.set_num_threads(threads)
     found = {"150 tokens": one.translate_hypotheses(lines), "3 workers": on_threads}
     if beam > 1:  # greedy search's last score bits depend on a batch this much wider (test_prefixes_in_both_engines)
-        found["one batch"] = Translator.load(tiny_run, batch_tokens=100_000, **options).translate_hypotheses(lines)
+        found["one batch"] = TorchTranslator.load(tiny_run, batch_tokens=100_000, **options).translate_hypotheses(lines)
     expected = [[(h.tokens, h.score) for h in hyps] for hyps in alone]
     for name, results in found.items():
         got = [[(h.tokens, h.score) for h in hyps] for hyps in results]
@@ -118,7 +118,7 @@ def test_split_tail_cuts_the_last_batches_into_pieces() -> None:
 
 
 def test_order_and_empty_lines(tiny_run: Path, multi30k: Path) -> None:
-    translator = Translator.load(tiny_run, batch_tokens=200)
+    translator = TorchTranslator.load(tiny_run, batch_tokens=200)
     lines = read_gz_lines(multi30k / "val.en.gz", 40)
     alone = {line: translator.translate([line])[0] for line in lines}
     mixed = lines[:] + ["", "", lines[0] + " " + lines[1]]
@@ -214,10 +214,10 @@ def test_ensemble_of_one_model_twice_equals_the_model(tiny_run: Path) -> None:
     """Log-linear: (a + a) / 2 is a in floating point, so the lines are the model's on every CPU. Linear: the log of
     the mean of equal probabilities is a up to rounding, so its scores are compared within a tolerance."""
     lines = ["A man is sleeping.", "A dog."]
-    single = Translator.load(tiny_run)
-    double = Translator.load(tiny_run, ensemble=[tiny_run])
+    single = TorchTranslator.load(tiny_run)
+    double = TorchTranslator.load(tiny_run, ensemble=[tiny_run])
     assert single.translate(lines) == double.translate(lines)
-    linear = Translator.load(tiny_run, ensemble=[tiny_run], ensemble_mode="linear")
+    linear = TorchTranslator.load(tiny_run, ensemble=[tiny_run], ensemble_mode="linear")
     ids = single.encode_lines(lines)
     targets = [hyps[0].tokens for hyps in single.search_ids(ids)]
     for alone, twice in zip(single.score_ids(ids, targets), linear.score_ids(ids, targets)):
@@ -244,7 +244,7 @@ def read_line_within(handle, seconds: float) -> str:
 def test_an_open_pipe_gets_each_line_translated_as_it_arrives(tiny_run: Path) -> None:
     """A client writes one line and keeps the pipe open: the answer comes at once, equal to the batch translation."""
     lines = ["A man is sleeping on a bench.", "Two dogs play in the snow."]
-    expected = Translator.load(tiny_run).translate(lines)
+    expected = TorchTranslator.load(tiny_run).translate(lines)
     console_script = Path(sys.executable).parent / "mtkit"
     process = subprocess.Popen(
         [str(console_script), "translate", str(tiny_run), "--quiet"],
@@ -269,7 +269,7 @@ def test_an_open_pipe_gets_each_line_translated_as_it_arrives(tiny_run: Path) ->
 
 
 class RecordingTranslator:
-    """translate_stream's view of a Translator: records each chunk it is given, translates every line to nothing."""
+    """translate_stream's view of a translator: records each chunk it is given, translates every line to nothing."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, int]] = []  # (first line number, lines)
@@ -320,10 +320,10 @@ def test_device_auto_is_the_default_and_picks_the_cpu_here(tiny_run: Path) -> No
     import inspect
 
     from mtkit.cli.main import translate as translate_command
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
     assert inspect.signature(translate_command).parameters["device"].default.default == "auto"
-    translator = Translator.load(tiny_run, device="auto")
+    translator = TorchTranslator.load(tiny_run, device="auto")
     assert translator.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
     assert translator.translate(["A man is sleeping."])[0]
 
@@ -337,11 +337,11 @@ def test_multilingual_model_answers_in_the_language_asked(en_de_fr_run: Path, mu
     text = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)
     detector = LanguageDetector(["de", "fr"])
     for lang in ("de", "fr"):
-        translator = Translator.load(en_de_fr_run, target_lang=lang)
+        translator = TorchTranslator.load(en_de_fr_run, target_lang=lang)
         answers = translator.translate(text["en"])
         assert [found[0].language for found in detector.detect(answers)] == [lang] * len(answers)
         assert sum(a == b for a, b in zip(answers, text[lang])) >= len(answers) * 3 // 4
-        untold = Translator.load(en_de_fr_run)  # the opus-mt habit: the code in the text
+        untold = TorchTranslator.load(en_de_fr_run)  # the opus-mt habit: the code in the text
         assert untold.translate([f">>{lang}<< {line}" for line in text["en"]]) == answers
     # The run directory lists what it translates: its data's manifest, copied in at the start of training.
     manifest = json.loads((en_de_fr_run / "manifest.json").read_text(encoding="utf-8"))
@@ -368,7 +368,7 @@ def test_target_lang_errors_are_one_line_exit_2(en_de_fr_run: Path, overfit_run:
     with pytest.raises(
         UserError, match="^--target-lang fr: this model has no >>xx<< language codes; it translates into de only$"
     ):
-        Translator.load(overfit_run, target_lang="fr")
-    assert Translator.load(overfit_run, target_lang="de").translate(["A dog."]) == Translator.load(
+        TorchTranslator.load(overfit_run, target_lang="fr")
+    assert TorchTranslator.load(overfit_run, target_lang="de").translate(["A dog."]) == TorchTranslator.load(
         overfit_run
     ).translate(["A dog."])

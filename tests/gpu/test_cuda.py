@@ -137,7 +137,7 @@ def test_resume_close_to_straight(small_data: Path, tmp_path: Path) -> None:
 
 
 def test_average_on_device(small_data: Path, tmp_path: Path) -> None:
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
     run = tmp_path / "run"
     train(
@@ -148,7 +148,7 @@ def test_average_on_device(small_data: Path, tmp_path: Path) -> None:
     for key, value in averaged.items():
         mean = torch.stack([s[key].double() for s in states]).mean(0)
         assert torch.allclose(value.double(), mean, atol=1e-6), key
-    assert Translator.load(run, device=DEVICE).translate(["A man is sleeping."])[0]
+    assert TorchTranslator.load(run, device=DEVICE).translate(["A man is sleeping."])[0]
 
 
 def torchrun(*args: str) -> subprocess.CompletedProcess:
@@ -200,9 +200,9 @@ def test_device_auto_picks_cuda() -> None:
 def translate_on_cuda(run: Path, lines: list[str], dtype: str, matmul: str) -> tuple[list[str], str]:
     """Translations on CUDA with float32 matmuls at `matmul` precision ("highest": IEEE fp32, "high": TF32), and
     the mode in effect when they ended (mtkit may choose TF32 itself)."""
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
-    translator = Translator.load(run, device="cuda", dtype=dtype)
+    translator = TorchTranslator.load(run, device="cuda", dtype=dtype)
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(matmul)  # after load: mtkit may choose TF32 itself when it loads
     try:
@@ -214,10 +214,10 @@ def translate_on_cuda(run: Path, lines: list[str], dtype: str, matmul: str) -> t
 @needs_cuda
 def test_cuda_translations_match_cpu(tiny_run: Path, multi30k: Path) -> None:
     """200 test sentences, beam 4: the CUDA output against the CPU's, line by line."""
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
     lines = read_gz_lines(multi30k / "test_2016_flickr.en.gz", 200)
-    cpu = Translator.load(tiny_run, device="cpu").translate(lines)
+    cpu = TorchTranslator.load(tiny_run, device="cpu").translate(lines)
     identical, modes = {}, {}
     for name, dtype, matmul in (("fp32", "fp32", "highest"), ("tf32", "fp32", "high"), ("bf16", "bf16", "highest")):
         gpu, modes[name] = translate_on_cuda(tiny_run, lines, dtype, matmul)

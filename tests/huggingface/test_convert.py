@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
 
 from mtkit.engines.ct2_export import export_ctranslate2  # noqa: E402
-from mtkit.engines.torch_engine import Translator, load_model, pad_batch  # noqa: E402
+from mtkit.engines.torch_engine import TorchTranslator, load_model, pad_batch  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
 from mtkit.huggingface.convert import export_huggingface, import_huggingface  # noqa: E402
 from mtkit.huggingface.marian import model_permutation  # noqa: E402
@@ -102,7 +102,7 @@ def searched_both(
     sentence at the cap with a forced eos), of those neither capped for beam search (generate's forced eos at the cap
     costs nothing, mtkit's is scored, so a capped beam ranks differently). `target_lang`: mtkit's
     --target-lang, given to transformers as opus-mt's multilingual models take it, ">>fr<< " before each line."""
-    translator = Translator.load(
+    translator = TorchTranslator.load(
         run, device="cpu", beam=beam, length_penalty=0.0, max_len_a=0.0, max_len_b=CAP, target_lang=target_lang
     )
     c = translator.model_cfg
@@ -136,7 +136,7 @@ def exported(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_export_tokenizer_ids_equal_mtkits(tiny_run: Path, exported: Path, lines: tuple[list[str], list[str]]) -> None:
-    ours = Translator.load(tiny_run, device="cpu").tokenizer.encode(lines[0])
+    ours = TorchTranslator.load(tiny_run, device="cpu").tokenizer.encode(lines[0])
     theirs = transformers.MarianTokenizer.from_pretrained(str(exported))(lines[0])["input_ids"]
     eos = ModelConfig(**load_checkpoint(resolve_checkpoint(tiny_run))["configs"]["model"]).eos_id
     assert theirs == [ids + [eos] for ids in ours]
@@ -189,7 +189,7 @@ def test_multilingual_export_answers_as_mtkit_given_the_code_in_the_text(
     lines = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]
     tokenizer = transformers.MarianTokenizer.from_pretrained(str(out))
     for lang in ("de", "fr"):
-        ours = Translator.load(en_de_fr_run, target_lang=lang).encode_lines(lines)
+        ours = TorchTranslator.load(en_de_fr_run, target_lang=lang).encode_lines(lines)
         assert tokenizer([f">>{lang}<< {line}" for line in lines])["input_ids"] == [ids + [3] for ids in ours]
     for beam, lang in ((1, "fr"), (4, "fr"), (4, "de")):
         for ours, theirs in searched_both(en_de_fr_run, out, lines, beam, lang):
@@ -286,7 +286,7 @@ def imported(opus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_import_keeps_marians_ids_and_options(
     opus_dir: Path, imported: Path, lines: tuple[list[str], list[str]]
 ) -> None:
-    translator = Translator.load(imported, device="cpu")
+    translator = TorchTranslator.load(imported, device="cpu")
     theirs = transformers.MarianTokenizer.from_pretrained(str(opus_dir))(lines[0])["input_ids"]
     assert theirs == [ids + [0] for ids in translator.tokenizer.encode(lines[0])]
     c = translator.model_cfg
@@ -402,7 +402,7 @@ def test_fine_tuned_exports_translate_the_same(
         assert ours == theirs
     ctranslate2 = pytest.importorskip("ctranslate2")
     ct2_dir = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
-    translator = Translator.load(run, device="cpu", beam=1, max_len_a=0.0, max_len_b=CAP)
+    translator = TorchTranslator.load(run, device="cpu", beam=1, max_len_a=0.0, max_len_b=CAP)
     source = spm.SentencePieceProcessor(model_file=str(ct2_dir / "source.spm"))
     results = ctranslate2.Translator(str(ct2_dir)).translate_batch(
         [source.encode(line, out_type=str) for line in lines[0]],

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from mtkit.model import packed
 from mtkit.model.packed import PackedLinear, pack_linears
 from mtkit.model.transformer import ModelConfig, Transformer
@@ -86,8 +86,8 @@ def test_pack_linears_leaves_bf16_alone() -> None:
 @needs_onednn
 def test_packed_translator_translates_as_the_plain_one(tiny_run: Path, multi30k: Path) -> None:
     lines = read_gz_lines(multi30k / "val.en.gz", 60)
-    fast = Translator.load(tiny_run, max_len_b=30)
-    plain = Translator.load(tiny_run, max_len_b=30, packed=False)
+    fast = TorchTranslator.load(tiny_run, max_len_b=30)
+    plain = TorchTranslator.load(tiny_run, max_len_b=30, packed=False)
     assert any(isinstance(m, PackedLinear) for m in fast.decoder.models[0].modules())
     assert not any(isinstance(m, PackedLinear) for m in plain.decoder.models[0].modules())
     assert fast.translate(lines) == plain.translate(lines)

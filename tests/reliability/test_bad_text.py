@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.corpus.binarized import ParallelData
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from mtkit.tokenizer import EOS_ID, Tokenizer
 from tests.conftest import MULTI30K, read_gz_lines
 from tests.reliability.common import forced_logits_checkpoint, record, run_cli
@@ -132,7 +132,7 @@ def test_translate_gives_one_line_per_input_line(tmp_path: Path, corpus, reliabi
     blank = [i for i, line in enumerate(inputs) if not line.strip()]
     assert [i for i, text in enumerate(outputs) if not text] == blank  # empty and whitespace-only -> empty
     # In order: a sample of lines translated one at a time through the Python API gives the same text.
-    translator = Translator.load(model, beam=1, max_len_a=0.0, max_len_b=3)
+    translator = TorchTranslator.load(model, beam=1, max_len_a=0.0, max_len_b=3)
     sample = random.Random(5).sample(range(LINES), 25)
     assert [translator.translate([inputs[i]])[0] for i in sample] == [outputs[i] for i in sample]
     record(

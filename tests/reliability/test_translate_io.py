@@ -11,7 +11,7 @@ import pytest
 import sentencepiece as spm
 
 from mtkit.engines.streaming import CHUNK_LINES, translate_stream
-from mtkit.engines.torch_engine import Translator
+from mtkit.engines.torch_engine import TorchTranslator
 from mtkit.runs.checkpoint import load_checkpoint
 from mtkit.tokenizer import BOS_ID, EOS_ID
 from tests.conftest import MULTI30K, read_gz_lines
@@ -64,7 +64,7 @@ def test_a_model_that_never_emits_eos_stops_at_max_length(tmp_path: Path, reliab
     lines = read_gz_lines(MULTI30K / "val.en.gz", 40) + [""]
     counts = {}
     for beam in (1, 4):
-        translator = Translator.load(model, beam=beam, max_len_a=0.0, max_len_b=7)
+        translator = TorchTranslator.load(model, beam=beam, max_len_a=0.0, max_len_b=7)
         hypotheses = translator.translate_hypotheses(lines)
         assert [len(h[0].tokens) for h in hypotheses[:-1]] == [7] * 40 and hypotheses[-1] == []
         out = io.StringIO()

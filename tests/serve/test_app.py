@@ -185,12 +185,12 @@ def test_paragraphs_come_back_sentence_by_sentence_white_space_as_written(
 
 
 def test_beam_and_nbest_per_request(server: Server, tiny_run: Path, flickr_lines: list[str]) -> None:
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
     lines = flickr_lines[:4]
-    greedy = Translator.load(tiny_run, beam=1).translate(lines)
+    greedy = TorchTranslator.load(tiny_run, beam=1).translate(lines)
     assert server.translate({"text": lines, "beam": 1, "split_sentences": False})[2]["translations"] == greedy
-    translator = Translator.load(tiny_run, beam=3, nbest=2)
+    translator = TorchTranslator.load(tiny_run, beam=3, nbest=2)
     expected = [
         [translator.tokenizer.decode([h.tokens])[0] for h in hyps] for hyps in translator.translate_hypotheses(lines)
     ]

@@ -284,11 +284,11 @@ def test_a_multilingual_model_serves_every_target_it_knows(
     --target-lang` answers, also when requests into both languages arrive together (one batch on the worker)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
     from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
 
     lines = multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"][:6]
-    expected = {lang: Translator.load(en_de_fr_run, target_lang=lang).translate(lines) for lang in ("de", "fr")}
+    expected = {lang: TorchTranslator.load(en_de_fr_run, target_lang=lang).translate(lines) for lang in ("de", "fr")}
     client = LibreTranslateAPI(url(multilingual_server))
     assert client.languages() == [
         {"code": "de", "name": "German", "targets": []},

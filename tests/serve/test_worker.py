@@ -140,9 +140,9 @@ def test_stop_answers_every_queued_job_first() -> None:
 def test_the_tiny_model_answers_each_job_as_its_own_search(tiny_run: Path, multi30k: Path) -> None:
     """One collection over the real engine: each job's hypotheses are those of its lines searched alone with its
     beam and nbest, prefixes forced where given."""
-    from mtkit.engines.torch_engine import Translator
+    from mtkit.engines.torch_engine import TorchTranslator
 
-    translator = Translator.load(tiny_run)
+    translator = TorchTranslator.load(tiny_run)
     ids = translator.encode_lines(read_gz_lines(multi30k / "test_2016_flickr.en.gz", 3))
     prefix = translator.tokenizer.encode(["Ein"])[0]
     jobs = [
@@ -157,7 +157,7 @@ def test_the_tiny_model_answers_each_job_as_its_own_search(tiny_run: Path, multi
     worker.start()
     try:
         for job in jobs:
-            expected = Translator.load(tiny_run, **asdict(job.search)).search_ids(job.ids, job.prefixes)
+            expected = TorchTranslator.load(tiny_run, **asdict(job.search)).search_ids(job.ids, job.prefixes)
             got = job.future.result(timeout=TIMEOUT_S)
             assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
     finally:
