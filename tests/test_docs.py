@@ -392,3 +392,81 @@ def test_the_results_check_reports_a_figure_benchmarks_lacks() -> None:
     assert results_table_problems(
         readme.format("1.34x", "2026-11-25, 7f57fba+dirty").replace("Zen 4 |", "Xeon |"), benchmarks
     ) == [f"{row}: machine 'Xeon' is not one BENCHMARKS.md names there"]
+
+
+TABLE_ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|", flags=re.M)
+
+
+def package_table(architecture: str) -> dict[str, list[str]]:
+    """docs/architecture.md's table of the packages, from the bottom: each part (`model/`, or a group of top-level
+    modules such as basics) -> the modules its row names, in its order."""
+    table = section(architecture, "the-packages-from-the-bottom")
+    rows = {}
+    for part, names in TABLE_ROW.findall(table):
+        if part not in ("part", "---"):
+            rows[part.strip("`")] = re.findall(r"`([\w.]+)`", names)
+    return rows
+
+
+def documented_modules(rows: dict[str, list[str]]) -> set[str]:
+    """The dotted names the table covers: a package's row `x/` with `m` means x.m, any other row a module of mtkit/."""
+    return {f"{part[:-1]}.{name}" if part.endswith("/") else name for part, names in rows.items() for name in names}
+
+
+def undocumented(package: Path, rows: dict[str, list[str]]) -> list[str]:
+    """Each package and module under `package` that the table has no row or mention for, and each mention of
+    something that is not there."""
+    found = set()
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).with_suffix("").parts
+        if parts[-1] != "__init__":
+            found.add(".".join(parts))
+    packages = {path.parent.relative_to(package).as_posix() for path in package.rglob("*/__init__.py")}
+    documented = documented_modules(rows)
+    return sorted(
+        [f"mtkit/{name}/: no row in docs/architecture.md" for name in packages if f"{name}/" not in rows]
+        + [f"mtkit.{name}: not in docs/architecture.md's package table" for name in found - documented]
+        + [f"mtkit.{name}: in docs/architecture.md's package table, not in mtkit/" for name in documented - found]
+    )
+
+
+def readme_packages(readme: str) -> list[str]:
+    """The subpackages README.md lists, in its order."""
+    listed = re.search(r"grouped by role into\s+subpackages \(([^)]*)\)", readme)
+    return re.findall(r"`(\w+/)`", listed.group(1)) if listed else []
+
+
+def test_architecture_has_a_row_for_every_package_and_module() -> None:
+    rows = package_table((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert rows, "docs/architecture.md: no table under 'The packages, from the bottom'"
+    assert undocumented(ROOT / "mtkit", rows) == []
+
+
+def test_readmes_package_list_is_the_architectures() -> None:
+    rows = package_table((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert readme_packages((ROOT / "README.md").read_text(encoding="utf-8")) == [p for p in rows if p.endswith("/")]
+
+
+def test_the_package_table_check_reports_what_is_missing(tmp_path: Path) -> None:
+    (tmp_path / "engines").mkdir()
+    for name in ("errors.py", "engines/__init__.py", "engines/ct2.py", "engines/factory.py", "__main__.py"):
+        (tmp_path / name).write_text("")
+    architecture = (
+        "# A\n\n## The packages, from the bottom\n\n| part | modules | what it owns |\n|---|---|---|\n"
+        "| basics | `errors`, `gone` | ... |\n| `engines/` | `ct2` | the `Decoding` interface |\n\n## Next\n\n"
+        "| `cli/` | `main` | elsewhere |\n"
+    )
+    assert undocumented(tmp_path, package_table(architecture)) == [
+        "mtkit.__main__: not in docs/architecture.md's package table",
+        "mtkit.engines.factory: not in docs/architecture.md's package table",
+        "mtkit.gone: in docs/architecture.md's package table, not in mtkit/",
+    ]
+    assert undocumented(tmp_path, package_table(architecture.replace("| `engines/` | `ct2` |", "| x | `ct2` |"))) == [
+        "mtkit.__main__: not in docs/architecture.md's package table",
+        "mtkit.ct2: in docs/architecture.md's package table, not in mtkit/",
+        "mtkit.engines.ct2: not in docs/architecture.md's package table",
+        "mtkit.engines.factory: not in docs/architecture.md's package table",
+        "mtkit.gone: in docs/architecture.md's package table, not in mtkit/",
+        "mtkit/engines/: no row in docs/architecture.md",
+    ]
+    assert readme_packages("are grouped by role into\nsubpackages (`model/`, `cli/`) that") == ["model/", "cli/"]
