@@ -19,7 +19,7 @@ $(PY):
 install: $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,ctranslate2,serve,documents,document-libraries,tensorboard,hf,browser,clients,langid,moses,plots]'
+	$(PY) -m pip install -q -e '.[dev,ctranslate2,serve,documents,document-libraries,tensorboard,hf,browser,clients,langid,moses,plots,align]'
 	touch $(INSTALLED)
 
 $(INSTALLED): pyproject.toml

@@ -13,7 +13,8 @@ back-translate` of 100,000 lines as 1 shard and as 2 shards at once on this host
 (CTranslate2's int8 against float32 by model width, with its ISA and GEMM switches: fixed work, random weights);
 cpu_models (BLEU against sentences/s of a teacher, its ensemble and students with the CPU levers, and a picture);
 step_flops (the demo recipe's training update in FLOP/s against the CPU's fp32 peak and a measured matmul peak, on
-native and forced-AVX2 kernels, where its time goes, and the levers: fused Adam, threads, train.compile).
+native and forced-AVX2 kernels, where its time goes, and the levers: fused Adam, threads, train.compile); terms
+(--demo-run: term accuracy, BLEU and speed with per-sentence glossaries, term sets aligned by eflomal: '.[align]').
 Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
 """
 
@@ -42,6 +43,7 @@ from scenarios import (
     splitting,
     step_flops,
     subword,
+    terms,
     train,
     translate,
 )
@@ -71,6 +73,7 @@ SCENARIOS = {
     "int8": int8.run,
     "cpu_models": cpu_models.run,
     "step_flops": step_flops.run,
+    "terms": terms.run,
 }
 CPU = ("preprocess", "train", "translate", "serve", "finetune")
 
@@ -84,7 +87,7 @@ def main() -> None:
     parser.add_argument(
         "--demo-run",
         help="ct2search: also the run of recipes/multi30k-en-de/run.sh (OUT/run); paragraphs, confidence, casing, "
-        "documents: "
+        "documents, terms: "
         "the run they translate with; shards: the run that back-translates",
     )
     parser.add_argument("--baseline-run", help="casing: a second run, translated and scored as --demo-run is")
@@ -100,7 +103,7 @@ def main() -> None:
         type=int,
         help="backtranslation: back-translate only B's first N lines; "
         "noisy: use only the first N training lines (checks); "
-        "splitting, paragraphs, confidence, casing, documents: only the first N test lines (checks); "
+        "splitting, paragraphs, confidence, casing, documents, terms: only the first N test lines (checks); "
         "shards: back-translate N lines (default 100,000; 5,000 with --small)",
     )
     parser.add_argument(

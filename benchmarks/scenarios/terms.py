@@ -1,0 +1,303 @@
+"""Terms a client names, on test_2016_flickr en->de with --demo-run, in the setting of the WMT21 terminology task
+(reference terms) and WMT23's random terms. Term sets built here: test_2016_flickr's sources and references,
+tokenized into words, aligned by eflomal (mtkit.corpus.alignments) together with all 29,000 training pairs (5,000
+with --small) for better statistics; a reference term is a one-to-one aligned pair of content words (4 letters or
+more, not a stop word, once in its sentence on either side) aligned one-to-one at least twice in all the aligned
+data (one-off links are mostly the aligner's errors), at most 2 a sentence. Random terms: for 200 sentences
+(100 with --small), the sentence's first reference term's source word paired with another sentence's German noun
+that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary`
+without --split-sentences (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam).
+
+Reports exact-match term accuracy (the target as a whole word in the output, case-sensitive and not) without and
+with the glossary, sacreBLEU without and with, the random terms' rate, mtkit's own `applied` count against the
+measured one, and the seconds of 1,000 lines (200 with --small) with a glossary of 1,000 entries against none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import write_results
+
+from scenarios.langid import read_lines
+from scenarios.texts import append_notes, bleu, demo_run
+
+WORD = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
+MIN_LETTERS = 4
+TERMS_PER_SENTENCE = 2
+SEED = 1
+MIN_PAIR_COUNT = 2
+STOP = {
+    "en": set(
+        "that this with from they them their there have been were will would what when where which while into onto "
+        "over under some about after before each other than then these those very just also only more most such "
+        "your like near down along front behind next another being does doing".split()
+    ),
+    "de": set(
+        "eine einer einem einen eines sich sind wird werden wurde dass dies diese dieser diesem diesen dieses "
+        "einem nach über unter neben beim auch noch sehr nicht oder aber durch gegen ohne während mehr einige "
+        "andere anderen anderer ihre ihren ihrem ihrer seine seinen seinem seiner etwas hinter vorne vor".split()
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term asked for in one sentence: its source word as the source writes it, the target the output must hold."""
+
+    line: int
+    source: str
+    target: str
+
+
+def words(line: str) -> list[str]:
+    """A line as words and punctuation marks (hyphenated words and apostrophes kept inside a word)."""
+    return WORD.findall(line)
+
+
+def content(word: str, lang: str) -> bool:
+    """A word that can be a term: letters only, MIN_LETTERS or more, not a stop word."""
+    return word.isalpha() and len(word) >= MIN_LETTERS and word.lower() not in STOP[lang]
+
+
+def reference_terms(
+    src: Sequence[list[str]],
+    ref: Sequence[list[str]],
+    links: Sequence[Sequence[tuple[int, int]]],
+    counts: Counter[tuple[str, str]],
+    min_count: int = MIN_PAIR_COUNT,
+) -> list[Term]:
+    """Up to TERMS_PER_SENTENCE one-to-one aligned content-word pairs a sentence, in source order, each word once in
+    its sentence (lower-cased on the source, as glossaries match; as written on the target), each pair seen at least
+    `min_count` times in `counts` (one_to_one_counts)."""
+    terms = []
+    for line, (s, r, pairs) in enumerate(zip(src, ref, links, strict=True)):
+        src_links, tgt_links = Counter(i for i, _ in pairs), Counter(j for _, j in pairs)
+        src_counts, ref_counts = Counter(w.lower() for w in s), Counter(r)
+        found = [
+            Term(line, s[i], r[j])
+            for i, j in sorted(pairs)
+            if src_links[i] == 1 and tgt_links[j] == 1 and content(s[i], "en") and content(r[j], "de")
+            if src_counts[s[i].lower()] == 1 and ref_counts[r[j]] == 1 and counts[s[i].lower(), r[j]] >= min_count
+        ]
+        terms += found[:TERMS_PER_SENTENCE]
+    return terms
+
+
+def random_terms(terms: Sequence[Term], refs: Sequence[str], count: int, seed: int = SEED) -> list[Term]:
+    """For `count` sentences drawn at random (seeded), the first reference term's source word with another German
+    noun (capitalized) of the set that the sentence's reference does not hold as a word: a target the model would
+    not choose."""
+    first: dict[int, Term] = {}
+    for term in terms:
+        first.setdefault(term.line, term)
+    nouns = sorted({t.target for t in terms if t.target[:1].isupper()})
+    rng = random.Random(seed)
+    lines = sorted(rng.sample(sorted(first), min(count, len(first))))
+    chosen = []
+    for line in lines:
+        candidates = [n for n in nouns if not has_word(refs[line], n, case=False)]
+        chosen.append(Term(line, first[line].source, rng.choice(candidates)))
+    return chosen
+
+
+def has_word(text: str, word: str, case: bool = True) -> bool:
+    """`word` in `text` as a whole word (no letter or digit either side); `case` False ignores case."""
+    pattern = rf"(?<!\w){re.escape(word)}(?!\w)"
+    return re.search(pattern, text, 0 if case else re.IGNORECASE) is not None
+
+
+def accuracy(terms: Sequence[Term], outputs: Sequence[str], case: bool = True) -> float:
+    """The share of terms whose target the output of their line holds as a whole word."""
+    if not terms:
+        return 0.0
+    return round(sum(has_word(outputs[t.line], t.target, case) for t in terms) / len(terms), 3)
+
+
+def per_line(terms: Sequence[Term]) -> dict[int, dict[str, str]]:
+    """Each line's glossary, source term to target term."""
+    glossaries: dict[int, dict[str, str]] = {}
+    for term in terms:
+        glossaries.setdefault(term.line, {})[term.source] = term.target
+    return glossaries
+
+
+def one_to_one_counts(src: Sequence[list[str]], tgt: Sequence[list[str]], links: Sequence) -> Counter[tuple[str, str]]:
+    """How often each (lower-cased source word, target word) of content words is aligned one-to-one."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for s, t, pairs in zip(src, tgt, links, strict=True):
+        src_links, tgt_links = Counter(i for i, _ in pairs), Counter(j for _, j in pairs)
+        counts.update(
+            (s[i].lower(), t[j])
+            for i, j in pairs
+            if src_links[i] == 1 and tgt_links[j] == 1 and content(s[i], "en") and content(t[j], "de")
+        )
+    return counts
+
+
+def frequent_pairs(counts: Counter[tuple[str, str]], size: int) -> dict[str, str]:
+    """A glossary of `size` entries: the most often aligned source words, each with its most frequent target (the
+    speed test's glossary: real words, found in many lines)."""
+    glossary: dict[str, str] = {}
+    for (source, target), _ in counts.most_common():
+        glossary.setdefault(source, target)
+    return dict(list(glossary.items())[:size])
+
+
+class Terms:
+    """The demo run loaded once, translating lines as `mtkit translate --glossary` does, a glossary per line."""
+
+    def __init__(self, run: Path) -> None:
+        from mtkit.engines.factory import load_translator
+        from mtkit.engines.splitting import split_options
+
+        self.translator = load_translator(run)
+        self.options = split_options(self.translator, split=False)
+
+    def translate(
+        self, lines: Sequence[str], glossaries: dict[int, dict[str, str]] | None = None
+    ) -> tuple[list[str], list[list[dict[str, Any]]], float, float]:
+        """Outputs, each line's terms as mtkit reports them, the seconds (lines prepared, translated, finished) and
+        the model's share of them."""
+        from mtkit.engines.splitting import outputs_of
+        from mtkit.engines.streaming import CHUNK_LINES
+        from mtkit.text.glossary import glossary_from_mapping
+        from mtkit.text.translation import prepare_line
+
+        glossaries = glossaries or {}
+        built = {id(g): glossary_from_mapping(g) for g in glossaries.values()}  # a glossary shared by lines, once
+        made = {n: dataclasses.replace(self.options, glossary=built[id(g)]) for n, g in glossaries.items()}
+        start = time.perf_counter()
+        outputs, reports, model = [], [], 0.0
+        for first in range(0, len(lines), CHUNK_LINES):  # as translate_stream takes a file, chunk by chunk
+            chunk = lines[first : first + CHUNK_LINES]
+            prepared = [prepare_line(x, made.get(first + k, self.options)) for k, x in enumerate(chunk)]
+            asked = time.perf_counter()
+            results = self.translator.translate_hypotheses([p.asked for p in prepared], first_lineno=first + 1)
+            model += time.perf_counter() - asked
+            for line, output in zip(prepared, outputs_of(self.translator.tokenizer, results), strict=True):
+                text, terms = line.finish(output.text) if line.asked != line.source else (output.text, [])
+                outputs.append(text)
+                reports.append(terms)
+        return outputs, reports, time.perf_counter() - start, model
+
+
+def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list[Term], dict[str, str]]:
+    """Reference terms of the test set, and the speed test's 1,000-entry glossary, from one eflomal alignment of the
+    test set and `train_pairs` training pairs."""
+    from mtkit.corpus.alignments import align
+
+    train_src = [words(x) for x in read_lines_of("train", "en", train_pairs)]
+    train_tgt = [words(x) for x in read_lines_of("train", "de", train_pairs)]
+    test_src, test_ref = [words(x) for x in src], [words(x) for x in refs]
+    start = time.perf_counter()
+    links = align([" ".join(w) for w in test_src + train_src], [" ".join(w) for w in test_ref + train_tgt])
+    print(f"aligned {len(links)} pairs in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
+    counts = one_to_one_counts(test_src + train_src, test_ref + train_tgt, links)
+    return reference_terms(test_src, test_ref, links[: len(src)], counts), frequent_pairs(counts, 1000)
+
+
+def read_lines_of(split: str, lang: str, count: int) -> list[str]:
+    import gzip
+
+    path = Path(__file__).resolve().parents[2] / "data" / "multi30k" / f"{split}.{lang}.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for _, line in zip(range(count), handle)]
+
+
+def applied_row(name: str, terms: Sequence[Term], outputs: Sequence[str], reports: Sequence[list[dict]]) -> dict:
+    """A glossary's row: exact-match accuracy both ways, and mtkit's own `applied` count against the measured."""
+    return {
+        "terms": name,
+        "count": len(terms),
+        "accuracy": accuracy(terms, outputs),
+        "accuracy, any case": accuracy(terms, outputs, case=False),
+        "found in source": sum(len(r) for r in reports),
+        "applied (mtkit)": sum(t["applied"] for r in reports for t in r),
+        "applied (measured)": sum(has_word(outputs[t.line], t.target) for t in terms),
+    }
+
+
+def run(args: argparse.Namespace) -> None:
+    demo = demo_run(args, "terms")
+    count = args.lines or 1000
+    src = [x.strip() for x in read_lines("en", count)]
+    refs = [x.strip() for x in read_lines("de", count)]
+    terms, big = build_terms(src, refs, 5000 if args.small else 29000)
+    randoms = random_terms(terms, refs, 100 if args.small else 200)
+    engine = Terms(demo)
+    plain, *_ = engine.translate(src)
+    with_terms, term_reports, *_ = engine.translate(src, per_line(terms))
+    random_lines = [t.line for t in randoms]
+    renumbered = [dataclasses.replace(t, line=k) for k, t in enumerate(randoms)]
+    with_random, random_reports, *_ = engine.translate([src[n] for n in random_lines], per_line(renumbered))
+    without_random = [plain[n] for n in random_lines]
+    rows = [
+        applied_row("reference, no glossary", terms, plain, [[] for _ in plain])
+        | {"BLEU": bleu(plain, refs)[0], "sentences": count},
+        applied_row("reference, glossary", terms, with_terms, term_reports)
+        | {"BLEU": bleu(with_terms, refs)[0], "sentences": count},
+        applied_row("random, no glossary", renumbered, without_random, [[] for _ in randoms])
+        | {"sentences": len(randoms)},
+        applied_row("random, glossary", renumbered, with_random, random_reports) | {"sentences": len(randoms)},
+    ]
+    speed = speed_rows(engine, src[: 200 if args.small else 1000], big, args.rounds)
+    report = {
+        "run": str(demo),
+        "threads": os.environ.get("OMP_NUM_THREADS"),
+        "speed": speed,
+        "terms": [dataclasses.asdict(t) for t in terms],
+        "random_terms": [dataclasses.asdict(t) for t in randoms],
+    }
+    result = write_results("terms", report, rows)
+    append_notes(
+        result,
+        [
+            f"test_2016_flickr's first {count} lines, en->de, {demo.parent.name}/{demo.name}, the run's own search; "
+            f"{len(terms)} reference terms over {len({t.line for t in terms})} sentences, {len(randoms)} random terms.",
+            "accuracy: the target term as a whole word in the output (any case: case-insensitive); applied (mtkit): "
+            "the terms mtkit reports applied (its target a substring of the output); applied (measured): accuracy's "
+            "count.",
+            f"speed, {speed['lines']} lines, median of {speed['rounds']} rounds: no glossary {speed['none s']} s, "
+            f"a glossary of {speed['entries']} entries {speed['glossary s']} s ({speed['terms found']} terms found): "
+            f"{speed['ratio']}x the speed without, of which finding the terms and putting them in and back took "
+            f"{speed['glossary own s']} s (the rest: the model on sentences with stand-ins); "
+            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}.",
+        ],
+    )
+
+
+def speed_rows(engine: Terms, lines: list[str], glossary: dict[str, str], rounds: int) -> dict[str, Any]:
+    """Seconds of `lines` with `glossary` for every line and without, alternating, `rounds` each: medians."""
+    everywhere = dict.fromkeys(range(len(lines)), glossary)
+    none_s, with_s, model_s, found = [], [], [], 0
+    for _ in range(rounds):
+        none_s.append(engine.translate(lines)[2])
+        _, reports, seconds, model = engine.translate(lines, everywhere)
+        with_s.append(seconds)
+        model_s.append(model)
+        found = sum(len(r) for r in reports)
+    none, with_ = statistics.median(none_s), statistics.median(with_s)
+    outside = statistics.median(w - m for w, m in zip(with_s, model_s, strict=True))
+    return {
+        "lines": len(lines),
+        "entries": len(glossary),
+        "rounds": rounds,
+        "none s": round(none, 2),
+        "glossary s": round(with_, 2),
+        "terms found": found,
+        "glossary own s": round(outside, 2),  # finding terms, stand-ins in and out: all but the model's time
+        "ratio": round(none / with_, 3),
+    }
