@@ -30,6 +30,7 @@ from mtkit.cli.options import (
     PROTECT,
     PROTECT_DEFAULT,
     SHARD,
+    given_option,
     option,
     recipe_option,
     text_options,
@@ -40,6 +41,7 @@ from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
 from mtkit.score import TOKENIZE
 from mtkit.search.config import SearchOverrides, TranslateConfig
+from mtkit.training.config import TrainConfig
 
 # translate's options that change its lines beyond the search's: with the search, what every shard shares
 SHARD_IDENTITY = "engine ct2_search shortlist scores split_sentences source_lang strict ensemble prefix_file".split()
@@ -64,23 +66,12 @@ def train(
     save_dir: Path = typer.Option(..., "--save-dir", help="RUN_DIR: checkpoints, config, sentencepiece model."),
     config: Path | None = typer.Option(None, "--config", "-c", help="Recipe TOML."),
     arch: str | None = typer.Option(None, "--arch", help="Model preset: tiny, small, base, big."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
-    max_epochs: int | None = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
-    max_time: float | None = typer.Option(None, "--max-time", help="Stop after this many minutes of training."),
-    log_interval: int | None = typer.Option(None, "--log-interval", help="Log every N updates (train.log_interval)."),
-    tensorboard: Path | None = typer.Option(
-        None,
-        "--tensorboard",
-        help="Also write metrics.jsonl's scalars as "
-        "TensorBoard events here (train.tensorboard_dir; needs the tensorboard package).",
-    ),
-    init_from: Path | None = typer.Option(
-        None,
-        "--init-from",
-        help="Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
-        "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
-        "sentencepiece model and architecture required. Ignored when --save-dir has checkpoints: that run resumes.",
-    ),
+    max_steps: int | None = given_option(TrainConfig, "max_steps"),
+    max_epochs: int | None = given_option(TrainConfig, "max_epochs"),
+    max_time: float | None = given_option(TrainConfig, "max_time_minutes", "--max-time"),
+    log_interval: int | None = given_option(TrainConfig, "log_interval"),
+    tensorboard: Path | None = given_option(TrainConfig, "tensorboard_dir", "--tensorboard"),
+    init_from: Path | None = given_option(TrainConfig, "init_from"),
     overrides: list[str] = typer.Option([], "--set", help="Override a recipe value: section.key=value (repeatable)."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the resolved configuration; read no data, train nothing."

@@ -45,6 +45,15 @@ def recipe_option(cls: type, name: str, *aliases: str) -> Any:
     )
 
 
+def given_option(cls: type, name: str, *spellings: str, default: Any = None) -> Any:
+    """An option that sets the field only when typed on the command line (None, or `default`, otherwise: the
+    recipe's value stands); its help is the field's. `spellings`: the flag and its aliases when the flag is not the
+    field's name (`--max-time` for max_time_minutes)."""
+    found = {f.name: f for f in dataclasses.fields(cls)}[name]
+    assert "help" in found.metadata, f"{cls.__name__}.{name}: no metadata help"
+    return typer.Option(default, *(spellings or (flag(name),)), help=found.metadata["help"])
+
+
 def values_of(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The entries of a command's parsed `params` that are fields of `cls`, to build it with."""
     names = {f.name for f in dataclasses.fields(cls)}

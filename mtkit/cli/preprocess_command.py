@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from mtkit.cli.command import emit, user_errors
-from mtkit.cli.options import option
+from mtkit.cli.options import given_option, option
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.errors import check
 
@@ -25,23 +25,15 @@ def preprocess(
         "-c",
         help="Recipe TOML whose preprocess section gives the settings; options given here override it.",
     ),
-    source_lang: str | None = typer.Option(None, "--source-lang", "-s", help="Source language suffix, e.g. en."),
-    target_lang: str | None = typer.Option(None, "--target-lang", "-t", help="Target language suffix, e.g. de."),
+    source_lang: str | None = given_option(PreprocessConfig, "source_lang", "--source-lang", "-s"),
+    target_lang: str | None = given_option(PreprocessConfig, "target_lang", "--target-lang", "-t"),
     out: Path = typer.Option(..., "--out", "-o", help="Output DATA_DIR (written atomically)."),
-    train: str | None = typer.Option(
-        None,
-        "--train",
-        help="Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs.",
-    ),
-    valid: str | None = typer.Option(None, "--valid", help="Validation PREFIX (never filtered)."),
-    test: list[str] = typer.Option([], "--test", help="Test PREFIX (repeatable; never filtered)."),
+    train: str | None = given_option(PreprocessConfig, "train"),
+    valid: str | None = given_option(PreprocessConfig, "valid"),
+    test: list[str] = given_option(PreprocessConfig, "test", default=[]),
     vocab_size: int = option(PreprocessConfig, "vocab_size"),
     workers: int = option(PreprocessConfig, "workers", "-j"),
-    spm_model: Path | None = typer.Option(
-        None,
-        "--spm-model",
-        help="Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to fine-tune it).",
-    ),
+    spm_model: Path | None = given_option(PreprocessConfig, "spm_model"),
     max_len: int = option(CleaningConfig, "max_len"),
     max_ratio: float = option(CleaningConfig, "max_ratio"),
     dedup: bool = option(CleaningConfig, "dedup", negatable=True),
@@ -51,15 +43,9 @@ def preprocess(
     character_coverage: float = option(PreprocessConfig, "character_coverage"),
     input_sentence_size: int = option(PreprocessConfig, "input_sentence_size"),
     on_bad_utf8: str = option(PreprocessConfig, "on_bad_utf8"),
-    hf_dataset: str | None = typer.Option(
-        None, "--hf-dataset", help="HuggingFace datasets name or local path (e.g. wmt/wmt14)."
-    ),
-    hf_config: str | None = typer.Option(None, "--hf-config", help="HuggingFace config (e.g. de-en)."),
-    hf_cache_dir: str | None = typer.Option(
-        None,
-        "--hf-cache-dir",
-        help="Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface).",
-    ),
+    hf_dataset: str | None = given_option(PreprocessConfig, "hf_dataset"),
+    hf_config: str | None = given_option(PreprocessConfig, "hf_config"),
+    hf_cache_dir: str | None = given_option(PreprocessConfig, "hf_cache_dir"),
     shard: str | None = typer.Option(
         None,
         "--shard",

@@ -68,24 +68,45 @@ class CleaningConfig:
 class PreprocessConfig:
     """What to read, how to tokenize and how to clean the train split."""
 
-    source_lang: str = ""  # with corpora: each corpus's default
-    target_lang: str = ""
-    train: str | None = None  # file prefix: PREFIX.{lang} or PREFIX.{lang}.gz; a glob or a directory of such pairs
+    # With corpora: each corpus's default.
+    source_lang: str = field(default="", metadata={"help": "Source language suffix, e.g. en."})
+    target_lang: str = field(default="", metadata={"help": "Target language suffix, e.g. de."})
+    # A file prefix: PREFIX.{lang} or PREFIX.{lang}.gz; a glob or a directory of such pairs.
+    train: str | None = field(
+        default=None,
+        metadata={
+            "help": "Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs."
+        },
+    )
     # A prefix (several language pairs: PREFIX.{src} + PREFIX.{tgt} read for each), or a table "src-tgt" -> prefix.
-    valid: str | dict[str, str] | None = None
-    test: list[str] = field(default_factory=list)  # each prefix's basename becomes the split name (+ ".src-tgt")
+    valid: str | dict[str, str] | None = field(default=None, metadata={"help": "Validation PREFIX (never filtered)."})
+    # Each prefix's basename becomes the split name (+ ".src-tgt").
+    test: list[str] = field(default_factory=list, metadata={"help": "Test PREFIX (repeatable; never filtered)."})
     corpora: list[dict[str, Any]] = field(default_factory=list)  # [[preprocess.corpora]]: see CorpusConfig
     language_tokens: str = "auto"  # >>xx<< at the start of every source: auto, always or never
-    hf_dataset: str | None = None  # hub name or local dir, `translation` column (as wmt/wmt14)
-    hf_config: str | None = None
-    hf_cache_dir: str | None = None  # datasets' download + Arrow cache (WMT14 en-fr: about 20 GB); None: its default
+    # A hub name or local dir, `translation` column (as wmt/wmt14).
+    hf_dataset: str | None = field(
+        default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."}
+    )
+    hf_config: str | None = field(default=None, metadata={"help": "HuggingFace config (e.g. de-en)."})
+    # datasets' download + Arrow cache (WMT14 en-fr: about 20 GB); None: its default.
+    hf_cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface)."},
+    )
     hf_splits: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_HF_SPLITS))  # ours -> HF's
     vocab_size: int = field(default=8000, metadata={"help": "Joint sentencepiece BPE vocabulary size."})
     character_coverage: float = field(default=1.0, metadata={"help": "sentencepiece character coverage."})
     input_sentence_size: int = field(
         default=2_000_000, metadata={"help": "Sentences (both sides) sampled to train BPE."}
     )
-    spm_model: str | None = None  # reuse this model instead of training one
+    spm_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Reuse this tokenizer: a sentencepiece model, or a run's spm.model (an imported model's to "
+            "fine-tune it)."
+        },
+    )
     # The run's cleaning. Its keys stand flat in [preprocess] and in manifest.json's "options" (manifest_options),
     # here, between spm_model and workers, as before CleaningConfig held them.
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)

@@ -1,17 +1,18 @@
 """What a training run is told: TrainConfig (each option's default and help declared once, in its field), the
-learning-rate schedules, and TrainRecipe, what the loop reads of a resolved recipe. No training here."""
+learning-rate schedules, and TrainRecipe, what the loop reads of a resolved recipe. No training here; importing it
+loads neither torch nor numpy (the CLI reads the fields' help)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mtkit.corpus.mixing import SAMPLINGS
-from mtkit.corpus.modifiers import ModifiersConfig
 from mtkit.errors import check
-from mtkit.model.precision import PRECISIONS
-from mtkit.model.transformer import ModelConfig
+
+if TYPE_CHECKING:
+    from mtkit.corpus.modifiers import ModifiersConfig
+    from mtkit.model.transformer import ModelConfig
 
 SCHEDULES = ("inverse_sqrt", "noam", "linear", "cosine", "wsd")
 # The schedules that end with the budget (train.max_steps and/or max_time_minutes): the rate is lr_floor x lr when
@@ -52,9 +53,9 @@ class TrainConfig:
     clip_norm: float = 0.0
     max_tokens: int = 4096
     update_freq: int = 1
-    max_steps: int = 0  # 0: no limit
-    max_epochs: int = 0
-    max_time_minutes: float = 0.0
+    max_steps: int = field(default=0, metadata={"help": "Stop after this many updates."})  # 0: no limit
+    max_epochs: int = field(default=0, metadata={"help": "Stop after this many epochs."})
+    max_time_minutes: float = field(default=0.0, metadata={"help": "Stop after this many minutes of training."})
     save_interval_steps: int = 0
     save_interval_minutes: float = 10.0
     keep_last: int = 5
@@ -62,7 +63,7 @@ class TrainConfig:
     valid_interval_steps: int = 0  # 0: validate only at the end
     valid_bleu: bool = False
     patience: int = 0  # validations without improvement before stopping; 0: never
-    log_interval: int = 50
+    log_interval: int = field(default=50, metadata={"help": "Log every N updates (train.log_interval)."})
     compile: bool = False
     device: str = "auto"
     threads: int = 0  # 0: torch's default (OMP_NUM_THREADS)
@@ -71,9 +72,23 @@ class TrainConfig:
     dist_timeout_minutes: float = 30.0
     # Fine-tuning: a run directory or checkpoint whose weights a fresh run starts from (fresh optimizer, schedule
     # and step count); "" trains from random weights. A run that has checkpoints resumes and ignores it.
-    init_from: str = ""
+    init_from: str = field(
+        default="",
+        metadata={
+            "help": "Fine-tune: start from this RUN_DIR's newest checkpoint or this checkpoint file "
+            "(e.g. RUN_DIR/average.pt) with a fresh optimizer, schedule and step count (train.init_from). Same "
+            "sentencepiece model and architecture required. Ignored when --save-dir has checkpoints: that run resumes."
+        },
+    )
     ddp_bf16_compress: bool = False  # all-reduce gradients in bf16 across ranks: half the traffic, bf16 rounding
-    tensorboard_dir: str = ""  # TensorBoard event files of metrics.jsonl's scalars (rank 0); needs mtkit[tensorboard]
+    # TensorBoard event files of metrics.jsonl's scalars (rank 0); needs mtkit[tensorboard].
+    tensorboard_dir: str = field(
+        default="",
+        metadata={
+            "help": "Also write metrics.jsonl's scalars as TensorBoard events here (train.tensorboard_dir; needs the "
+            "tensorboard package)."
+        },
+    )
     # Several training corpora (mtkit.corpus.mixing): each epoch's share by corpus weight, or by temperature over
     # language pairs; corpus_weights replaces the weights of the recipe's [[preprocess.corpora]] and of the data's
     # manifest.
@@ -86,6 +101,10 @@ class TrainConfig:
     subword_sides: str = "both"
 
     def __post_init__(self) -> None:
+        # Imported here: the module itself imports no torch or numpy, so the CLI reads the fields' help without them.
+        from mtkit.corpus.mixing import SAMPLINGS
+        from mtkit.model.precision import PRECISIONS
+
         for name, choices in (("precision", PRECISIONS), ("lr_schedule", SCHEDULES), ("sampling", SAMPLINGS)):
             value = getattr(self, name)
             check(value in choices, f"train.{name} must be one of {', '.join(choices)}, got {value!r}")

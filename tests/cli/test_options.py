@@ -10,11 +10,12 @@ import typer
 from typer.testing import CliRunner
 
 from mtkit.cli.main import app
-from mtkit.cli.options import flag, option, recipe_option, values_of
+from mtkit.cli.options import flag, given_option, option, recipe_option, values_of
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.engines.config import EngineConfig
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.config import ServeConfig
+from mtkit.training.config import TrainConfig
 
 
 @dataclass
@@ -31,6 +32,9 @@ def test_option_takes_the_field_default_and_help() -> None:
     assert flag("max_batch_tokens") == "--max-batch-tokens"
     with pytest.raises(AssertionError, match="no metadata help"):
         option(Example, "no_help")
+    given = given_option(Example, "max_len_a", "--slope", "-s")
+    assert (given.default, given.param_decls, given.help) == (None, ("--slope", "-s"), "Slope.")
+    assert given_option(Example, "max_len_a", default=[]).default == []
     assert option(CleaningConfig, "dedup", negatable=True).param_decls == ("--dedup/--no-dedup",)
 
 
@@ -113,9 +117,25 @@ def test_preprocess_options_with_a_default_are_preprocess_config_fields() -> Non
         f for cls in (PreprocessConfig, CleaningConfig) for f in dataclasses.fields(cls) if "help" in f.metadata
     ]
     assert {f.name for f in documented} >= {"vocab_size", "max_len", "max_ratio", "input_sentence_size", "on_bad_utf8"}
+    # What names the corpus sets only what is typed: the recipe's value stands otherwise.
+    given = {"source_lang", "target_lang", "train", "valid", "test", "spm_model", "hf_dataset", "hf_config"}
     for f in documented:
-        assert (params[f.name].default, params[f.name].help) == (f.default, f.metadata["help"]), f.name
+        default = ([] if f.name == "test" else None) if f.name in given | {"hf_cache_dir"} else f.default
+        assert (params[f.name].default, params[f.name].help) == (default, f.metadata["help"]), f.name
     assert params["filter_langid"].opts == ["--filter-langid"] and params["filter_langid"].secondary_opts == [
         "--no-filter-langid"
     ]
     assert "min_len" not in params  # no help text: a recipe key only
+
+
+def test_train_options_are_train_config_fields() -> None:
+    """Each training option sets what is typed only (None otherwise: the recipe's value stands), with its field's
+    help; every TrainConfig field with a help text is an option."""
+    params = command_params("train")
+    names = {"max_time_minutes": "max_time", "tensorboard_dir": "tensorboard"}
+    documented = [f for f in dataclasses.fields(TrainConfig) if "help" in f.metadata]
+    assert len(documented) == 6
+    for f in documented:
+        param = params[names.get(f.name, f.name)]
+        assert (param.default, param.help) == (None, f.metadata["help"]), f.name
+    assert params["max_time"].opts == ["--max-time"] and params["tensorboard"].opts == ["--tensorboard"]
