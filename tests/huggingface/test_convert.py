@@ -14,9 +14,9 @@ import torch
 transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
 
-from mtkit.engines.ct2_export import export_ctranslate2  # noqa: E402
-from mtkit.engines.torch_engine import TorchTranslator, load_model, pad_batch  # noqa: E402
+from mtkit.engines.torch_engine import TorchTranslator, pad_batch  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
+from mtkit.exports.ctranslate2 import export_ctranslate2  # noqa: E402
 from mtkit.huggingface.convert import export_huggingface, import_huggingface  # noqa: E402
 from mtkit.huggingface.marian import model_permutation  # noqa: E402
 from mtkit.model.layers import sinusoidal_positions  # noqa: E402
@@ -24,6 +24,7 @@ from mtkit.model.transformer import ModelConfig  # noqa: E402
 from mtkit.recipe import resolve_recipe  # noqa: E402
 from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint  # noqa: E402
 from mtkit.runs.checkpoint_files import list_checkpoints  # noqa: E402
+from mtkit.runs.model import load_model  # noqa: E402
 from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
 from mtkit.training.loop import train  # noqa: E402
 from tests.conftest import ROOT, preprocess_slice, read_gz_lines, run_mtkit_in_process  # noqa: E402
@@ -119,6 +120,7 @@ def searched_both(
         max_length=CAP + 2,
         bad_words_ids=[[i] for i in sorted({c.pad_id, c.bos_id})],
         forced_eos_token_id=c.eos_id,
+        min_new_tokens=1,  # mtkit's search never ends a non-empty source at once (fairseq's --min-len)
         do_sample=False,
     )
     theirs = [[t for t in row[1:].tolist() if t not in (c.eos_id, c.pad_id)] for row in out]
