@@ -23,7 +23,8 @@ from mtkit.errors import UserError, check
 from mtkit.files import atomic_write
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-# Pieces written (mtkit.engines.ct2_export) for the specials a model trained elsewhere lacks; sentencepiece's own names.
+# Pieces written (mtkit.exports.ctranslate2) for the specials a model trained elsewhere lacks; sentencepiece's
+# own names.
 SPECIAL_PIECES = ("<pad>", "<unk>", "<s>", "</s>")
 TABLE_MAGIC = b"mtkit-table-tokenizer 1\n"  # the first line of a TableTokenizer's bytes
 MAX_CACHED_WORDS = 500_000  # about 100 MB of word -> ids entries before the cache starts over
@@ -75,7 +76,7 @@ class Tokenizer:
         return len(self._to_spm) if self._to_spm is not None else self._processor.get_piece_size()
 
     def pieces(self) -> list[str]:
-        """Every piece in mtkit's id order: the vocabulary another engine needs (mtkit.engines.ct2_export).
+        """Every piece in mtkit's id order: the vocabulary another engine needs (mtkit.exports.ctranslate2).
 
         A special the model lacks gets sentencepiece's name for it, or a name no piece has: engines that look
         pieces up by name need each once.

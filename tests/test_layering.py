@@ -37,11 +37,15 @@ ALLOWED: dict[str, set[str]] = {
     # Documents (docx, srt, ...) as sentences out and the file back: formats know mtkit.text, never a model.
     "documents": BASICS | {"text"},
     "corpus": SHARED,
-    "runs": SHARED,
+    # runs.model rebuilds a checkpoint's model; runs.checkpoint never imports the model.
+    "runs": SHARED | {"model"},
+    # A checkpoint read once for every export format, its directory checked; the CTranslate2 export. Below engines/:
+    # the CTranslate2 engine exports a run on first use.
+    "exports": SHARED | {"model", "search", "corpus", "runs"},
     "training": SHARED | {"model", "search", "corpus", "runs"},
-    "engines": SHARED | {"model", "search", "corpus", "runs", "text"},
+    "engines": SHARED | {"model", "search", "corpus", "runs", "text", "exports"},
     "bulk": SHARED | {"search", "corpus", "runs", "engines", "text", "documents"},
-    "huggingface": SHARED | {"model", "search", "runs", "training", "engines"},
+    "huggingface": SHARED | {"model", "search", "runs", "training", "engines", "exports"},
     "serve": SHARED | {"search", "engines", "text", "documents", "__init__"},
     "recipe": SHARED | {"model", "search", "corpus", "training"},
     "cli": {"*"},
@@ -208,7 +212,8 @@ TORCH_FREE = (
     "corpus.batching", "corpus.config", "corpus.plan", "corpus.filters", "corpus.mixing", "corpus.subword_sampling",
     "corpus.modifiers", "corpus.shortlist", "corpus.shortlist_record",
     "runs.checkpoint_files",
-    "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.interop",
+    "exports.directory", "exports.ctranslate2_library",
+    "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache",
     "engines.streaming", "engines.output", "engines.splitting",
     "text.sentences", "text.guard", "text.translation", "text.casing", "text.markup", "text.html_tree",
     "documents.job", "documents.formats", "documents.safety", "documents.runs", "documents.office", "documents.epub",
@@ -225,7 +230,8 @@ TORCH_FREE = (
 TORCH_PARTS = {"model", "training", "huggingface", "recipe"}
 # The torch-free modules of a torch part: TrainConfig, whose fields' help the CLI reads.
 TORCH_FREE_IN_TORCH_PARTS = {"training.config"}
-TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "engines.ct2_export",
+TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "exports.ctranslate2",
+                 "exports.source", "runs.model",
                  "corpus.binarized", "runs.checkpoint", "runs.directory"}  # fmt: skip
 
 

@@ -37,7 +37,7 @@ def built(name: str) -> Path:
     import ctranslate2
     import torch
 
-    from mtkit.engines.ct2_export import build_spec
+    from mtkit.exports.ctranslate2 import build_spec
     from mtkit.model.transformer import ModelConfig, Transformer
 
     d_model, d_ff, heads = WIDTHS[name]

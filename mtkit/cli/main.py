@@ -342,7 +342,7 @@ def export(
         result = export_huggingface(model, out, score_json)
         made_with = f"transformers {result['transformers']}"
     else:
-        from mtkit.engines.ct2_export import export_ctranslate2
+        from mtkit.exports.ctranslate2 import export_ctranslate2
 
         result = export_ctranslate2(model, out, quantization)
         made_with = f"CTranslate2 {result['ctranslate2']}, {result['quantization']}"

@@ -28,8 +28,8 @@ from mtkit.engines.contract import (
     translate_lines,
 )
 from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
-from mtkit.engines.interop import import_ctranslate2
 from mtkit.errors import UserError, check
+from mtkit.exports.ctranslate2_library import import_ctranslate2
 from mtkit.file_names import SPM_NAME, VMAP_NAME
 from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty, max_length
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes

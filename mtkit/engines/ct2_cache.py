@@ -5,7 +5,7 @@ A cache is used only when its key names the checkpoint the run means now (path, 
 and the run's shortlist as it is now (`mtkit shortlist`: made, made again or removed is exported again), and every
 file it lists is there at its size; anything else (a new checkpoint, a missing or truncated file, bad
 metadata) is exported again, never trusted. Exporting needs torch: the caller passes an Exporter (mtkit.engines.factory
-imports mtkit.engines.ct2_export only when it runs), so a warm cache starts without torch and this module stays
+imports mtkit.exports.ctranslate2 only when it runs), so a warm cache starts without torch and this module stays
 below both.
 """
 

@@ -24,7 +24,7 @@ def _resolve_checkpoint(path: Path) -> Path:
 
 
 def _export_ctranslate2(checkpoint: Path, out: Path) -> None:
-    from mtkit.engines.ct2_export import export_ctranslate2
+    from mtkit.exports.ctranslate2 import export_ctranslate2
 
     export_ctranslate2(checkpoint, out)
 

@@ -29,10 +29,10 @@ from mtkit.engines.contract import (
     translate_lines,
 )
 from mtkit.errors import UserError, check
-from mtkit.model.packed import pack_linears
 from mtkit.model.precision import PRECISIONS, resolve_precision
-from mtkit.model.transformer import ModelConfig, Transformer, configure_cuda_kernels, preset_name
-from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint
+from mtkit.model.transformer import ModelConfig, configure_cuda_kernels, preset_name
+from mtkit.runs.checkpoint import resolve_checkpoint
+from mtkit.runs.model import load_model
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
 from mtkit.search.step import ModelDecoder, combine
@@ -69,23 +69,6 @@ def resolve_dtype(dtype: str, device: str) -> str:
         return resolve_precision(dtype, device, "--dtype", warn)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-
-
-def load_model(path: Path, device: torch.device, dtype: torch.dtype, packed: bool = True) -> tuple[Transformer, dict]:
-    """Rebuild the model from a checkpoint's own configuration; refuse a mismatch in one line.
-
-    `packed`: float32 CPU linears go through oneDNN with packed weights (mtkit.model.packed).
-    """
-    payload = load_checkpoint(path)
-    try:
-        model = Transformer(ModelConfig(**payload["configs"]["model"]))
-        model.load_state_dict(payload["model"])
-    except (KeyError, TypeError, ValueError, UserError, RuntimeError) as exc:
-        raise UserError(f"{path}: checkpoint does not match its configuration ({type(exc).__name__})") from None
-    model.to(device=device, dtype=dtype).eval()
-    if packed:
-        pack_linears(model)
-    return model, payload
 
 
 @dataclass

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.engines.contract import language_pairs
-from mtkit.engines.ct2_export import read_for_export
 from mtkit.errors import check
+from mtkit.exports.source import read_for_export
 from mtkit.file_names import (
     CHECKPOINT_DIR,
     CONFIG_NAME,

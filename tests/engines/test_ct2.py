@@ -201,7 +201,7 @@ def test_the_ctranslate2_path_starts_without_torch(run: Path, lines: list[str]) 
 
 
 def test_the_engine_imports_no_torch_where_torch_is_installed(run: Path) -> None:
-    """ctranslate2.specs imports torch when it can: decoding must not ask for it (mtkit.engines.interop)."""
+    """ctranslate2.specs imports torch when it can: decoding must not ask for it (mtkit.exports.ctranslate2_library)."""
     model_directory(run, EXPORT_ON_FIRST_USE)
     script = (
         "import sys\nfrom mtkit.engines.config import EngineConfig\nfrom mtkit.engines.factory import load_translator\n"
@@ -250,7 +250,7 @@ def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: 
 
 
 def test_an_export_directory_is_used_as_given(run: Path, tmp_path: Path) -> None:
-    from mtkit.engines.ct2_export import export_ctranslate2
+    from mtkit.exports.ctranslate2 import export_ctranslate2
 
     out = Path(export_ctranslate2(run, tmp_path / "ct2")["out"])
     assert model_directory(out, None) == out and not (out / CACHE_KEY_NAME).exists()
@@ -305,7 +305,7 @@ def test_an_export_of_a_multilingual_model_honours_target_lang_as_torch_does(
 ) -> None:
     """The exported vocabulary holds the >>xx<< pieces; CTranslate2 on the export directory, told --target-lang (or
     reading a line's own code), gives the torch engine's hypotheses; a code the model lacks is refused alike."""
-    from mtkit.engines.ct2_export import export_ctranslate2
+    from mtkit.exports.ctranslate2 import export_ctranslate2
     from tests.conftest import MULTILINGUAL_SENTENCES, multilingual_lines
 
     out = Path(export_ctranslate2(en_de_fr_run, tmp_path / "ct2")["out"])

@@ -15,12 +15,13 @@ import ctranslate2
 import pytest
 import torch
 
-from mtkit.engines.ct2_export import EXPRESSIBLE, check_expressible, export_ctranslate2
-from mtkit.engines.interop import CTRANSLATE2_INSTALL_HINT as INSTALL_HINT
-from mtkit.engines.torch_engine import TorchTranslator, load_model, pad_batch
+from mtkit.engines.torch_engine import TorchTranslator, pad_batch
 from mtkit.errors import UserError
+from mtkit.exports.ctranslate2 import EXPRESSIBLE, check_expressible, export_ctranslate2
+from mtkit.exports.ctranslate2_library import CTRANSLATE2_INSTALL_HINT as INSTALL_HINT
 from mtkit.model.transformer import ModelConfig
 from mtkit.runs.checkpoint import load_checkpoint, save_checkpoint
+from mtkit.runs.model import load_model
 from mtkit.search.step import max_lengths
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 

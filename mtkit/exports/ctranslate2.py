@@ -1,4 +1,5 @@
-"""Export a run's model to another engine's format: CTranslate2, through CTranslate2's own spec API.
+"""Export a run's model to CTranslate2's format, through CTranslate2's own spec API (the checkpoint read by
+mtkit.exports.source).
 
 The output directory is served with CTranslate2 and sentencepiece alone (no mtkit, no torch). No training
 code here; ctranslate2 is an optional extra, imported only when an export runs.
@@ -9,25 +10,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from mtkit.corpus.shortlist_record import read_shortlist
-from mtkit.engines.interop import check_export_dir, import_ctranslate2
-from mtkit.engines.torch_engine import load_model
 from mtkit.errors import UserError, check
+from mtkit.exports.ctranslate2_library import import_ctranslate2
+from mtkit.exports.source import read_for_export
 from mtkit.file_names import METADATA_NAME, README_NAME, SHORTLIST_NAME, SPM_NAME
 from mtkit.files import atomic_directory
 from mtkit.model.layers import LAYER_NORM_EPSILON, sinusoidal_positions
 from mtkit.model.transformer import ModelConfig, Transformer
-from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.runs.checkpoint_files import run_directory
 from mtkit.search.config import TranslateConfig
-from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
+from mtkit.tokenizer import TableTokenizer
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "bfloat16")
 # Every ModelConfig option and the values the CTranslate2 Transformer spec expresses (None: any value).
@@ -66,42 +64,6 @@ def check_expressible(model_options: dict[str, Any], where: str) -> None:
             f"{where}: model option {name}={value!r} has no CTranslate2 equivalent "
             f"(exportable: {', '.join(map(str, allowed or ()))})",
         )
-
-
-@dataclass
-class ExportSource:
-    """A checkpoint read for an export: what it carries, its model in float32 on the CPU, and its tokenizer."""
-
-    checkpoint: Path
-    configs: dict[str, Any]
-    manifest: dict[str, Any]
-    step: int | None
-    spm_model: bytes
-    model: Transformer
-    tokenizer: Tokenizer | TableTokenizer
-
-
-def read_for_export(
-    path: str | Path, out: str | Path, check_model: Callable[[dict[str, Any], str], None]
-) -> ExportSource:
-    """The checkpoint RUN_DIR (or a checkpoint path) means, verified, read once for any export format; `out` checked
-    first (check_export_dir) and the model's options by `check_model(options, where)` before the weights load."""
-    source = resolve_checkpoint(Path(path))
-    check_export_dir(Path(out))
-    payload = load_checkpoint(source)
-    configs, spm_model, step = payload.get("configs", {}), payload.get("spm_model"), payload.get("step")
-    manifest = payload.get("manifest", {})
-    del payload  # load_model reads the weights again: one copy in memory at a time
-    check_model(configs.get("model", {}), str(source))
-    check(spm_model is not None, f"{source}: checkpoint carries no sentencepiece model")
-    model, _ = load_model(source, torch.device("cpu"), torch.float32, packed=False)
-    tokenizer = tokenizer_from_bytes(spm_model, name=str(source))
-    sizes = (len(tokenizer.pieces()), len(tokenizer.target_pieces()))
-    check(
-        sizes == (model.cfg.vocab_size, model.cfg.target_vocab_size),
-        f"{source}: the tokenizer has {sizes[0]} pieces, the model {model.cfg.vocab_size}",
-    )
-    return ExportSource(source, configs, manifest, step, spm_model, model, tokenizer)
 
 
 def export_ctranslate2(path: str | Path, out: str | Path, quantization: str | None = None) -> dict[str, Any]:
