@@ -6,11 +6,14 @@ more, not a stop word, once in its sentence on either side) aligned one-to-one a
 data (one-off links are mostly the aligner's errors), at most 2 a sentence. Random terms: for 200 sentences
 (100 with --small), the sentence's first reference term's source word paired with another sentence's German noun
 that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary`
-without --split-sentences (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam).
+without --split-sentences (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam,
+a line whose output lacks a term translated again by the method's next way), once for each of the glossary's
+methods (mtkit.text.glossary.TERM_METHODS).
 
 Reports exact-match term accuracy (the target as a whole word in the output, case-sensitive and not) without and
-with the glossary, sacreBLEU without and with, the random terms' rate, mtkit's own `applied` count against the
-measured one, and the seconds of 1,000 lines (200 with --small) with a glossary of 1,000 entries against none.
+with the glossary by each method, sacreBLEU without and with, the random terms' rate, mtkit's own `applied` count
+against the measured one, how many sentences each way took, and the seconds of 1,000 lines (200 with --small) with
+a glossary of 1,000 entries by each method against none.
 """
 
 from __future__ import annotations
@@ -167,31 +170,35 @@ class Terms:
         self.options = split_options(self.translator, split=False)
 
     def translate(
-        self, lines: Sequence[str], glossaries: dict[int, dict[str, str]] | None = None
-    ) -> tuple[list[str], list[list[dict[str, Any]]], float, float]:
-        """Outputs, each line's terms as mtkit reports them, the seconds (lines prepared, translated, finished) and
-        the model's share of them."""
+        self, lines: Sequence[str], glossaries: dict[int, dict[str, str]] | None = None, method: str = "placeholder"
+    ) -> tuple[list[str], list[list[dict[str, Any]]], Counter[str], float, float]:
+        """Outputs, each line's terms as mtkit reports them, how many lines each way took (mtkit's `method`), the
+        seconds (lines prepared, translated, finished, again by the next way where a term is missing) and the
+        model's share of them."""
         from mtkit.engines.splitting import outputs_of
-        from mtkit.engines.streaming import CHUNK_LINES
+        from mtkit.engines.streaming import CHUNK_LINES, settled_lines
         from mtkit.text.glossary import glossary_from_mapping
         from mtkit.text.translation import prepare_line
 
         glossaries = glossaries or {}
+        options = dataclasses.replace(self.options, term_method=method)
         built = {id(g): glossary_from_mapping(g) for g in glossaries.values()}  # a glossary shared by lines, once
-        made = {n: dataclasses.replace(self.options, glossary=built[id(g)]) for n, g in glossaries.items()}
+        made = {n: dataclasses.replace(options, glossary=built[id(g)]) for n, g in glossaries.items()}
         start = time.perf_counter()
-        outputs, reports, model = [], [], 0.0
+        outputs, reports, methods, model = [], [], Counter[str](), 0.0
         for first in range(0, len(lines), CHUNK_LINES):  # as translate_stream takes a file, chunk by chunk
             chunk = lines[first : first + CHUNK_LINES]
-            prepared = [prepare_line(x, made.get(first + k, self.options)) for k, x in enumerate(chunk)]
+            prepared = [prepare_line(x, made.get(first + k, options)) for k, x in enumerate(chunk)]
             asked = time.perf_counter()
             results = self.translator.translate_hypotheses([p.asked for p in prepared], first_lineno=first + 1)
+            prepared, results = settled_lines(self.translator, prepared, results, strict=False)
             model += time.perf_counter() - asked
             for line, output in zip(prepared, outputs_of(self.translator.tokenizer, results), strict=True):
-                text, terms = line.finish(output.text) if line.asked != line.source else (output.text, [])
+                text, terms = line.finish(output.text)
                 outputs.append(text)
                 reports.append(terms)
-        return outputs, reports, time.perf_counter() - start, model
+                methods[line.method or "none"] += 1
+        return outputs, reports, methods, time.perf_counter() - start, model
 
 
 def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list[Term], dict[str, str]]:
@@ -230,6 +237,11 @@ def applied_row(name: str, terms: Sequence[Term], outputs: Sequence[str], report
     }
 
 
+def method_counts(methods: Counter[str]) -> str:
+    """How many sentences each way took, as "model 610, inline 350, placeholder 30"."""
+    return ", ".join(f"{name} {methods[name]}" for name in ("model", "inline", "placeholder") if methods[name])
+
+
 def run(args: argparse.Namespace) -> None:
     demo = demo_run(args, "terms")
     count = args.lines or 1000
@@ -237,23 +249,31 @@ def run(args: argparse.Namespace) -> None:
     refs = [x.strip() for x in read_lines("de", count)]
     terms, big = build_terms(src, refs, 5000 if args.small else 29000)
     randoms = random_terms(terms, refs, 100 if args.small else 200)
+    from mtkit.text.glossary import TERM_METHODS
+
     engine = Terms(demo)
     plain, *_ = engine.translate(src)
-    with_terms, term_reports, *_ = engine.translate(src, per_line(terms))
     random_lines = [t.line for t in randoms]
     renumbered = [dataclasses.replace(t, line=k) for k, t in enumerate(randoms)]
-    with_random, random_reports, *_ = engine.translate([src[n] for n in random_lines], per_line(renumbered))
     without_random = [plain[n] for n in random_lines]
     rows = [
         applied_row("reference, no glossary", terms, plain, [[] for _ in plain])
         | {"BLEU": bleu(plain, refs)[0], "sentences": count},
-        applied_row("reference, glossary", terms, with_terms, term_reports)
-        | {"BLEU": bleu(with_terms, refs)[0], "sentences": count},
         applied_row("random, no glossary", renumbered, without_random, [[] for _ in randoms])
         | {"sentences": len(randoms)},
-        applied_row("random, glossary", renumbered, with_random, random_reports) | {"sentences": len(randoms)},
     ]
-    speed = speed_rows(engine, src[: 200 if args.small else 1000], big, args.rounds)
+    for method in TERM_METHODS:
+        with_terms, term_reports, used, *_ = engine.translate(src, per_line(terms), method)
+        with_random, random_reports, random_used, *_ = engine.translate(
+            [src[n] for n in random_lines], per_line(renumbered), method
+        )
+        rows += [
+            applied_row(f"reference, glossary, {method}", terms, with_terms, term_reports)
+            | {"BLEU": bleu(with_terms, refs)[0], "sentences": count, "ways": method_counts(used)},
+            applied_row(f"random, glossary, {method}", renumbered, with_random, random_reports)
+            | {"sentences": len(randoms), "ways": method_counts(random_used)},
+        ]
+    speed = speed_rows(engine, src[: 200 if args.small else 1000], big, args.rounds, TERM_METHODS)
     report = {
         "run": str(demo),
         "threads": os.environ.get("OMP_NUM_THREADS"),
@@ -268,36 +288,47 @@ def run(args: argparse.Namespace) -> None:
             f"test_2016_flickr's first {count} lines, en->de, {demo.parent.name}/{demo.name}, the run's own search; "
             f"{len(terms)} reference terms over {len({t.line for t in terms})} sentences, {len(randoms)} random terms.",
             "accuracy: the target term as a whole word in the output (any case: case-insensitive); applied (mtkit): "
-            "the terms mtkit reports applied (its target a substring of the output); applied (measured): accuracy's "
-            "count.",
-            f"speed, {speed['lines']} lines, median of {speed['rounds']} rounds: no glossary {speed['none s']} s, "
-            f"a glossary of {speed['entries']} entries {speed['glossary s']} s ({speed['terms found']} terms found): "
-            f"{speed['ratio']}x the speed without, of which finding the terms and putting them in and back took "
-            f"{speed['glossary own s']} s (the rest: the model on sentences with stand-ins); "
-            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}.",
+            "the terms mtkit reports applied (its target as a whole word in the output); applied (measured): "
+            "accuracy's count; ways: the sentences each way took (mtkit's `method`).",
+            *(
+                f"speed, {speed['lines']} lines, median of {speed['rounds']} rounds: no glossary {speed['none s']} s, "
+                f"a glossary of {speed['entries']} entries by {method} {row['glossary s']} s "
+                f"({row['terms found']} terms found; {row['ways']}): {row['ratio']}x the speed without, of which "
+                f"finding the terms and putting them in and back took {row['glossary own s']} s (the rest: the "
+                f"model's); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}."
+                for method, row in speed["methods"].items()
+            ),
         ],
     )
 
 
-def speed_rows(engine: Terms, lines: list[str], glossary: dict[str, str], rounds: int) -> dict[str, Any]:
-    """Seconds of `lines` with `glossary` for every line and without, alternating, `rounds` each: medians."""
+def speed_rows(
+    engine: Terms, lines: list[str], glossary: dict[str, str], rounds: int, methods: Sequence[str]
+) -> dict[str, Any]:
+    """Seconds of `lines` without a glossary and with `glossary` for every line by each of `methods`, alternating,
+    `rounds` each: medians."""
     everywhere = dict.fromkeys(range(len(lines)), glossary)
-    none_s, with_s, model_s, found = [], [], [], 0
+    none_s: list[float] = []
+    with_s: dict[str, list[float]] = {m: [] for m in methods}
+    model_s: dict[str, list[float]] = {m: [] for m in methods}
+    found: dict[str, tuple[int, Counter[str]]] = {}
     for _ in range(rounds):
-        none_s.append(engine.translate(lines)[2])
-        _, reports, seconds, model = engine.translate(lines, everywhere)
-        with_s.append(seconds)
-        model_s.append(model)
-        found = sum(len(r) for r in reports)
-    none, with_ = statistics.median(none_s), statistics.median(with_s)
-    outside = statistics.median(w - m for w, m in zip(with_s, model_s, strict=True))
-    return {
-        "lines": len(lines),
-        "entries": len(glossary),
-        "rounds": rounds,
-        "none s": round(none, 2),
-        "glossary s": round(with_, 2),
-        "terms found": found,
-        "glossary own s": round(outside, 2),  # finding terms, stand-ins in and out: all but the model's time
-        "ratio": round(none / with_, 3),
-    }
+        none_s.append(engine.translate(lines)[3])
+        for method in methods:
+            _, reports, used, seconds, model = engine.translate(lines, everywhere, method)
+            with_s[method].append(seconds)
+            model_s[method].append(model)
+            found[method] = sum(len(r) for r in reports), used
+    none = statistics.median(none_s)
+    rows = {}
+    for method in methods:
+        with_ = statistics.median(with_s[method])
+        outside = statistics.median(w - m for w, m in zip(with_s[method], model_s[method], strict=True))
+        rows[method] = {
+            "glossary s": round(with_, 2),
+            "terms found": found[method][0],
+            "ways": method_counts(found[method][1]),
+            "glossary own s": round(outside, 2),  # finding terms, stand-ins in and out: all but the model's time
+            "ratio": round(none / with_, 3),
+        }
+    return {"lines": len(lines), "entries": len(glossary), "rounds": rounds, "none s": round(none, 2), "methods": rows}

@@ -16,7 +16,22 @@ from mtkit.errors import UserError, check
 MAX_FILE_ENTRIES = 100_000  # a glossary file (--glossary, a DeepL glossary's entries)
 MAX_REQUEST_ENTRIES = 10_000  # a request's "glossary" object: each request pays for reading it
 FORMATS = ("tsv", "csv")
-PLACEHOLDER = "placeholder"  # how terms are applied to a model trained without term hints: all of mtkit's today
+# How a sentence's terms reached the model (a Sentence's `method`): the model's own translation held them all
+# ("model"), the source term replaced by its target ("inline"), or by a stand-in with the target put back after
+# ("placeholder", which writes every target by construction).
+MODEL, INLINE, PLACEHOLDER = "model", "inline", "placeholder"
+# How a glossary is applied to a model trained without term hints (SplitOptions.term_method): the ways tried in
+# order, a term whose target the translation lacks taking the next way, one it holds keeping its own: "placeholder"
+# alone; "inline", then placeholders; "check-first", the model's own translation, then placeholders;
+# "check-first-inline", the model's own, then inline, then placeholders.
+CHECK_FIRST, CHECK_FIRST_INLINE = "check-first", "check-first-inline"
+TERM_METHODS: dict[str, tuple[str, ...]] = {
+    PLACEHOLDER: (PLACEHOLDER,),
+    INLINE: (INLINE, PLACEHOLDER),
+    CHECK_FIRST: (MODEL, PLACEHOLDER),
+    CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
+}
+DEFAULT_TERM_METHOD = INLINE  # docs/terminology.md: the terms benchmark's figures
 _FIRST_WORD = re.compile(r"\w+")
 
 
@@ -59,6 +74,11 @@ class Glossary:
             ):
                 taken.append(match)
         return sorted(taken)
+
+
+def holds(text: str, target: str) -> bool:
+    """Whether `text` holds `target` as a whole word (no letter or digit either side), as written."""
+    return re.search(rf"(?<!\w){re.escape(target)}(?!\w)", text) is not None
 
 
 def _key(text: str) -> str:

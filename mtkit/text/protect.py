@@ -97,11 +97,13 @@ class Span:
     source: str
     target: str
     term: bool = False
+    inline: bool = False  # a term whose target itself goes to the model in its place (no stand-in, nothing put back)
 
 
 @dataclass(frozen=True)
 class Masked:
-    """A sentence as the model gets it: each span replaced by its stand-in (`standins[i]` for `spans[i]`)."""
+    """A sentence as the model gets it: each span replaced by its stand-in (`standins[i]` for `spans[i]`; an inline
+    term's stand-in is its target)."""
 
     source: str
     text: str
@@ -111,7 +113,9 @@ class Masked:
 
 
 # Stand-ins are small numbers: of the kinds measured (docs/terminology.md) they disturbed the translation of the
-# rest of the sentence least. The restore does not rely on the model carrying them.
+# rest of the sentence least. The restore does not rely on the model carrying them, and leaves none of their
+# digits: a run of digits the source does not hold that is made of stand-ins ("21" for 2 and 1 side by side) is
+# the model's copy of them, taken out.
 _STANDIN_BASE = 1
 
 
@@ -132,7 +136,8 @@ def mask(source: str, places: list[tuple[int, int, Span]]) -> Masked:
     places = _merged(sorted(places, key=lambda place: place[0]), source)
     if not places:
         return Masked(source, source)
-    standins = _standins(source, len(places))
+    numbers = iter(_standins(source, sum(not span.inline for _, _, span in places)))
+    standins = [span.target if span.inline else next(numbers) for _, _, span in places]
     pieces, at, before_words = [], 0, []
     for (low, high, _), standin in zip(places, standins):
         before = source[at:low]
@@ -174,14 +179,21 @@ class Unmasked:
 
 def unmask(translation: str, masked: Masked, styled: Callable[[str], str] = str) -> Unmasked:
     """The translation with each span's target in place of its stand-in, exactly once: a stand-in found more than
-    once keeps the occurrence nearest its source position, one not found has its text inserted at the word of the
-    translation at the same share as in the source. A term's target is `styled` (the sentence's casing)."""
+    once keeps the occurrence nearest its source position, one found only inside a run of stand-ins' digits ("21")
+    goes there, one not found has its text inserted at the word of the translation at the same share as in the
+    source. Every other run of stand-ins' digits the source does not hold is taken out. A term's target is `styled`
+    (the sentence's casing); an inline term is the model's to write and is left as it is."""
     if not masked.spans:
         return Unmasked(translation, [])
     words = [m.start() for m in re.finditer(r"\S+", translation)]
+    numbers = [s for span, s in zip(masked.spans, masked.standins) if not span.inline]
+    glued = _glued(translation, numbers, set(re.findall(r"\d+", masked.source)))
     edits: list[tuple[int, int, str]] = []
     carried = []
     for i, (span, standin) in enumerate(zip(masked.spans, masked.standins)):
+        if span.inline:
+            carried.append(True)
+            continue
         text = styled(span.target) if span.term else span.target
         # a stand-in glued to a word ("7th") is not the model's copy of it: that one counts as dropped
         found = list(re.finditer(rf"(?<![\w.,]){standin}(?!\w|[.,]\d)", translation))
@@ -191,18 +203,62 @@ def unmask(translation: str, masked: Masked, styled: Callable[[str], str] = str)
             best = min(found, key=lambda m: abs(m.start() - near))
             edits += [(m.start(), m.end(), text if m is best else "") for m in found]
             continue
+        inside = [run for run in glued if standin in glued[run]]
+        if inside:
+            glued[inside[0]][standin] = text
+            continue
         k = round(masked.shares[i] * len(words))
         if k < len(words):
             edits.append((words[k], words[k], text + " "))
         else:
             edits.append((len(translation), len(translation), " " + text))
+    edits += [(low, high, " ".join(t for t in parts.values() if t)) for (low, high), parts in glued.items()]
     out, at = [], 0
     for low, high, text in sorted(edits, key=lambda edit: (edit[0], edit[1])):
         piece = translation[at:low]
         if not text and piece.endswith(" ") and translation[high : high + 1] in (" ", ""):
             piece = piece[:-1]  # a duplicate removed with one space beside it
+        if text[:1].strip() and "".join(out[-1:] + [piece])[-1:].isalnum():
+            text = " " + text  # never glued to the word before ("1a2b": two runs of stand-ins side by side)
         out += [piece, text]
         at = high
     out.append(translation[at:])
     text = "".join(out)
     return Unmasked(text.lstrip() if not translation.strip() else text, carried)
+
+
+def _glued(translation: str, standins: list[str], kept: set[str]) -> dict[tuple[int, int], dict[str, str]]:
+    """Each run of digits of `translation` that is not a stand-in standing alone nor a number in `kept` (the
+    source's) but is made of `standins` ("21", "1st"'s "1"): its (start, end), the letters glued to it included
+    (the model's ending on a stand-in, "1222e"), and the stand-ins in it, in order, each mapped to "" (the text
+    put there, if any, filled in by unmask)."""
+    runs: dict[tuple[int, int], dict[str, str]] = {}
+    previous = 0  # where the last run taken ended: runs never overlap
+    for match in re.finditer(r"\d+", translation):
+        run, low, high = match.group(), match.start(), match.end()
+        alone = (low == 0 or not re.match(r"[\w.,]", translation[low - 1])) and not re.match(
+            r"\w|[.,]\d", translation[high : high + 2]
+        )
+        if (alone and run in standins) or run in kept:
+            continue
+        parts = _split_into(run, standins)
+        if parts is not None:
+            while low > previous and translation[low - 1].isalpha():
+                low -= 1
+            while high < len(translation) and translation[high].isalpha():
+                high += 1
+            runs[(low, high)] = dict.fromkeys(parts, "")
+            previous = high
+    return runs
+
+
+def _split_into(run: str, standins: list[str]) -> list[str] | None:
+    """`run` as a sequence of `standins` (longest first at each step, backtracking), or None."""
+    if not run:
+        return []
+    for standin in sorted(standins, key=len, reverse=True):
+        if run.startswith(standin):
+            rest = _split_into(run[len(standin) :], standins)
+            if rest is not None:
+                return [standin, *rest]
+    return None

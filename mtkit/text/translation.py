@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtkit.errors import check
 from mtkit.text.casing import case_of, normalised, restored
-from mtkit.text.glossary import Glossary
+from mtkit.text.glossary import DEFAULT_TERM_METHOD, INLINE, MODEL, TERM_METHODS, Glossary, holds
 from mtkit.text.guard import Guard
 from mtkit.text.protect import Masked, ProtectConfig, Span, copied_whole, mask, protected_places, unmask
 from mtkit.text.sentences import (
@@ -62,6 +63,7 @@ class Sentence:
     guard: str = ""  # "": translated; "retried": in two pieces; "kept": a piece kept as written; "tamed": loops cut
     protected: int = 0  # spans kept as written (mtkit.text.protect); a sentence of them only is copied, never sent
     terms: list[dict[str, Any]] = field(default_factory=list)  # glossary terms: source, target, applied
+    method: str = ""  # how its terms reached the model (mtkit.text.glossary: model, inline, placeholder); "": none
 
     @property
     def confidence(self) -> float | None:
@@ -93,6 +95,13 @@ class SplitOptions:
     case: bool = True  # sentences in capitals or Title Case translated in sentence case (mtkit.text.casing)
     protect: ProtectConfig = field(default_factory=ProtectConfig)  # text kept as written (mtkit.text.protect)
     glossary: Glossary | None = None  # terms whose targets the translation takes (mtkit.text.glossary)
+    term_method: str = DEFAULT_TERM_METHOD  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS)
+
+    def __post_init__(self) -> None:
+        check(
+            self.term_method in TERM_METHODS,
+            f"term_method must be one of {', '.join(TERM_METHODS)}; got {self.term_method!r}",
+        )
 
 
 def plan_translation(
@@ -100,30 +109,47 @@ def plan_translation(
 ) -> Generator[list[str], list[Output], list[TextTranslation]]:
     """Yields sentences to translate (each once) and is sent their Outputs, in order; returns each text's
     translation. `count` gives texts' lengths in the model's source tokens. A sentence goes to the model with its
-    protected spans and glossary terms as stand-ins (mtkit.text.protect), which are put back after; one of
-    protected text only is copied, never sent."""
+    protected spans as stand-ins (mtkit.text.protect), which are put back after, and its glossary terms by the
+    first of options.term_method's methods; one whose translation lacks a target goes again by the next method.
+    One of protected text only is copied, never sent."""
     segments = [_segment(text, options, count) for text in texts]
     sources = list(dict.fromkeys(s for segmented in segments for s in segmented.sources if wordy(s)))
-    prepared = {s: prepare(s, options) for s in sources}
-    wanted = list(dict.fromkeys(p.masked.text for p in prepared.values() if not p.whole))
-    done, outputs, cases = yield from _plan_sentences(wanted, options, count)
+    current = {s: prepare(s, options) for s in sources}
+    chosen: dict[str, tuple[Prepared, Sentence | None, Output | None, str]] = {}
+    pending = sources
+    while pending:
+        wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
+        done, outputs, cases = yield from _plan_sentences(wanted, options, count)
+        again = []
+        for s in pending:
+            ready = current[s]
+            key = ready.masked.text
+            later = None if ready.whole else ready.fallback(done[key].translation, cases[key])
+            if ready.whole:
+                chosen[s] = (ready, None, None, "")
+            elif later is not None:
+                current[s] = later
+                again.append(s)
+            else:
+                chosen[s] = (ready, done[key], outputs[key], cases[key])
+        pending = again
 
     def sentence(source: str) -> Sentence:
         if not wordy(source):
             return Sentence(source, source)
-        ready = prepared[source]
-        if ready.whole:
+        ready, inner, _, case = chosen[source]
+        if inner is None:
             return Sentence(source, source, protected=max(len(ready.masked.spans), 1))
-        inner = done[ready.masked.text]
-        text, terms = ready.finish(inner.translation, cases[ready.masked.text])
-        return dataclasses.replace(inner, source=source, translation=text, protected=ready.protected, terms=terms)
+        text, terms = ready.finish(inner.translation, case)
+        return dataclasses.replace(
+            inner, source=source, translation=text, protected=ready.protected, terms=terms, method=ready.method
+        )
 
     def others(sentence: Sentence) -> list[str] | None:
-        ready = prepared.get(sentence.source)
-        if ready is None or ready.whole or sentence.guard:
+        ready, _, output, case = chosen.get(sentence.source, (None, None, None, ""))
+        if ready is None or output is None or sentence.guard:
             return None
-        output = outputs[ready.masked.text]
-        return [ready.finish(text, cases[ready.masked.text])[0] for text in output.others]
+        return [ready.finish(text, case)[0] for text in output.others]
 
     return [_assemble(segmented, [sentence(s) for s in segmented.sources], others) for segmented in segments]
 
@@ -182,39 +208,82 @@ def _plan_sentences(
 
 @dataclass(frozen=True)
 class Prepared:
-    """A sentence as the model gets it: protected spans and glossary terms as stand-ins (`masked`), or, `whole`,
-    nothing but protected text, copied and never sent."""
+    """A sentence as the model gets it: protected spans as stand-ins and each glossary term by its way (`masked`),
+    or, `whole`, nothing but protected text, copied and never sent. `found`: the glossary's terms found (start,
+    end, source, target); `ways[i]`, how found[i] reaches the model, one of `chain` (the term method's ways, in
+    order); `places`, the protected spans; `case`, the sentence's, which inline targets take."""
 
     masked: Masked
     whole: bool = False
+    found: tuple[tuple[int, int, str, str], ...] = ()
+    ways: tuple[str, ...] = ()
+    chain: tuple[str, ...] = ()
+    places: tuple[tuple[int, int, Span], ...] = ()
+    case: str = ""
 
     @property
     def protected(self) -> int:
         return sum(not span.term for span in self.masked.spans)
 
+    @property
+    def method(self) -> str:
+        """How the sentence's terms reached the model: the last of the chain any of them took ("" for none)."""
+        return max(self.ways, key=self.chain.index, default="")
+
     def finish(self, translation: str, case: str) -> tuple[str, list[dict[str, Any]]]:
-        """The translation (already in the source's `case`) with every span put back, and the terms' report."""
-        if not self.masked.spans:
-            return translation, []
-        text = unmask(translation, self.masked, lambda target: restored(target, case)).text
+        """The translation (already in the source's `case`) with every span put back, and the terms' report: each
+        term's target (in the source's case) is `applied` where the text holds it as a whole word."""
+        text = translation
+        if self.masked.spans:
+            text = unmask(translation, self.masked, lambda target: restored(target, case)).text
         terms = [
-            {"source": span.source, "target": span.target, "applied": restored(span.target, case) in text}
-            for span in self.masked.spans
-            if span.term
+            {"source": source, "target": target, "applied": holds(text, restored(target, case))}
+            for _, _, source, target in self.found
         ]
         return text, terms
 
+    def fallback(self, translation: str, case: str) -> Prepared | None:
+        """The sentence again where the translation lacks a term's target: each such term by the next way of the
+        chain, each term the translation holds as it was; None where it holds every target or a missing one has no
+        way left."""
+        held = [term["applied"] for term in self.finish(translation, case)[1]]
+        if all(held) or any(way == self.chain[-1] for way, ok in zip(self.ways, held) if not ok):
+            return None
+        ways = tuple(way if ok else self.chain[self.chain.index(way) + 1] for way, ok in zip(self.ways, held))
+        return _by_ways(self, ways)
+
+
+def _by_ways(prepared: Prepared, ways: tuple[str, ...]) -> Prepared:
+    """`prepared`'s sentence with its terms by `ways`: left to the model ("model"), replaced by their targets in
+    the sentence's case ("inline"), or by stand-ins ("placeholder")."""
+    spans = [
+        (
+            low,
+            high,
+            Span(term, restored(target, prepared.case) if way == INLINE else target, term=True, inline=way == INLINE),
+        )
+        for (low, high, term, target), way in zip(prepared.found, ways)
+        if way != MODEL
+    ]
+    masked = mask(prepared.masked.source, list(prepared.places) + spans)
+    return dataclasses.replace(prepared, masked=masked, ways=ways)
+
 
 def prepare(source: str, options: SplitOptions) -> Prepared:
-    """A sentence's protected spans (options.protect) and glossary terms outside them (options.glossary, put back
-    by the placeholder method: the only one for models trained without term hints) as stand-ins."""
-    if copied_whole(source, options.protect):
-        return Prepared(mask(source, protected_places(source, options.protect)), whole=True)
+    """A sentence as the model first gets it: protected spans (options.protect) as stand-ins, and glossary terms
+    outside them (options.glossary) by the first way of options.term_method (Prepared.fallback gives the next)."""
     places = protected_places(source, options.protect)
+    if copied_whole(source, options.protect):
+        return Prepared(mask(source, places), whole=True)
+    found = []
     if options.glossary is not None and len(options.glossary):
         found = options.glossary.find(source, [(low, high) for low, high, _ in places])
-        places += [(low, high, Span(term, target, term=True)) for low, high, term, target in found]
-    return Prepared(mask(source, places))
+    if not found:
+        return Prepared(mask(source, places))
+    chain = TERM_METHODS[options.term_method]
+    first = Prepared(Masked(source, source), found=tuple(found), chain=chain, places=tuple(places))
+    first = dataclasses.replace(first, case=case_of(source) if options.case else "")
+    return _by_ways(first, (chain[0],) * len(found))
 
 
 @dataclass(frozen=True)
@@ -235,6 +304,24 @@ class Line:
         if self.prepared.whole:
             return self.source, []
         return self.prepared.finish(restored(text, self.case), self.case)
+
+    @property
+    def method(self) -> str:
+        return self.prepared.method
+
+    def fallback(self, text: str) -> Line | None:
+        """The line by its next method where `text` (the model's best output for it) lacks a glossary term and a
+        method is left; else None."""
+        if self.prepared.whole or not self.prepared.found:
+            return None
+        later = self.prepared.fallback(restored(text, self.case), self.case)
+        return None if later is None else Line(self.source, later, self.case)
+
+
+def retried_lines(lines: list[Line], texts: list[str]) -> dict[int, Line]:
+    """The lines (by index) whose best output `texts` lacks a glossary term, each by its next method: the caller
+    translates their `asked` again and calls this again with the new outputs, until it returns none."""
+    return {i: line for i, (old, text) in enumerate(zip(lines, texts, strict=True)) if (line := old.fallback(text))}
 
 
 def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:

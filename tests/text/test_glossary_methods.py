@@ -1,0 +1,202 @@
+"""A glossary's methods through mtkit.text.translation, driven by fake translators that copy, drop or inflect the
+target terms written inline: a sentence whose translation lacks a term goes again by the next method, each
+sentence reports the method it took and every term with whether its target is in the translation; and stand-ins
+whose digits the model ran together ("21" for 2 and 1) leave none of their digits behind."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from mtkit.errors import UserError
+from mtkit.text.glossary import Glossary
+from mtkit.text.protect import Span, mask, unmask
+from mtkit.text.translation import (
+    Output,
+    SplitOptions,
+    plan_translation,
+    prepare_line,
+    retried_lines,
+    run_plan,
+)
+
+GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
+SOURCE = "A red dog runs in the park."
+
+
+def count(texts: list[str]) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
+def run(texts: list[str], method: str, model) -> tuple[list, list[list[str]]]:
+    """The texts translated sentence by sentence by `model` (a text to its translation), each batch recorded."""
+    asked: list[list[str]] = []
+
+    def recorded(wanted: list[str]) -> list[Output]:
+        asked.append(list(wanted))
+        return [Output(model(text), -1.0, 3) for text in wanted]
+
+    options = SplitOptions("en", limit=64, glossary=GLOSSARY, term_method=method)
+    return run_plan(plan_translation(texts, options, count), recorded), asked
+
+
+def copies(text: str) -> str:
+    """A model that carries every word it does not know (the inline targets and the stand-ins) through."""
+    return text.replace("A ", "Ein ").replace("runs in the", "rennt im")
+
+
+def drops(text: str) -> str:
+    """A model that translates an inline target away ("Rotfuchs" to "roter Hund"), carrying stand-ins."""
+    return copies(text).replace("Rotfuchs", "roter Hund")
+
+
+def inflects(text: str) -> str:
+    """A model that inflects an inline target ("Park" to "Parks")."""
+    return copies(text).replace("Park", "Parks")
+
+
+def test_inline_copied_needs_one_pass_and_reports_inline() -> None:
+    done, asked = run([SOURCE], "inline", copies)
+    assert asked == [["A Rotfuchs runs in the Park."]]
+    sentence = done[0].sentences[0]
+    assert sentence.translation == "Ein Rotfuchs rennt im Park." and sentence.method == "inline"
+    assert sentence.terms == [
+        {"source": "red dog", "target": "Rotfuchs", "applied": True},
+        {"source": "park", "target": "Park", "applied": True},
+    ]
+
+
+@pytest.mark.parametrize("model", [drops, inflects])
+def test_inline_missed_falls_back_to_placeholders(model) -> None:
+    done, asked = run([SOURCE, "The park is green."], "inline", model)
+    assert asked[0] == ["A Rotfuchs runs in the Park.", "The Park is green."]
+    if model is drops:  # only the sentence that lost a term goes again, only that term as a stand-in
+        assert asked[1:] == [["A 1 runs in the Park."]]
+    else:
+        assert asked[1:] == [["A Rotfuchs runs in the 1.", "The 1 is green."]]
+    sentence = done[0].sentences[0]
+    assert sentence.method == "placeholder" and sentence.translation == "Ein Rotfuchs rennt im Park."
+    assert all(term["applied"] for term in sentence.terms) and len(sentence.terms) == 2
+
+
+def test_check_first_keeps_the_models_own_translation_when_it_holds_the_terms() -> None:
+    def knows(text: str) -> str:  # translates "red dog" and "park" as the glossary wants
+        return copies(text).replace("red dog", "Rotfuchs").replace("park", "Park")
+
+    for method in ("check-first", "check-first-inline"):
+        done, asked = run([SOURCE], method, knows)
+        assert asked == [[SOURCE]] and done[0].sentences[0].method == "model"
+    done, asked = run([SOURCE], "check-first-inline", copies)  # both stay English: inline next
+    assert asked == [[SOURCE], ["A Rotfuchs runs in the Park."]] and done[0].sentences[0].method == "inline"
+    done, asked = run([SOURCE], "check-first-inline", drops)
+    assert asked[1:] == [["A Rotfuchs runs in the Park."], ["A 1 runs in the Park."]]
+    assert done[0].sentences[0].method == "placeholder"
+    assert done[0].sentences[0].translation == "Ein Rotfuchs rennt im Park."
+
+
+def test_check_first_gives_stand_ins_only_to_the_terms_the_model_missed() -> None:
+    def half(text: str) -> str:  # knows "park" only
+        return copies(text).replace("park", "Park")
+
+    done, asked = run([SOURCE], "check-first", half)
+    assert asked == [[SOURCE], ["A 1 runs in the park."]]
+    sentence = done[0].sentences[0]
+    assert sentence.method == "placeholder" and sentence.translation == "Ein Rotfuchs rennt im Park."
+    assert [term["applied"] for term in sentence.terms] == [True, True]
+
+
+def test_a_term_the_model_did_not_use_is_reported_not_applied() -> None:
+    line = prepare_line(SOURCE, SplitOptions("en", split=False, glossary=GLOSSARY, term_method="inline"))
+    assert line.method == "inline" and line.asked == "A Rotfuchs runs in the Park."
+    text, terms = line.finish("Ein roter Hund rennt im Parks.")
+    assert text == "Ein roter Hund rennt im Parks."
+    assert [term["applied"] for term in terms] == [False, False]  # "Parks" is not the word "Park"
+
+
+def test_the_plain_path_goes_again_by_the_next_method() -> None:
+    options = SplitOptions("en", split=False, glossary=GLOSSARY, term_method="inline")
+    lines = [prepare_line(x, options) for x in [SOURCE, "Nothing here.", "The park."]]
+    outputs = [drops(line.asked) for line in lines]
+    retried = retried_lines(lines, outputs)
+    assert list(retried) == [0] and retried[0].method == "placeholder" and retried[0].asked == "A 1 runs in the Park."
+    lines[0] = retried[0]
+    outputs[0] = drops(lines[0].asked)
+    assert retried_lines(lines, outputs) == {}  # placeholders are the last method
+    assert lines[0].finish(outputs[0]) == (
+        "Ein Rotfuchs rennt im Park.",
+        [
+            {"source": "red dog", "target": "Rotfuchs", "applied": True},
+            {"source": "park", "target": "Park", "applied": True},
+        ],
+    )
+
+
+def test_inline_targets_keep_the_sentences_capitals() -> None:
+    line = prepare_line("A RED DOG RUNS IN THE PARK.", SplitOptions("en", split=False, glossary=GLOSSARY))
+    assert line.asked == "A rotfuchs runs in the park."  # in sentence case, as the model knows text
+    assert line.finish("Ein rotfuchs rennt im park.")[1][0] == {
+        "source": "red dog",
+        "target": "Rotfuchs",
+        "applied": True,
+    }
+    assert line.finish("Ein rotfuchs rennt im park.")[0] == "EIN ROTFUCHS RENNT IM PARK."
+
+
+def test_an_unknown_method_is_refused() -> None:
+    with pytest.raises(UserError, match="term_method must be one of"):
+        SplitOptions("en", term_method="constrained")
+
+
+def placeholders(source: str, terms: dict[str, str]):
+    places = []
+    for term, target in terms.items():
+        at = source.index(term)
+        places.append((at, at + len(term), Span(term, target, term=True)))
+    return mask(source, places)
+
+
+def test_adjacent_stand_ins_run_together_leave_no_digits() -> None:
+    m = placeholders("A group of people stands.", {"group": "Gruppe", "people": "Menschen"})
+    assert m.text == "A 1 of 2 stands."
+    done = unmask("Ein Gruppe Menschen 21 steht.", m).text  # the benchmark's case: targets put back, "21" left
+    assert not re.search(r"\d", done)
+    assert unmask("Eine 21 steht.", m).text in ("Eine Menschen Gruppe steht.", "Eine Gruppe Menschen steht.")
+    assert unmask("Eine 12 steht.", m).text == "Eine Gruppe Menschen steht."
+    assert unmask("Eine 1 von 2 steht, 21 mal.", m).text == "Eine Gruppe von Menschen steht, mal."
+    # the model's ending on a run of stand-ins goes with it: the target stays a whole word
+    m = placeholders("Two men and a lady are standing outside.", {"lady": "Dame", "standing": "stehen"})
+    assert unmask("Zwei Männer und eine 1 1222e im Freien.", m).text == "Zwei Männer und eine Dame stehen im Freien."
+    assert unmask("Eine 1a2b Sache.", m).text == "Eine Dame stehen Sache."
+
+
+def test_a_number_of_the_source_is_not_taken_for_stand_ins() -> None:
+    m = placeholders("A group of 21 people.", {"group": "Gruppe", "people": "Menschen"})
+    assert m.standins == ("3", "4") and m.text == "A 3 of 21 4."  # none inside the source's number
+    assert unmask("Eine 34 von 21.", m).text == "Eine Gruppe Menschen von 21."
+    assert unmask(f"Eine {m.standins[0]} von 21 {m.standins[1]}.", m).text == "Eine Gruppe von 21 Menschen."
+
+
+def test_stand_ins_never_appear_in_the_output_whatever_the_model_does() -> None:
+    rng = random.Random(7)
+    source = "A man in a red shirt and a woman in a blue hat walk the dog past the old church."
+    terms = {"man": "Mann", "red shirt": "Rothemd", "woman": "Frau", "blue hat": "Blauhut", "dog": "Hund"}
+    m = placeholders(source, terms)
+    for _ in range(500):
+        words = m.text.split()
+        pieces = []
+        for word in words:
+            way = rng.randrange(6)
+            if way == 0:
+                continue  # dropped
+            if way == 1 and word.isdigit():
+                word = word + rng.choice(m.standins)  # run together with another
+            elif way == 2 and word.isdigit():
+                word = rng.choice(["", "x"]) + word + rng.choice(["th", "e", ".", ",5"])  # glued
+            pieces.append(word)
+        rng.shuffle(pieces) if rng.random() < 0.3 else None
+        done = unmask(" ".join(pieces), m).text
+        assert not re.search(r"\d", done), (" ".join(pieces), done)
+        for target in terms.values():
+            assert done.count(target) == 1, (" ".join(pieces), done)
