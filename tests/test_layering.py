@@ -221,7 +221,7 @@ TORCH_FREE = (
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",
     "bulk.file_translation", "bulk.distill_clean",
     "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
-    "serve.libre_request", "serve.api_keys", "serve.files", "serve.http_body", "serve.state", "serve.deepl_request",
+    "serve.libre_request", "serve.api_keys", "serve.uploads", "serve.http_body", "serve.state", "serve.deepl_request",
     "serve.deepl_endpoints", "serve.deepl_documents", "serve.metrics", "serve.readiness", "serve.redis_state",
     "cli.main", "cli.data_commands", "cli.document_commands", "cli.preprocess_command", "cli.serve_command",
     "cli.shortlist_command", "cli.clean_command", "cli.command", "cli.options", "cli.process",

@@ -174,10 +174,11 @@ def output_paths(prefix: Path, translator: Translating) -> tuple[Path, Path]:
     return Path(f"{prefix}.{target}"), Path(f"{prefix}.{source}")
 
 
-def back_translate(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
+def write_synthetic_corpus(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int], None] | None = None) -> dict:
     """Translate cfg.input into PREFIX.Y beside PREFIX.X, going on from an unfinished run's last recorded chunk;
-    returns the summary `mtkit back-translate` prints. `on_chunk(lines)` after each chunk (resumed past ones too).
-    With cfg.shard, that shard's lines into its own files, and the set merged by the shard that completes it."""
+    returns the summary `mtkit back-translate` and `mtkit distill` print. `on_chunk(lines)` after each chunk (resumed
+    past ones too). With cfg.shard, that shard's lines into its own files, and the set merged by the shard that
+    completes it."""
     check(cfg.input.is_file(), f"{cfg.input}: no such file")
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     label = f".{cfg.shard.label}" if cfg.shard else ""  # the shards of one PREFIX run side by side

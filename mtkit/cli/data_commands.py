@@ -345,7 +345,7 @@ def bulk_engine(engine: str | None, ensemble: list[Path] | None = None) -> str:
 
 def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> None:
     """Run cfg's model over its input with progress on stderr, then print the summary."""
-    from mtkit.bulk.synthetic import back_translate as run_back_translate
+    from mtkit.bulk.synthetic import write_synthetic_corpus
     from mtkit.console import progress
     from mtkit.files import count_lines
 
@@ -356,7 +356,7 @@ def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> No
         total = end - start
     with progress() as bar:
         task = bar.add_task(what, total=total, info="")
-        summary = run_back_translate(cfg, on_chunk=lambda lines: bar.advance(task, lines))
+        summary = write_synthetic_corpus(cfg, on_chunk=lambda lines: bar.advance(task, lines))
     resumed = f"; went on after line {summary['resumed_from']}" if summary["resumed_from"] else ""
     emit(
         summary,

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from mtkit.tokenizer import Tokenizer
 
 
-def one_line(text: str) -> str:
+def output_line(text: str) -> str:
     """A decoded text as one output line: byte-fallback pieces can decode to "\n" or "\r", which would split it."""
     return text.replace("\r", " ").replace("\n", " ")
 
@@ -26,13 +26,13 @@ def decode(tokenizer: Tokenizer, ids: list[list[int]]) -> list[str]:
 def best_lines(tokenizer: Tokenizer, hypotheses: list[list[Hypothesis]]) -> list[str]:
     """Each input's best hypothesis as one output line; "" for an input without one (an empty line)."""
     texts = iter(decode(tokenizer, [hyps[0].tokens for hyps in hypotheses if hyps]))
-    return [one_line(next(texts)) if hyps else "" for hyps in hypotheses]
+    return [output_line(next(texts)) if hyps else "" for hyps in hypotheses]
 
 
 def scored_rows(tokenizer: Tokenizer, hypotheses: list[list[Hypothesis]]) -> list[list[tuple[str, float]]]:
     """(text as one line, score) of each hypothesis of each input, best first; [] for an input without any."""
     texts = iter(decode(tokenizer, [h.tokens for hyps in hypotheses for h in hyps]))
-    return [[(one_line(next(texts)), h.score) for h in hyps] for hyps in hypotheses]
+    return [[(output_line(next(texts)), h.score) for h in hyps] for hyps in hypotheses]
 
 
 def scored_texts(tokenizer: Tokenizer, hyps: list[Hypothesis]) -> list[tuple[str, float]]:

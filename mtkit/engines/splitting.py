@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mtkit.engines.output import decode, one_line
+from mtkit.engines.output import decode, output_line
 from mtkit.search.config import Hypothesis
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
@@ -59,7 +59,7 @@ def outputs_of(tokenizer: Tokenizer, results: list[list[Hypothesis]]) -> list[Ou
     texts = iter(decode(tokenizer, [h.tokens for hyps in results for h in hyps]))
     outputs = []
     for hyps in results:
-        found = [one_line(next(texts)) for _ in hyps]
+        found = [output_line(next(texts)) for _ in hyps]
         best = hyps[0] if hyps else Hypothesis([], 0.0, 0.0)
         outputs.append(Output(found[0] if found else "", best.logprob, len(best.tokens), found[1:]))
     return outputs

@@ -30,7 +30,6 @@ from mtkit.serve.api_keys import KeyLimiter, hide_keys_in_access_log, load_limit
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
 from mtkit.serve.deepl_documents import DeepLDocuments, add_document_routes
 from mtkit.serve.deepl_endpoints import DeepLService, add_deepl_routes
-from mtkit.serve.files import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.http_body import read_body, read_fields
 from mtkit.serve.libre_endpoints import Detectors, libre_detect, libre_translate, sentence_fields, settings
 from mtkit.serve.metrics import CONTENT_TYPE, METRICS_HINT, MetricsMiddleware, current_labels, load_metrics
@@ -39,8 +38,9 @@ from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
 from mtkit.serve.state import is_redis
+from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.worker import BatchWorker
-from mtkit.text.translation import Line, guard_counts, prepare_line, retried_lines
+from mtkit.text.translation import Line, guard_counts, prepare_line
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -143,13 +143,6 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
         prefixes = encode_prefix_lines(translator, parsed.prefixes)
         asked = [line.asked for line in lines]
         results = await model.decode(asked, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
-        while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
-            # a line whose output lacks a glossary term goes again by the glossary's next method
-            again = None if prefixes is None else [prefixes[i] for i in retried]
-            asked = [line.asked for line in retried.values()]
-            more = await model.decode(asked, parsed.search, cfg.strict, warnings, again, parsed.target)
-            for i, hyps in zip(retried, more, strict=True):
-                lines[i], results[i] = retried[i], hyps
         answer = {"translations": format_translations(translator, results, parsed.search.nbest, lines)}
         if parsed.search.nbest == 1:
             answer["confidences"] = [confidence(hyps[0]) if hyps else None for hyps in results]

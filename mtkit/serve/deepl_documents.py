@@ -24,9 +24,9 @@ from mtkit.documents.safety import Limits
 from mtkit.engines.splitting import split_options
 from mtkit.serve.deepl_endpoints import DeepLService
 from mtkit.serve.deepl_request import language, string_field
-from mtkit.serve.files import file_upload, safe_filename, translated_filename
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import DocumentRecord, owner_of
+from mtkit.serve.uploads import file_upload, safe_filename, translated_filename
 from mtkit.text.glossary import Glossary
 
 STATUS_WAIT_S = 2.0  # a status request waits this long for a document in progress (clients poll every few seconds)

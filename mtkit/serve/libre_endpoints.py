@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mtkit.engines.splitting import split_options
-from mtkit.serve.files import supported_formats
 from mtkit.serve.libre_request import (
     LibreRequest,
     detection,
@@ -25,6 +24,8 @@ from mtkit.serve.libre_request import (
 )
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
+from mtkit.serve.uploads import supported_formats
+from mtkit.text.glossary import PLACEHOLDER
 from mtkit.text.markup import HtmlTranslation
 from mtkit.text.translation import Sentence, SplitOptions
 
@@ -77,7 +78,7 @@ def sentence_fields(sentence: Sentence) -> dict[str, Any]:
         "protected": sentence.protected,
     }
     if sentence.terms:
-        fields |= {"terms": sentence.terms, "method": sentence.method}
+        fields |= {"terms": sentence.terms, "method": PLACEHOLDER}
     return fields
 
 

@@ -18,7 +18,7 @@ from mtkit.engines.splitting import outputs_of, token_counter
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis
 from mtkit.serve.request import RequestError, SearchOverrides
-from mtkit.serve.worker import BatchWorker, Job
+from mtkit.serve.worker import BatchWorker, WorkerJob
 from mtkit.text.translation import Output, SplitOptions, TextTranslation, plan_translation, run_plan_async
 
 
@@ -82,7 +82,7 @@ class ServedModel:
             )
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
-        job = Job(ids, search, prefixes=prefixes)
+        job = WorkerJob(ids, search, prefixes=prefixes)
         if not self.worker.submit(job):
             raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
         if self.observer is not None:

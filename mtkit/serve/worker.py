@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Job:
+class WorkerJob:
     """One request's source ids on their way through the worker; `future` gets its hypotheses."""
 
     ids: list[list[int]]
@@ -37,9 +37,9 @@ class Job:
         return sum(len(seq) + 1 for seq in self.ids)  # + eos, as the batches count them
 
 
-def group_by_options(jobs: list[Job]) -> list[list[Job]]:
+def group_by_options(jobs: list[WorkerJob]) -> list[list[WorkerJob]]:
     """Jobs split by their search overrides, first-come order kept within and across groups: one search per group."""
-    groups: dict[SearchOverrides, list[Job]] = {}
+    groups: dict[SearchOverrides, list[WorkerJob]] = {}
     for job in jobs:
         groups.setdefault(job.search, []).append(job)
     return list(groups.values())
@@ -52,7 +52,7 @@ class BatchWorker:
         self.translator = translator
         self.max_batch_tokens = max_batch_tokens
         self.max_delay_s = max_delay_ms / 1000
-        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._queue: queue.Queue[WorkerJob | None] = queue.Queue()
         self._slots = threading.BoundedSemaphore(queue_size)  # bounds memory: admitted, unanswered requests
         self._pending = 0
         self._stopped = False
@@ -86,7 +86,7 @@ class BatchWorker:
         if self._thread.ident is not None:
             self._thread.join()
 
-    def submit(self, job: Job) -> bool:
+    def submit(self, job: WorkerJob) -> bool:
         """Queue a job; False (nothing queued) when the queue is full or the worker has stopped."""
         if not self.alive or not self._slots.acquire(blocking=False):
             return False
@@ -112,7 +112,7 @@ class BatchWorker:
         finally:
             self.warmed.set()
 
-    def _collect(self, first: Job) -> list[Job]:
+    def _collect(self, first: WorkerJob) -> list[WorkerJob]:
         """`first` and whatever arrives until the token budget is reached or the delay has passed."""
         jobs, tokens = [first], first.tokens
         deadline = time.monotonic() + self.max_delay_s
@@ -128,7 +128,7 @@ class BatchWorker:
             tokens += job.tokens
         return jobs
 
-    def _decode(self, jobs: list[Job]) -> None:
+    def _decode(self, jobs: list[WorkerJob]) -> None:
         """One search over the jobs' lines (same overrides); each future gets its own lines' hypotheses."""
         jobs = [job for job in jobs if self._claim(job)]
         if not jobs:
@@ -153,7 +153,7 @@ class BatchWorker:
             start += len(job.ids)
             self._release()
 
-    def _claim(self, job: Job) -> bool:
+    def _claim(self, job: WorkerJob) -> bool:
         """Mark a job running (it can no longer be cancelled); a cancelled one is dropped and its slot freed."""
         if job.future.set_running_or_notify_cancel():
             return True
@@ -166,7 +166,7 @@ class BatchWorker:
         self._slots.release()
 
 
-def joined_prefixes(jobs: list[Job]) -> list[list[int]] | None:
+def joined_prefixes(jobs: list[WorkerJob]) -> list[list[int]] | None:
     """The jobs' forced prefixes, one per line ([] where a job has none), or None when no job has any."""
     if not any(job.prefixes for job in jobs):
         return None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.bulk import resumable
-from mtkit.bulk.synthetic import SyntheticCorpusConfig, back_translate
+from mtkit.bulk.synthetic import SyntheticCorpusConfig, write_synthetic_corpus
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import LockedError, UserError
 from mtkit.faults import FAULTS_ENV
@@ -66,7 +66,7 @@ def config(
 
 
 def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mono: Path, tmp_path: Path) -> None:
-    summary = back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3))
+    summary = write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", seed=3))
     assert summary == {
         "read": 40,
         "written": 40,
@@ -83,8 +83,8 @@ def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mon
     assert not (tmp_path / "bt.progress.json").exists()
     # Finished outputs are replaced only when asked.
     with pytest.raises(UserError, match=r"bt.en exists and no bt.progress.json says how far it got; --overwrite"):
-        back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3))
-    again = back_translate(config(de_en_run, mono, tmp_path / "bt", seed=3, overwrite=True))
+        write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", seed=3))
+    again = write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", seed=3, overwrite=True))
     assert again["written"] == 40 and (tmp_path / "bt.en").read_text(encoding="utf-8") == "\n".join(synthetic)
 
 
@@ -92,7 +92,7 @@ def test_outputs_are_line_aligned_and_the_copy_is_the_input(de_en_run: Path, mon
 def test_beam_output_is_what_mtkit_translate_prints(de_en_run: Path, mono: Path, tmp_path: Path, engine: str) -> None:
     """torch: in chunks of 7 lines (its lines do not depend on the batch); CTranslate2's own search, the default of
     back-translation, in one chunk, as `mtkit translate` batches the 40 lines (its lines can depend on the batch)."""
-    back_translate(
+    write_synthetic_corpus(
         config(de_en_run, mono, tmp_path / "bt", engine, chunk_lines=7 if engine == "torch" else 100, beam=3)
     )
     search = ["--ct2-search", "native"] if engine == "ctranslate2" else []
@@ -139,13 +139,13 @@ def cut_chunk(prefix: Path) -> None:
 def test_torch_sampling_goes_on_to_the_same_bytes(
     tiny_run: Path, mono_en: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    back_translate(config(tiny_run, mono_en, tmp_path / "whole", "torch", seed=5, top_k=10))
+    write_synthetic_corpus(config(tiny_run, mono_en, tmp_path / "whole", "torch", seed=5, top_k=10))
     with monkeypatch.context() as patch:
         interrupt_after(patch, 2)
         with pytest.raises(KeyboardInterrupt):
-            back_translate(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
+            write_synthetic_corpus(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
     cut_chunk(tmp_path / "bt")
-    summary = back_translate(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
+    summary = write_synthetic_corpus(config(tiny_run, mono_en, tmp_path / "bt", "torch", seed=5, top_k=10))
     assert summary["resumed_from"] == 16 and summary["written"] == 24
     for lang in ("de", "en"):
         assert Path(f"{tmp_path}/bt.{lang}").read_bytes() == Path(f"{tmp_path}/whole.{lang}").read_bytes()
@@ -157,7 +157,7 @@ def test_a_state_of_other_options_or_input_is_refused(
     with monkeypatch.context() as patch:
         interrupt_after(patch, 1)
         with pytest.raises(KeyboardInterrupt):
-            back_translate(config(de_en_run, mono, tmp_path / "bt", seed=5))
+            write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", seed=5))
     for options, differs in [
         ({"seed": 6}, "seed"),
         ({"seed": 5, "top_k": 10}, "top_k"),
@@ -166,17 +166,17 @@ def test_a_state_of_other_options_or_input_is_refused(
         ({"beam": 2}, "beam, sampling, seed"),
     ]:
         with pytest.raises(UserError, match=rf"bt.progress.json: an unfinished job with other {differs} wrote"):
-            back_translate(config(de_en_run, mono, tmp_path / "bt", **options))
+            write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", **options))
     changed = tmp_path / "mono.de"
     changed.write_bytes(mono.read_bytes() + b"Noch eine Zeile.\n")
     with pytest.raises(UserError, match="with other input wrote"):
-        back_translate(config(de_en_run, changed, tmp_path / "bt", seed=5))
-    assert back_translate(config(de_en_run, mono, tmp_path / "bt", seed=5))["resumed_from"] == 8
+        write_synthetic_corpus(config(de_en_run, changed, tmp_path / "bt", seed=5))
+    assert write_synthetic_corpus(config(de_en_run, mono, tmp_path / "bt", seed=5))["resumed_from"] == 8
     with pytest.raises(UserError, match="--beam N is beam search; --sampling, --top-k"):
         config(de_en_run, mono, tmp_path / "bt", beam=2, top_k=10)
     changed.write_bytes(b"Ein Hund.\nein \xff Byte\n")
     with pytest.raises(UserError, match=r"mono.de:2: invalid UTF-8"):
-        back_translate(config(de_en_run, changed, tmp_path / "bad"))
+        write_synthetic_corpus(config(de_en_run, changed, tmp_path / "bad"))
 
 
 def state_lines(path: Path) -> int:
@@ -191,7 +191,7 @@ def test_killed_run_goes_on_to_the_bytes_of_a_run_never_stopped(tiny_run: Path, 
     """kill -9 after a recorded chunk (a second run on the same PREFIX, meanwhile, is refused), a cut write, then
     the same command: the bytes of an uninterrupted run, sampling with a seed on CTranslate2."""
     options = ["--seed", "7", "--chunk-lines", "8", "--device", "cpu"]
-    back_translate(config(tiny_run, mono_en, tmp_path / "whole", seed=7))
+    write_synthetic_corpus(config(tiny_run, mono_en, tmp_path / "whole", seed=7))
     command = mtkit_command("back-translate", tiny_run, "--input", mono_en, "--out", tmp_path / "bt", *options)
     first = subprocess.Popen(
         command,
@@ -239,10 +239,10 @@ def test_a_multilingual_reverse_model_back_translates_into_the_language_asked(
 
     mono = tmp_path / "mono.en"
     mono.write_text("\n".join(multilingual_lines(multi30k, MULTILINGUAL_SENTENCES)["en"]) + "\n", encoding="utf-8")
-    back_translate(config(en_de_fr_run, mono, tmp_path / "bt", "torch", beam=2, target_lang="fr"))
+    write_synthetic_corpus(config(en_de_fr_run, mono, tmp_path / "bt", "torch", beam=2, target_lang="fr"))
     printed = run_cli(
         "translate", en_de_fr_run, "--beam", "2", "--target-lang", "fr", "--device", "cpu", "--input", mono, "--quiet"
     )
     assert printed.returncode == 0 and (tmp_path / "bt.fr").read_text(encoding="utf-8") == printed.stdout
     with pytest.raises(UserError, match="--target-lang: this model translates into de, fr; choose one"):
-        back_translate(config(en_de_fr_run, mono, tmp_path / "bt2", "torch", beam=2))
+        write_synthetic_corpus(config(en_de_fr_run, mono, tmp_path / "bt2", "torch", beam=2))

@@ -15,7 +15,7 @@ import pytest
 
 from mtkit.search.config import Hypothesis, TranslateConfig
 from mtkit.serve.request import SearchOverrides
-from mtkit.serve.worker import BatchWorker, Job, group_by_options, joined_prefixes
+from mtkit.serve.worker import BatchWorker, WorkerJob, group_by_options, joined_prefixes
 from tests.conftest import read_gz_lines
 
 TIMEOUT_S = 120
@@ -40,8 +40,8 @@ def worker_for(translator: RecordingTranslator, max_batch_tokens: int = 10_000, 
     return BatchWorker(translator, max_batch_tokens=max_batch_tokens, max_delay_ms=0, queue_size=queue_size)
 
 
-def job_for(ids: list[list[int]], beam: int, nbest: int, prefixes: list[list[int]] | None = None) -> Job:
-    return Job(ids, SearchOverrides(beam=beam, nbest=nbest), prefixes=prefixes)
+def job_for(ids: list[list[int]], beam: int, nbest: int, prefixes: list[list[int]] | None = None) -> WorkerJob:
+    return WorkerJob(ids, SearchOverrides(beam=beam, nbest=nbest), prefixes=prefixes)
 
 
 def test_jobs_are_grouped_by_beam_and_nbest_in_arrival_order() -> None:
