@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, BinaryIO
 
 from mtkit.console import log, progress
-from mtkit.engines.output import confidence, format_output, output_line, scored_rows
+from mtkit.engines.output import best_lines, confidence, format_output, output_line, scored_rows
 from mtkit.engines.splitting import translate_split
 from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
-from mtkit.search.config import length_penalty
+from mtkit.search.config import Hypothesis, length_penalty
 from mtkit.text.translation import (
     GUARD_LABELS,
     Line,
@@ -27,6 +27,7 @@ from mtkit.text.translation import (
     TextTranslation,
     guard_counts,
     prepare_line,
+    retried_lines,
     text_logprob,
 )
 
@@ -112,6 +113,9 @@ def translate_lines(
     forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
     asked = chunk if lines is None else [line.asked for line in lines]
     results = translator.translate_hypotheses(asked, first_lineno=done + 1, strict=strict, **forced)
+    if lines is not None:
+        lines, results = settled_lines(translator, lines, results, strict, forced.get("prefixes"))
+        asked = [line.asked for line in lines]
     out = []
     for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
         best = confidence(hyps[0]) if hyps else 0.0
@@ -119,6 +123,25 @@ def translate_lines(
             rows = [(lines[offset].finish(text)[0], score) for text, score in rows or [("", 0.0)]]
         out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
     return out
+
+
+def settled_lines(
+    translator: Translating,
+    lines: list[Line],
+    results: list[list[Hypothesis]],
+    strict: bool,
+    prefixes: list[str] | None = None,
+) -> tuple[list[Line], list[list[Hypothesis]]]:
+    """Lines whose best output lacks a glossary term translated again by the glossary's next method
+    (mtkit.text.translation.retried_lines), until each holds its terms or has no method left: the lines as last
+    asked and their results."""
+    lines, results = list(lines), list(results)
+    while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
+        again = None if prefixes is None else [prefixes[i] for i in retried]
+        more = translator.translate_hypotheses([line.asked for line in retried.values()], strict=strict, prefixes=again)
+        for i, hyps in zip(retried, more, strict=True):
+            lines[i], results[i] = retried[i], hyps
+    return lines, results
 
 
 def split_line(translation: TextTranslation, alpha: float, with_scores: bool) -> str:

@@ -40,7 +40,7 @@ from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
 from mtkit.serve.state import is_redis
 from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.worker import BatchWorker
-from mtkit.text.translation import Line, guard_counts, prepare_line
+from mtkit.text.translation import Line, guard_counts, prepare_line, retried_lines
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -143,6 +143,13 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
         prefixes = encode_prefix_lines(translator, parsed.prefixes)
         asked = [line.asked for line in lines]
         results = await model.decode(asked, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
+        while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
+            # a line whose output lacks a glossary term goes again by the glossary's next method
+            again = None if prefixes is None else [prefixes[i] for i in retried]
+            asked = [line.asked for line in retried.values()]
+            more = await model.decode(asked, parsed.search, cfg.strict, warnings, again, parsed.target)
+            for i, hyps in zip(retried, more, strict=True):
+                lines[i], results[i] = retried[i], hyps
         answer = {"translations": format_translations(translator, results, parsed.search.nbest, lines)}
         if parsed.search.nbest == 1:
             answer["confidences"] = [confidence(hyps[0]) if hyps else None for hyps in results]

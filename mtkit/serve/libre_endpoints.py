@@ -25,7 +25,6 @@ from mtkit.serve.libre_request import (
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
 from mtkit.serve.uploads import supported_formats
-from mtkit.text.glossary import PLACEHOLDER
 from mtkit.text.markup import HtmlTranslation
 from mtkit.text.translation import Sentence, SplitOptions
 
@@ -78,7 +77,7 @@ def sentence_fields(sentence: Sentence) -> dict[str, Any]:
         "protected": sentence.protected,
     }
     if sentence.terms:
-        fields |= {"terms": sentence.terms, "method": PLACEHOLDER}
+        fields |= {"terms": sentence.terms, "method": sentence.method}
     return fields
 
 
