@@ -26,6 +26,7 @@ VALUES = [
     ("save_fail_after_bytes", "0", 0),
     ("save_delay_ms", "5000", 5000),
     ("stale_checkpoint_rank", "1", 1),
+    ("state_write_pause_ms", "2000", 2000),
 ]
 BAD_VALUES = [
     ("nan_steps", "3,x"),
@@ -37,6 +38,7 @@ BAD_VALUES = [
     ("save_fail_after_bytes", ""),
     ("save_delay_ms", "5s"),
     ("stale_checkpoint_rank", ""),
+    ("state_write_pause_ms", "-5"),
 ]
 
 
