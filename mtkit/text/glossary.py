@@ -31,7 +31,7 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     CHECK_FIRST: (MODEL, PLACEHOLDER),
     CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
 }
-DEFAULT_TERM_METHOD = INLINE  # docs/terminology.md: the terms benchmark's figures
+DEFAULT_TERM_METHOD = CHECK_FIRST  # docs/terminology.md: the terms benchmark's figures
 _FIRST_WORD = re.compile(r"\w+")
 
 

@@ -134,7 +134,8 @@ def test_the_plain_path_goes_again_by_the_next_method() -> None:
 
 
 def test_inline_targets_keep_the_sentences_capitals() -> None:
-    line = prepare_line("A RED DOG RUNS IN THE PARK.", SplitOptions("en", split=False, glossary=GLOSSARY))
+    options = SplitOptions("en", split=False, glossary=GLOSSARY, term_method="inline")
+    line = prepare_line("A RED DOG RUNS IN THE PARK.", options)
     assert line.asked == "A rotfuchs runs in the park."  # in sentence case, as the model knows text
     assert line.finish("Ein rotfuchs rennt im park.")[1][0] == {
         "source": "red dog",
@@ -144,7 +145,8 @@ def test_inline_targets_keep_the_sentences_capitals() -> None:
     assert line.finish("Ein rotfuchs rennt im park.")[0] == "EIN ROTFUCHS RENNT IM PARK."
 
 
-def test_an_unknown_method_is_refused() -> None:
+def test_an_unknown_method_is_refused_and_check_first_is_the_default() -> None:
+    assert SplitOptions("en").term_method == "check-first"  # docs/terminology.md: the terms benchmark's figures
     with pytest.raises(UserError, match="term_method must be one of"):
         SplitOptions("en", term_method="constrained")
 
