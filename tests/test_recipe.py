@@ -118,7 +118,7 @@ def test_ensemble_students_are_the_teachers_shape_and_a_deep_encoder_shallow_dec
 
 
 def test_dry_run_names_and_overrides() -> None:
-    cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "12")
+    cfg = dry_run(RECIPES / "multi30k-en-de/small.toml", "--set", "train.lr=7e-4", "--max-steps", "300")
     for section, key in [
         ("model", "d_model"),
         ("model", "n_heads"),
@@ -145,7 +145,7 @@ def test_dry_run_names_and_overrides() -> None:
         ("translate", "max_len_b"),
     ]:
         assert key in cfg[section], f"{section}.{key}"
-    assert cfg["train"]["lr"] == 7e-4 and cfg["train"]["max_steps"] == 12
+    assert cfg["train"]["lr"] == 7e-4 and cfg["train"]["max_steps"] == 300
     assert (cfg["model"]["d_model"], cfg["model"]["n_heads"], cfg["model"]["d_ff"]) == (256, 4, 1024)
 
 

@@ -21,6 +21,8 @@ WORKLOAD = [
     "train.lr=1e-3",
     "--set",
     "model.dropout=0.1",
+    "--set",
+    "train.lr_schedule=inverse_sqrt",
 ]
 
 
