@@ -11,7 +11,7 @@ import itertools
 import queue
 import time
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from mtkit.console import log, progress
 from mtkit.engines.output import best_lines, confidence, format_output, output_line, scored_rows
@@ -28,6 +28,7 @@ from mtkit.text.translation import (
     guard_counts,
     prepare_line,
     retried_lines,
+    term_counts,
     text_logprob,
 )
 
@@ -64,6 +65,7 @@ def translate_stream(
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
     counts = dict.fromkeys(("sentences", *GUARD_LABELS, "protected"), 0)
+    term_totals = dict.fromkeys(("terms", "terms_applied"), 0)  # glossary terms asked and in the output
     start = time.monotonic()
     try:
         with progress(quiet) as bar:
@@ -73,10 +75,16 @@ def translate_stream(
                     texts = translate_split(translator, chunk, split, strict)
                     out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
                     counts = {key: counts[key] + value for key, value in guard_counts(texts).items()}
+                    terms = [term for text in texts for sentence in text.sentences for term in sentence.terms]
                 else:
                     lines = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
-                    out = translate_lines(translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines)
+                    terms: list[dict[str, Any]] = []
+                    out = translate_lines(
+                        translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines, terms
+                    )
                     counts["protected"] += sum(line.prepared.protected for line in lines or [])
+                for key, value in term_counts(terms).items():
+                    term_totals[key] += value
                 target.write("\n".join(out) + "\n")
                 target.flush()
                 done += len(chunk)
@@ -95,6 +103,8 @@ def translate_stream(
             log(", ".join(f"{value} {key}" for key, value in counts.items()) + " (sentences; the guard's counts)")
         elif counts["protected"]:
             log(f"{counts['protected']} spans kept as written (placeholders, URLs, numbers: mtkit.text.protect)")
+        if term_totals["terms"]:
+            log(f"glossary: {term_totals['terms_applied']} of {term_totals['terms']} terms in the output")
     return done
 
 
@@ -107,9 +117,11 @@ def translate_lines(
     prefixes: Iterator[str] | None,
     prefix_name: str,
     lines: list[Line] | None = None,
+    terms: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """A chunk translated one line one segment: its output lines, n-best rows included. `lines`: the chunk as
-    prepare_line made it, each output given its line's case and spans back."""
+    prepare_line made it, each output given its line's case and spans back; `terms` gets each best output's
+    glossary terms (source, target, applied)."""
     forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
     asked = chunk if lines is None else [line.asked for line in lines]
     results = translator.translate_hypotheses(asked, first_lineno=done + 1, strict=strict, **forced)
@@ -120,7 +132,10 @@ def translate_lines(
     for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
         best = confidence(hyps[0]) if hyps else 0.0
         if lines is not None and asked[offset] != chunk[offset]:
-            rows = [(lines[offset].finish(text)[0], score) for text, score in rows or [("", 0.0)]]
+            finished = [(lines[offset].finish(text), score) for text, score in rows or [("", 0.0)]]
+            rows = [(text, score) for (text, _), score in finished]
+            if terms is not None:
+                terms.extend(finished[0][0][1])
         out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
     return out
 

@@ -403,6 +403,11 @@ def guard_counts(translations: list[TextTranslation]) -> dict[str, int]:
     return {"sentences": len(sentences)} | counts | {"protected": sum(s.protected for s in sentences)}
 
 
+def term_counts(terms: list[dict[str, Any]]) -> dict[str, int]:
+    """Glossary terms asked (`terms`) and those whose target is in the output (`terms_applied`)."""
+    return {"terms": len(terms), "terms_applied": sum(bool(term["applied"]) for term in terms)}
+
+
 def run_plan(
     plan: Generator[list[str], list[Output], list[TextTranslation]], translate: Callable[[list[str]], list[Output]]
 ) -> list[TextTranslation]:

@@ -74,6 +74,7 @@ def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_p
         assert result.returncode == 0, result.stderr
         out = result.stdout.splitlines()
         assert out[0].count("Rothemd") == 1 and out[1].count("ACME-12") == 1
+        assert "glossary: 1 of 1 terms in the output" in result.stderr  # the summary counts the terms
     bad = tmp_path / "bad.tsv"
     bad.write_text("red shirt\tRothemd\nno tab here\n", encoding="utf-8")
     result = run_mtkit_in_process("translate", old_run, "--glossary", bad, stdin=lines)
