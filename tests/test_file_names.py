@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mtkit import file_names
 from mtkit.bulk.shards import ShardSpec
-from mtkit.corpus.plan import shard_directory
+from mtkit.corpus.sharding import shard_path
 from tests.conftest import ROOT
 
 # Spellings that name another file than mtkit's, or no file: where, and why.
@@ -37,4 +37,4 @@ def test_every_file_name_is_spelled_once_in_mtkit() -> None:
 
 def test_a_shard_is_labelled_alike_by_preprocess_and_the_bulk_commands() -> None:
     label = ShardSpec(2, 3).label
-    assert label == "shard-00002-of-00003" and shard_directory(Path("data"), 2, 3) == Path(f"data.{label}")
+    assert label == "shard-00002-of-00003" and shard_path(Path("data"), 2, 3) == Path(f"data.{label}")

@@ -1,13 +1,13 @@
 """A set of shards and its merge: each shard's record beside its files (NAME.shard-K-of-N.json: what made it, its
-lines, whether it is done and its files' sizes), the check that a set is complete and made alike, and the merge
-that concatenates the shards' files in order into the set's outputs, each written atomically. The shard that
-completes a set merges it; `mtkit merge-shards NAME` does the same by hand. Knows no model and no command's format.
+lines, whether it is done and its files' sizes), the check that a set is complete (mtkit.corpus.sharding) and made
+alike, and the merge that concatenates the shards' files in order into the set's outputs, each written atomically.
+The shard that completes a set merges it; `mtkit merge-shards NAME` does the same by hand. Knows no model and no
+command's format.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 
 from mtkit.bulk.shards import ShardSpec, line_range, shard_file
 from mtkit.console import warn
+from mtkit.corpus.sharding import check_complete, find_set, set_size, shard_path
 from mtkit.errors import LockedError, UserError, check
 from mtkit.files import DirectoryLock, atomic_write, write_text
 
@@ -47,7 +48,7 @@ class Shard:
 
     @property
     def progress(self) -> Path:
-        return Path(f"{self.name}.{self.spec.label}.progress.json")
+        return shard_path(self.name, self.spec.index, self.spec.count, ".progress.json")
 
     @property
     def record_path(self) -> Path:
@@ -105,7 +106,7 @@ class Shard:
 
 
 def record_path(name: Path, spec: ShardSpec) -> Path:
-    return Path(f"{name}.{spec.label}.json")
+    return shard_path(name, spec.index, spec.count, ".json")
 
 
 def read_record(path: Path, quiet: bool = False) -> dict[str, Any] | None:
@@ -123,57 +124,15 @@ def read_record(path: Path, quiet: bool = False) -> dict[str, Any] | None:
         raise UserError(f"{path}: not a shard record ({exc}); run that shard again with --overwrite") from None
 
 
-def find_records(name: Path) -> dict[tuple[int, int], Path]:
-    """(K, N) -> record of every shard of NAME in its folder, of any set size."""
-    pattern = re.compile(re.escape(name.name) + r"\.shard-(\d+)-of-(\d+)\.json")
-    folder = name.parent
-    if not folder.is_dir():
-        return {}
-    found = {}
-    for entry in folder.iterdir():
-        match = pattern.fullmatch(entry.name)
-        if match:
-            found[int(match.group(1)), int(match.group(2))] = entry
-    return found
-
-
-def numbers(values: list[int]) -> str:
-    """2, 5-7, 9: shard numbers with runs joined."""
-    runs: list[list[int]] = []
-    for value in sorted(values):
-        if runs and value == runs[-1][-1] + 1:
-            runs[-1].append(value)
-        else:
-            runs.append([value])
-    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
-
-
-def set_size(name: Path, found: dict[tuple[int, int], Path]) -> int:
-    """N of the one set whose records are there; none, or records of sets of several sizes, are refused."""
-    check(found, f"{name}: no shards to merge (no {name}.shard-K-of-N.json)")
-    sizes = sorted({count for _, count in found})
-    check(
-        len(sizes) == 1,
-        f"{name}: records of sets of {' and '.join(map(str, sizes))} shards; remove the files of the set not wanted "
-        f"({name}.shard-*-of-*) and merge again",
-    )
-    return sizes[0]
-
-
 def check_set(name: Path, count: int | None = None) -> list[dict[str, Any]]:
     """The records of shards 1..N of NAME (N: `count`, else the one set there), each checked done, made as shard 1
     was and with its files whole; a one-line error names the shards missing or unfinished, or the mismatch."""
-    found = find_records(name)
-    count = count or set_size(name, found)
+    found = find_set(name, ".json")
+    count = count or set_size(name, found, "merge", "records", f"{name}.shard-K-of-N.json")
     records = {index: read_record(path) for (index, size), path in found.items() if size == count}
-    missing = [index for index in range(1, count + 1) if records.get(index) is None]
+    present = {index for index, record in records.items() if record is not None}
     unfinished = [index for index, record in records.items() if record is not None and not record["done"]]
-    problems = []
-    if missing:
-        problems.append(f"{numbers(missing)} missing")
-    if unfinished:
-        problems.append(f"{numbers(unfinished)} not finished")
-    check(not problems, f"{name}: a set of {count} shards, {' and '.join(problems)}; run them, then merge again")
+    check_complete(name, count, present, "merge", "run them", unfinished)
     first = records[1]
     for index in range(1, count + 1):
         record = records[index]
@@ -221,7 +180,7 @@ def merge_if_complete(name: Path, count: int) -> dict[str, Any]:
     to it; a complete set made otherwise than alike is refused as merge-shards refuses it."""
     try:
         with merge_lock(name):
-            found = find_records(name)
+            found = find_set(name, ".json")
             done = {
                 index
                 for (index, size), path in found.items()

@@ -1,6 +1,7 @@
 """Which share of a bulk job one process takes: shard K of N (1-based) from `--shard K/N`, or from torchrun's
 RANK/WORLD_SIZE and a Slurm job array's SLURM_ARRAY_TASK_* variables; the contiguous line range a shard takes, fixed
-by the input's line count alone; the names of a shard's files; its lines read without decoding the lines before.
+by the input's line count alone (mtkit.corpus.sharding: as a preprocess shard's), the names of a shard's files; its
+lines read without decoding the lines before.
 Pure bookkeeping: no model, and no file written (mtkit.bulk.shard_sets records and merges a set).
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from mtkit.corpus.plan import shard_label, shard_range
+from mtkit.corpus.sharding import shard_label, shard_path, shard_range
 from mtkit.errors import UserError, check
 from mtkit.files import BAD_UTF8_MODES, count_lines, decode_line, open_binary
 
@@ -43,7 +44,7 @@ class ShardSpec:
 
     @property
     def label(self) -> str:
-        """shard-00002-of-00003 (mtkit.corpus.plan.shard_label)."""
+        """shard-00002-of-00003 (mtkit.corpus.sharding.shard_label)."""
         return shard_label(self.index, self.count)
 
     def line_range(self, total: int, align: int = 1) -> tuple[int, int]:
@@ -135,7 +136,7 @@ def resolve_shard(option: str | None, environ: Mapping[str, str]) -> ShardSpec |
 
 def shard_file(path: Path, spec: ShardSpec) -> Path:
     """The file shard `spec` writes for the output `path`: PATH.shard-00002-of-00003."""
-    return Path(f"{path}.{spec.label}")
+    return shard_path(path, spec.index, spec.count)
 
 
 def read_line_range(path: Path, start: int, end: int | None, on_bad_utf8: str = "error") -> Iterator[str]:

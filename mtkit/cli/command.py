@@ -50,7 +50,7 @@ def emit(data: dict, as_json: bool, text: str) -> None:
 
 def shard_note(summary: dict) -> str:
     """What a shard's run did, in a line: its lines (counted from 1), and its set merged or the shards it waits for."""
-    from mtkit.bulk.shard_sets import numbers
+    from mtkit.corpus.sharding import numbers
 
     (start, end), shard = summary["lines"], summary["shard"]
     head = (

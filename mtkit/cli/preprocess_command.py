@@ -64,8 +64,8 @@ def preprocess(
 ) -> None:
     """Clean, learn a joint BPE vocabulary, and binarize parallel text into DATA_DIR."""
     from mtkit.bulk.shards import resolve_shard
-    from mtkit.corpus.plan import shard_directory
     from mtkit.corpus.preprocess import preprocess as run_preprocess
+    from mtkit.corpus.sharding import shard_path as shard_directory
     from mtkit.corpus.shards import join_shards
     from mtkit.recipe import resolve_preprocess
 

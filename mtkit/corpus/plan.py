@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mtkit.corpus.config import CorpusConfig, PreprocessConfig, corpus_configs
+from mtkit.corpus.sharding import shard_range
 from mtkit.corpus.sources import Source, file_source, hf_source, load_hf_split, source_span
 from mtkit.errors import UserError, check
 
@@ -143,33 +144,11 @@ def _split(name: str, prefix: str, langs: tuple[str, str], cfg: PreprocessConfig
     return Split(name, file_source(name, prefix, langs, cfg.on_bad_utf8, False, chunk_pairs), langs, None, ())
 
 
-def shard_range(total: int, index: int, count: int, align: int) -> tuple[int, int]:
-    """Pairs [start, end) of shard `index` (from 1) of `count` over `total` pairs: the ceil(total / align) chunks of
-    `align` pairs split as [floor((K-1) C / N), floor(K C / N)) (mtkit.bulk.shards.line_range splits a bulk job's
-    lines with it), so a shard starts on a chunk of the whole corpus and encodes the chunks one run encodes. More
-    shards than chunks leave some with none."""
-    assert total >= 0 and 1 <= index <= count and align >= 1
-    chunks = -(-total // align)
-    start, end = ((index - 1) * chunks // count) * align, (index * chunks // count) * align
-    return min(start, total), min(end, total)
-
-
-def shard_label(index: int, count: int) -> str:
-    """shard-00002-of-00003: shard K of N (from 1), zero-padded so that a set sorts in order; the name of a sharded
-    preprocess run's directory and of a bulk command's shard files alike."""
-    width = max(5, len(str(count)))
-    return f"shard-{index:0{width}d}-of-{count:0{width}d}"
-
-
-def shard_directory(out_dir: Path, index: int, count: int) -> Path:
-    """DATA.shard-00002-of-00003, beside DATA (shard_label)."""
-    return out_dir.with_name(f"{out_dir.name}.{shard_label(index, count)}")
-
-
 def shard_plan(plan: Plan, index: int, count: int, chunk_pairs: int) -> tuple[Plan, dict[str, list[int]]]:
-    """Shard `index` of `count`'s share of `plan`: each training corpus's pairs in its shard_range, each corpus
-    sharded on its own; valid and test splits whole in shard 1 only (they are small and never cleaned: the join
-    takes them from shard 1, no shard encodes them twice). Also each training split's [start, end, total]."""
+    """Shard `index` of `count`'s share of `plan`: each training corpus's pairs in its shard_range (mtkit.corpus.
+    sharding), each corpus sharded on its own; valid and test splits whole in shard 1 only (they are small and never
+    cleaned: the join takes them from shard 1, no shard encodes them twice). Also each training split's [start, end,
+    total]."""
     splits, lines = [], {}
     for split in plan.splits:
         if split.corpus is None:

@@ -27,7 +27,8 @@ from mtkit.console import log, progress
 from mtkit.corpus.binarized import FORMAT, VERSION, BinaryWriter, token_dtype
 from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, manifest_options
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
-from mtkit.corpus.plan import Plan, Split, plan_splits, shard_directory, shard_plan
+from mtkit.corpus.plan import Plan, Split, plan_splits, shard_plan
+from mtkit.corpus.sharding import shard_path
 from mtkit.errors import check
 from mtkit.file_names import MANIFEST_NAME, SPM_NAME
 from mtkit.files import atomic_directory, atomic_write, write_text
@@ -70,7 +71,7 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
             f"shard {shard[0]} of {shard[1]}: sharded preprocessing needs a sentencepiece model (--spm-model, or "
             "spm_model in the recipe): shards that each trained their own would not share one vocabulary",
         )
-        out_dir = shard_directory(out_dir, *shard)
+        out_dir = shard_path(out_dir, *shard)
     check(
         not out_dir.exists()
         or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST_NAME).is_file())),

@@ -7,7 +7,6 @@ spm.model from shard 1, manifest.json as one run writes it. Tokenizes nothing; i
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from mtkit.corpus.binarized import (
     split_languages,
     token_dtype,
 )
-from mtkit.corpus.plan import shard_directory, shard_range
 from mtkit.corpus.preprocess import DIGESTS, DROP_REASONS, DigestSet
+from mtkit.corpus.sharding import check_complete, find_set, set_size, shard_range
 from mtkit.errors import check
 from mtkit.file_names import MANIFEST_NAME, SPM_NAME
 from mtkit.files import atomic_directory, atomic_write, write_text
@@ -39,33 +38,17 @@ PER_SHARD_OPTIONS = ("workers",)
 
 def find_shards(out_dir: Path) -> dict[tuple[int, int], Path]:
     """(K, N) -> DATA.shard-K-of-N of every finished shard (one with a manifest.json) of DATA, of any set size."""
-    pattern = re.compile(re.escape(out_dir.name) + r"\.shard-(\d+)-of-(\d+)")
-    if not out_dir.parent.is_dir():
-        return {}
-    return {
-        (int(match.group(1)), int(match.group(2))): entry
-        for entry in out_dir.parent.iterdir()
-        if (match := pattern.fullmatch(entry.name)) and (entry / MANIFEST_NAME).is_file()
-    }
+    return {key: path for key, path in find_set(out_dir).items() if (path / MANIFEST_NAME).is_file()}
 
 
 def check_shards(out_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     """(directory, manifest) of shards 1..N of DATA, each made as shard 1 was, over its own pairs; a one-line error
     names the shards missing or the first difference."""
     found = find_shards(out_dir)
-    check(found, f"{out_dir}: no shards to join (no {out_dir.name}.shard-K-of-N/ with a {MANIFEST_NAME} beside it)")
-    sizes = sorted({count for _, count in found})
-    check(
-        len(sizes) == 1,
-        f"{out_dir}: shards of sets of {' and '.join(map(str, sizes))}; remove the set not wanted "
-        f"({out_dir}.shard-*-of-*) and join again",
-    )
-    count = sizes[0]
-    missing = [
-        shard_directory(out_dir, index, count).name for index in range(1, count + 1) if (index, count) not in found
-    ]
-    check(
-        not missing, f"{out_dir}: a set of {count} shards, {', '.join(missing)} missing; preprocess it, then join again"
+    pattern = f"{out_dir.name}.shard-K-of-N/ with a {MANIFEST_NAME} beside it"
+    count = set_size(out_dir, found, "join", "shard directories", pattern)
+    check_complete(
+        out_dir, count, {index for index, size in found if size == count}, "join", "preprocess it", by_name=True
     )
     shards = [(found[index, count], read_manifest(found[index, count])) for index in range(1, count + 1)]
     first_dir, first = shards[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.bulk.shard_sets import Shard, merge_lock, merge_set, numbers
+from mtkit.bulk.shard_sets import Shard, merge_lock, merge_set
 from mtkit.bulk.shards import (
     ShardSpec,
     line_range,
@@ -24,6 +24,7 @@ from mtkit.bulk.shards import (
     shard_file,
     shard_from_environ,
 )
+from mtkit.corpus.sharding import numbers
 from mtkit.errors import UserError
 from tests.bulk.test_synthetic import interrupt_after
 from tests.conftest import read_gz_lines, run_mtkit_in_process

@@ -14,8 +14,8 @@ import pytest
 from mtkit.corpus import preprocess as preprocess_module
 from mtkit.corpus.binarized import read_manifest
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig
-from mtkit.corpus.plan import shard_directory, shard_range
 from mtkit.corpus.preprocess import preprocess
+from mtkit.corpus.sharding import shard_path, shard_range
 from mtkit.corpus.shards import join_shards
 from mtkit.errors import UserError
 from mtkit.tokenizer import train_tokenizer
@@ -87,7 +87,7 @@ def test_shards_joined_are_the_whole_run_byte_for_byte(
     train = whole["splits"]["train"]["dropped"]
     assert train["duplicate"] >= 30 and train["too_long"] + train["ratio"] >= 1 and train["empty"] >= 1
     preprocess_in_shards(cfg, tmp_path / "data", count, order=list(range(count, 0, -1)))  # any order
-    shards = [read_manifest(shard_directory(tmp_path / "data", index, count)) for index in range(1, count + 1)]
+    shards = [read_manifest(shard_path(tmp_path / "data", index, count)) for index in range(1, count + 1)]
     within = sum(shard["splits"]["train"]["dropped"]["duplicate"] for shard in shards)
     assert 0 < within < train["duplicate"]  # the join drops those an earlier shard kept
     joined = join_shards(tmp_path / "data")
@@ -111,7 +111,7 @@ def test_several_corpora_shard_each_on_its_own(tmp_path: Path, multi30k: Path, m
     preprocess_in_shards(cfg, tmp_path / "data", 3)
     assert join_shards(tmp_path / "data", keep_shards=True) == whole
     assert files_of(tmp_path / "data") == files_of(tmp_path / "whole")
-    assert all(shard_directory(tmp_path / "data", index, 3).is_dir() for index in (1, 2, 3))
+    assert all(shard_path(tmp_path / "data", index, 3).is_dir() for index in (1, 2, 3))
 
 
 def test_the_command_with_a_slurm_array_and_gz_input(
@@ -164,7 +164,7 @@ def test_a_shard_of_another_sentencepiece_model_is_refused(
         join_shards(tmp_path / "data")
     # the same model, other cleaning: refused naming the option
     preprocess(config(*corpus, multi30k_spm, workers=2), tmp_path / "data", (2, 2))  # workers: no difference
-    shutil.rmtree(shard_directory(tmp_path / "data", 1, 2))
+    shutil.rmtree(shard_path(tmp_path / "data", 1, 2))
     cfg = config(*corpus, multi30k_spm)
     cfg.cleaning.max_len = 40
     preprocess(cfg, tmp_path / "data", (1, 2))
@@ -193,7 +193,7 @@ def test_a_shard_without_a_sentencepiece_model_is_refused(
 
 
 def test_shard_ranges_cover_the_corpus_in_whole_chunks() -> None:
-    """plan.shard_range (which the bulk commands' line_range calls): the shards tile the corpus, in order, each
+    """sharding.shard_range (which the bulk commands' line_range calls): the shards tile the corpus, in order, each
     starting on a chunk boundary."""
     for total in (0, 1, 5, 99, 100, 101, 650, 1000):
         for count in (1, 2, 3, 7, 12):
