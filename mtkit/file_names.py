@@ -7,6 +7,9 @@ from __future__ import annotations
 # Shared by a data directory, the run directory trained on it and every export of that run.
 SPM_NAME = "spm.model"  # the sentencepiece model (or mtkit's bundle of an imported model's two)
 MANIFEST_NAME = "manifest.json"  # what preprocess wrote; a run directory holds its data directory's
+# A data directory preprocessed for term hints: a training split's word alignments (mtkit.corpus.term_alignments),
+# {split}.links.bin and .idx beside its binarized text, and .json, their record, written last.
+LINKS_NAME = "{split}.links"
 
 # A run directory (mtkit.runs.directory); its checkpoints (mtkit.runs.checkpoint_files).
 CONFIG_NAME = "config.json"  # the resolved recipe

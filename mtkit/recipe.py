@@ -1,4 +1,4 @@
-"""Recipes: the [preprocess]/[model]/[train]/[translate]/[modifiers] sections as typed configs.
+"""Recipes: the [preprocess]/[model]/[train]/[translate]/[modifiers]/[term_hints] sections as typed configs.
 
 Load order: model preset (`--arch` or `model.arch`) -> recipe TOML -> `--set section.key=value` overrides;
 for preprocess: recipe TOML -> the command-line options given. Unknown keys and wrongly typed values are
@@ -19,12 +19,13 @@ from typing import Any
 from mtkit.console import log
 from mtkit.corpus.config import PreprocessConfig
 from mtkit.corpus.modifiers import ModifiersConfig
+from mtkit.corpus.term_hints import TermHintsConfig
 from mtkit.errors import UserError, check
 from mtkit.model.transformer import ModelConfig
 from mtkit.search.config import TranslateConfig
 from mtkit.training.config import TrainConfig
 
-SECTIONS = ("preprocess", "model", "train", "translate", "modifiers")
+SECTIONS = ("preprocess", "model", "train", "translate", "modifiers", "term_hints")
 # [preprocess] keys naming the data. Data named on the command line replaces the recipe's rather than
 # joining it: a run on one's own files must not also read the recipe's Hugging Face corpus.
 FILE_DATA_KEYS = ("train", "valid", "test", "corpora")
@@ -38,6 +39,7 @@ class Recipe:
     translate: TranslateConfig
     preprocess: dict[str, Any] = field(default_factory=dict)
     modifiers: ModifiersConfig = field(default_factory=ModifiersConfig)  # a run recorded without it: all off
+    term_hints: TermHintsConfig = field(default_factory=TermHintsConfig)  # a run recorded without it: off
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class Recipe:
             "train": dataclasses.asdict(self.train),
             "translate": dataclasses.asdict(self.translate),
             "modifiers": dataclasses.asdict(self.modifiers),
+            "term_hints": dataclasses.asdict(self.term_hints),
         }
 
 
@@ -181,6 +184,7 @@ def resolve_recipe(
         translate=build_config(TranslateConfig, sections["translate"], "translate"),
         preprocess=typed_values(PreprocessConfig, sections["preprocess"], "preprocess"),
         modifiers=build_config(ModifiersConfig, sections["modifiers"], "modifiers"),
+        term_hints=build_config(TermHintsConfig, sections["term_hints"], "term_hints"),
     )
 
 
@@ -208,3 +212,10 @@ def resolve_preprocess(path: str | Path | None, given: dict[str, Any]) -> Prepro
         "or source_lang and target_lang in the recipe's [preprocess]",
     )
     return build_config(PreprocessConfig, values, "preprocess")
+
+
+def resolve_term_hints(path: str | Path | None) -> TermHintsConfig:
+    """The recipe's [term_hints] section (off without a recipe): `mtkit preprocess` reserves the hints' pieces and
+    aligns the training corpora when it is on."""
+    values = read_recipe_file(path).get("term_hints", {}) if path is not None else {}
+    return build_config(TermHintsConfig, values, "term_hints")

@@ -210,7 +210,7 @@ TORCH_FREE = (
     "errors", "console", "files", "readahead", "faults", "file_names", "tokenizer", "score", "language_id",
     "search.config",
     "corpus.batching", "corpus.config", "corpus.plan", "corpus.sharding", "corpus.filters", "corpus.mixing",
-    "corpus.subword_sampling", "corpus.modifiers", "corpus.shortlist", "corpus.shortlist_record",
+    "corpus.subword_sampling", "corpus.modifiers", "corpus.term_hints", "corpus.shortlist", "corpus.shortlist_record",
     "runs.checkpoint_files",
     "exports.directory", "exports.ctranslate2_library",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache",

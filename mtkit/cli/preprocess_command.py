@@ -67,7 +67,7 @@ def preprocess(
     from mtkit.corpus.preprocess import preprocess as run_preprocess
     from mtkit.corpus.sharding import shard_path as shard_directory
     from mtkit.corpus.shards import join_shards
-    from mtkit.recipe import resolve_preprocess
+    from mtkit.recipe import resolve_preprocess, resolve_term_hints
 
     # Only options typed on the command line override the recipe; the others keep its values (or the defaults).
     # By name: typer bundles its own copy of click, whose ParameterSource is not click's.
@@ -95,7 +95,8 @@ def preprocess(
             f"{spec and spec.origin}: sharded preprocessing needs --spm-model (or spm_model in the recipe), one "
             "vocabulary for every shard; --shard 1/1 preprocesses the whole corpus here",
         )
-        manifest = run_preprocess(cfg, out, (spec.index, spec.count) if spec is not None else None)
+        hints = resolve_term_hints(config).enabled  # the recipe trains with term hints: pieces and alignments
+        manifest = run_preprocess(cfg, out, (spec.index, spec.count) if spec is not None else None, hints)
     name = shard_directory(out, spec.index, spec.count) if spec is not None else out
     lines = [f"{name}: vocab {manifest['vocab_size']}"]
     for split_name, split in manifest["splits"].items():

@@ -2,7 +2,8 @@
 removed, sentences merged), so that a model survives real input: the [modifiers] config, the pure text functions
 (each drawing from an explicit random.Random) and BatchModifier, which applies them to a training batch's token ids
 (decoded with the run's sentencepiece model, modified, encoded again) from a seed of (train.seed, epoch, rank, batch
-position) alone, as mtkit.corpus.subword_sampling draws. No torch: numpy and the stdlib (the tokenizer is passed in).
+position) alone, as mtkit.corpus.subword_sampling draws; the term hints (mtkit.corpus.term_hints) are put in after
+them, from a seed of their own. No torch: numpy and the stdlib (the tokenizer is passed in).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtkit.corpus.term_hints import TermHintsConfig, add_hints, tokens
 from mtkit.errors import check
 
 if TYPE_CHECKING:
     from mtkit.corpus.subword_sampling import BatchResampler
+    from mtkit.corpus.term_alignments import TermLinks
     from mtkit.tokenizer import Tokenizer
 
 
@@ -184,11 +187,38 @@ def _modify_line(
     return ModifiedLine(line.pairs, src, tgt, line.changed or (src, tgt) != (line.src, line.tgt))
 
 
+@dataclass(frozen=True)
+class TermHints:
+    """What putting term hints in a batch needs: the [term_hints] config, each training sentence's links
+    (mtkit.corpus.term_alignments.TermLinks) and the run's reserved pieces."""
+
+    cfg: TermHintsConfig
+    links: TermLinks
+    pieces: tuple[str, ...]
+
+    def line(
+        self, line: ModifiedLine, pairs: Sequence[tuple[str, str]], rows: Sequence[int], rng: random.Random
+    ) -> ModifiedLine:
+        """`line` with term hints in its source (add_hints): the links of each pair it holds, shifted by the tokens
+        of the pairs before it (a merged line). The modifiers keep every token but a final punctuation mark (typos
+        change letters, capitals a word's case), so the links still point at their words; a line with more tokens
+        than its pairs had gets none."""
+        links, src_at, tgt_at = [], 0, 0
+        for k in line.pairs:
+            links += [(i + src_at, j + tgt_at) for i, j in self.links.links(int(rows[k]))]
+            src_at, tgt_at = src_at + len(tokens(pairs[k][0])), tgt_at + len(tokens(pairs[k][1]))
+        if len(tokens(line.src)) > src_at or len(tokens(line.tgt)) > tgt_at:
+            return line
+        src = add_hints(line.src, line.tgt, links, self.cfg, rng, self.pieces)
+        return line if src == line.src else ModifiedLine(line.pairs, src, line.tgt, True)
+
+
 @dataclass
 class BatchModifier:
-    """What training asks: the pairs of one batch modified (modify_pairs), then handed to `then` (subword
-    regularization, mtkit.corpus.subword_sampling.BatchResampler) when there is one. A pair no modifier changed keeps
-    its stored ids, and so do the pairs of a line whose ids would pass `max_len` (each as its own line)."""
+    """What training asks: the pairs of one batch modified (modify_pairs) and given term hints (`hints`), then
+    handed to `then` (subword regularization, mtkit.corpus.subword_sampling.BatchResampler) when there is one. A pair
+    no modifier changed keeps its stored ids, and so do the pairs of a line whose ids would pass `max_len` (each as
+    its own line)."""
 
     tokenizer: Tokenizer  # the run's sentencepiece model
     cfg: ModifiersConfig
@@ -197,6 +227,7 @@ class BatchModifier:
     rank: int
     max_len: int
     then: BatchResampler | None = None
+    hints: TermHints | None = None
 
     def __call__(
         self, src: list[np.ndarray], tgt: list[np.ndarray], indices: np.ndarray, position: int, epoch: int
@@ -217,7 +248,11 @@ class BatchModifier:
         targets = self.tokenizer.decode([seq.tolist() for seq in tgt])
         groups = [tuple(seq[:lead].tolist()) for seq, lead in zip(src, leads)]
         rng = random.Random(batch_seed(self.seed, epoch, position, self.rank, "modifiers"))
-        lines = modify_pairs(list(zip(texts, targets)), self.cfg, rng, groups)
+        pairs = list(zip(texts, targets))
+        lines = modify_pairs(pairs, self.cfg, rng, groups)
+        if self.hints is not None:  # a stream of their own: turning hints on leaves the modifiers' draws as they were
+            rng = random.Random(batch_seed(self.seed, epoch, position, self.rank, "term_hints"))
+            lines = [self.hints.line(line, pairs, indices, rng) for line in lines]
         changed = [line for line in lines if line.changed]
         encoded = iter(
             zip(

@@ -29,6 +29,8 @@ from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, 
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
 from mtkit.corpus.plan import Plan, Split, plan_splits, shard_plan
 from mtkit.corpus.sharding import shard_path
+from mtkit.corpus.term_alignments import ensure_alignments
+from mtkit.corpus.term_hints import TERM_PIECES, term_pieces
 from mtkit.errors import check
 from mtkit.file_names import MANIFEST_NAME, SPM_NAME
 from mtkit.files import atomic_directory, atomic_write, write_text
@@ -58,12 +60,17 @@ class _EncodedChunk:
     digests: np.ndarray | None  # uint64 per kept pair when deduplicating
 
 
-def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | None = None) -> dict:
+def preprocess(
+    cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | None = None, term_hints: bool = False
+) -> dict:
     """Build `out_dir` (spm.model, {split}.{lang}.bin/.idx, manifest.json) atomically; returns the manifest.
 
     `shard` (K, N): shard K of N (mtkit.corpus.plan.shard_plan) into DATA.shard-K-of-N beside `out_dir`, its manifest
     holding its counts and a "shard" record, and each deduplicated corpus's kept digests (mtkit.corpus.shards joins
-    the set into the `out_dir` one run writes)."""
+    the set into the `out_dir` one run writes). `term_hints` (the recipe's [term_hints] on): the sentencepiece model
+    reserves mtkit.corpus.term_hints.TERM_PIECES (the manifest's "term_pieces"), and once the directory is complete,
+    each training corpus is aligned beside it (mtkit.corpus.term_alignments; a shard leaves that to its join's first
+    training run)."""
     out_dir = Path(out_dir)
     if shard is not None:
         check(
@@ -90,13 +97,18 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
     )
     if reused is not None:
         _prefix_ids(whole, reused, str(cfg.spm_model))  # a tag or language token it lacks: refused before writing
+        check(
+            not term_hints or bool(term_pieces(reused)),
+            f"{cfg.spm_model}: has no pieces {', '.join(TERM_PIECES)} for [term_hints]; preprocess without spm_model "
+            "to train a sentencepiece model with them, or turn term hints off",
+        )
     cleanings = [_cleaning(split.corpus) for split in plan.train_splits() if split.corpus is not None]
     with atomic_directory(out_dir) as tmp:
         if reused is not None:
             (tmp / SPM_NAME).write_bytes(reused.to_bytes())
             tokenizer = reused
         else:
-            tokenizer = _train_sentencepiece(cfg, plan, tmp / SPM_NAME)
+            tokenizer = _train_sentencepiece(cfg, plan, tmp / SPM_NAME, TERM_PIECES if term_hints else ())
         prefixes = _prefix_ids(plan, tokenizer, SPM_NAME)
         splits = _encode_all(cfg, plan, prefixes, tokenizer, cleanings, tmp)
         first = plan.corpora[0] if plan.corpora else None
@@ -120,9 +132,13 @@ def preprocess(cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | No
             "split_langs": {split.name: list(split.langs) for split in whole.splits},
             "options": manifest_options(cfg),
         }
+        if term_hints:  # only then: a directory preprocessed without term hints is as it always was
+            manifest["term_pieces"] = list(TERM_PIECES)
         if shard is not None:  # last: the join drops it and the rest is the whole run's manifest
             manifest["shard"] = {"index": shard[0], "count": shard[1], "chunk_pairs": CHUNK_PAIRS, "lines": lines}
         write_text(tmp / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
+    if term_hints and shard is None:
+        ensure_alignments(out_dir, manifest, cfg.seed)
     return manifest
 
 
@@ -169,9 +185,9 @@ def _prefix_ids(plan: Plan, tokenizer: Tokenizer | TableTokenizer, model_name: s
     return prefixes
 
 
-def _train_sentencepiece(cfg: PreprocessConfig, plan: Plan, path: Path) -> Tokenizer:
+def _train_sentencepiece(cfg: PreprocessConfig, plan: Plan, path: Path, reserved: tuple[str, ...] = ()) -> Tokenizer:
     train = plan.train_splits()
-    symbols = plan.symbols()
+    symbols = [*plan.symbols(), *reserved]
     log(
         f"training sentencepiece BPE (vocab {cfg.vocab_size}) on up to {cfg.input_sentence_size} sentences "
         f"sampled from both sides of {sum(split.source.count for split in train)} train pairs"

@@ -12,6 +12,7 @@ from mtkit.errors import check
 
 if TYPE_CHECKING:
     from mtkit.corpus.modifiers import ModifiersConfig
+    from mtkit.corpus.term_hints import TermHintsConfig
     from mtkit.model.transformer import ModelConfig
 
 SCHEDULES = ("inverse_sqrt", "noam", "linear", "cosine", "wsd")
@@ -28,6 +29,7 @@ class TrainRecipe(Protocol):
     train: TrainConfig
     translate: Any  # mtkit.search.config.TranslateConfig: validation BLEU's search
     modifiers: ModifiersConfig  # what is done to the training text (upper case, typos, ...)
+    term_hints: TermHintsConfig  # aligned source terms given their targets inline
 
     def as_dict(self) -> dict[str, Any]: ...
 

@@ -1,6 +1,6 @@
 """What a training run reads from DATA_DIR: its training corpora (one split as is; several as one MixedData that each
 epoch draws from, mtkit.corpus.mixing) with the weights the run uses, one valid set per language pair, and what
-collation does to each training batch (modifiers, subword regularization). Opens and checks only: the loop,
+collation does to each training batch (modifiers, term hints, subword regularization). Opens and checks only: the loop,
 batching and validation are elsewhere (mtkit.training.loop, mtkit.training.step).
 """
 
@@ -15,8 +15,10 @@ import numpy as np
 from mtkit.console import log
 from mtkit.corpus.binarized import MixedData, ParallelData, split_languages, training_corpora, valid_splits
 from mtkit.corpus.mixing import Mixture, plan_mixture, resolve_weights
-from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig
+from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig, TermHints
 from mtkit.corpus.subword_sampling import BatchResampler, SubwordSampler, SubwordSampling
+from mtkit.corpus.term_alignments import TermLinks, ensure_alignments, source_lead
+from mtkit.corpus.term_hints import TERM_PIECES, TermHintsConfig, term_pieces
 from mtkit.errors import check
 from mtkit.file_names import SPM_NAME
 from mtkit.tokenizer import Tokenizer, tokenizer_from_bytes
@@ -71,16 +73,41 @@ def subword_resampler(data_dir: Path, manifest: dict, cfg: Any, max_len: int, ra
 
 
 def batch_resampler(
-    data_dir: Path, manifest: dict, cfg: Any, modifiers: ModifiersConfig, max_len: int, rank: int
+    data_dir: Path,
+    manifest: dict,
+    cfg: Any,
+    modifiers: ModifiersConfig,
+    max_len: int,
+    rank: int,
+    term_hints: TermHintsConfig | None = None,
 ) -> BatchModifier | BatchResampler | None:
-    """What collation does to each training batch: the [modifiers] first (mtkit.corpus.modifiers), then subword
-    regularization (subword_resampler); None when neither is on. `cfg` is the TrainConfig."""
+    """What collation does to each training batch: the [modifiers] and the [term_hints] first
+    (mtkit.corpus.modifiers), then subword regularization (subword_resampler); None when none is on. `cfg` is the
+    TrainConfig."""
     resample = subword_resampler(data_dir, manifest, cfg, max_len, rank)
-    enabled = modifiers.enabled()
+    hinted = term_hints is not None and term_hints.enabled
+    enabled = modifiers.enabled() + (["term_hints.probability"] if hinted else [])
     if not enabled:
         return resample
-    tokenizer = Tokenizer.from_bytes(_bpe_model(data_dir, f"modifiers.{enabled[0]}"))
-    return BatchModifier(tokenizer, modifiers, _leads(manifest), cfg.seed, rank, max_len, resample)
+    field = enabled[0] if hinted and len(enabled) == 1 else f"modifiers.{enabled[0]}"
+    tokenizer = Tokenizer.from_bytes(_bpe_model(data_dir, field))
+    hints = _term_hints(data_dir, manifest, term_hints, tokenizer) if hinted else None
+    return BatchModifier(tokenizer, modifiers, _leads(manifest), cfg.seed, rank, max_len, resample, hints)
+
+
+def _term_hints(data_dir: Path, manifest: dict, cfg: TermHintsConfig, tokenizer: Tokenizer) -> TermHints:
+    """The term hints of a data directory preprocessed for them (its sentencepiece model holds the reserved
+    pieces); its alignments made now where a killed preprocess left them undone (each rank makes the same files,
+    written atomically)."""
+    pieces = term_pieces(tokenizer)
+    check(
+        bool(pieces),
+        f"term_hints.probability: {data_dir / SPM_NAME} has no pieces {', '.join(TERM_PIECES)}; preprocess again "
+        "with the recipe's [term_hints] on (mtkit preprocess --config RECIPE)",
+    )
+    seed = manifest.get("options", {}).get("seed", 1)
+    ensure_alignments(data_dir, manifest, seed)
+    return TermHints(cfg, TermLinks(data_dir, manifest, seed), pieces)
 
 
 def _bpe_model(data_dir: Path, field: str) -> bytes:
@@ -96,9 +123,8 @@ def _bpe_model(data_dir: Path, field: str) -> bytes:
 def _leads(manifest: dict) -> np.ndarray:
     """Per training sentence, in the order of the training data (the corpora as training_corpora lists them): how
     many ids preprocess put before its source (language token, corpus tag)."""
-    tokens = int(bool(manifest.get("language_tokens")))
     leads = [
-        np.full(entry["pairs"], tokens + int(bool(entry.get("tag"))), dtype=np.int64)
+        np.full(entry["pairs"], source_lead(manifest, entry), dtype=np.int64)
         for entry in training_corpora(manifest).values()
     ]
     return np.concatenate(leads)

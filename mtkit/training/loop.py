@@ -102,7 +102,9 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
         data_dir, manifest, recipe.as_dict()["preprocess"].get("corpora"), recipe.train, ctx.is_main
     )
     max_len = recipe.model.max_positions - 1
-    data.resample = batch_resampler(data_dir, manifest, recipe.train, recipe.modifiers, max_len, ctx.rank)
+    data.resample = batch_resampler(
+        data_dir, manifest, recipe.train, recipe.modifiers, max_len, ctx.rank, recipe.term_hints
+    )
     lock = DirectoryLock(run_dir, warn=warn)
     if ctx.is_main:
         lock.acquire()
