@@ -415,20 +415,3 @@ class Transformer(nn.Module):
     def reorder_decode_state(self, state: DecodeState, order: Tensor) -> DecodeState:
         """Row n of the result is row order[n] of state: beam reordering, expansion, dropping rows."""
         return reorder_state(state, order)
-
-
-def expected_parameters(cfg: ModelConfig) -> int:
-    """Closed-form parameter count of Transformer(cfg)."""
-    d_model, d_ff = cfg.d_model, cfg.d_ff
-    attention_params = 4 * d_model * d_model + 4 * d_model  # q, k, v, out projections with biases
-    feed_forward = 2 * d_model * d_ff + d_ff + d_model
-    norm = 2 * d_model
-    encoder_layer = attention_params + feed_forward + 2 * norm
-    decoder_layer = 2 * attention_params + feed_forward + 3 * norm
-    final_norms = 2 * norm if cfg.norm == "pre" else 0
-    target_tables = {"all": 0, "decoder": 1, "none": 2}[cfg.share_embeddings]  # target embedding, output
-    embeddings = (cfg.vocab_size + target_tables * cfg.target_vocab_size) * d_model
-    output_bias = cfg.target_vocab_size if cfg.output_bias else 0
-    positions = 2 * cfg.max_positions * d_model if cfg.positions == "learned" else 0
-    layers = cfg.encoder_layers * encoder_layer + cfg.decoder_layers * decoder_layer
-    return layers + final_norms + embeddings + output_bias + positions

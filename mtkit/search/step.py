@@ -100,11 +100,6 @@ def min_lengths(src_lens: Tensor, max_len: Tensor) -> Tensor:
     return torch.where(src_lens.to(max_len.device) > 0, max_len.clamp(max=MIN_LENGTH), 0)
 
 
-def source_lengths(src: Tensor, pad_id: int, eos_id: int) -> Tensor:
-    """src_lens [B] for a padded src [B, S]: tokens that are neither pad nor eos."""
-    return ((src != pad_id) & (src != eos_id)).sum(dim=1)
-
-
 def mask_logprobs(
     logp: Tensor, forced: Tensor, *, pad_id: int, bos_id: int, eos_id: int, early: Tensor | None = None
 ) -> Tensor:

@@ -385,12 +385,3 @@ class HtmlTranslation:
         ways = list(placed.values())
         self.placements |= {"tags": len(ways)} | {way: ways.count(way) for way in (OUTSIDE, MATCHED, POSITIONAL)}
         return out
-
-
-def translate_html(
-    document: str, translate: Callable[[list[str]], list[str]], language: str = "en", split: bool = True
-) -> str:
-    """Both passes with a synchronous `translate` (a list of texts to their translations, in order)."""
-    job = HtmlTranslation(document, language, split)
-    needed = job.second(translate(job.first) if job.first else [])
-    return job.result(translate(needed) if needed else [])

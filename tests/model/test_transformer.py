@@ -13,7 +13,24 @@ from torch import nn
 from mtkit.errors import UserError
 from mtkit.model import transformer as model_module
 from mtkit.model.layers import Dropout, sinusoidal_positions
-from mtkit.model.transformer import ModelConfig, Transformer, attend_mask, expected_parameters
+from mtkit.model.transformer import ModelConfig, Transformer, attend_mask
+
+
+def expected_parameters(cfg: ModelConfig) -> int:
+    """Closed-form parameter count of Transformer(cfg)."""
+    d_model, d_ff = cfg.d_model, cfg.d_ff
+    attention_params = 4 * d_model * d_model + 4 * d_model  # q, k, v, out projections with biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    norm = 2 * d_model
+    encoder_layer = attention_params + feed_forward + 2 * norm
+    decoder_layer = 2 * attention_params + feed_forward + 3 * norm
+    final_norms = 2 * norm if cfg.norm == "pre" else 0
+    target_tables = {"all": 0, "decoder": 1, "none": 2}[cfg.share_embeddings]  # target embedding, output
+    embeddings = (cfg.vocab_size + target_tables * cfg.target_vocab_size) * d_model
+    output_bias = cfg.target_vocab_size if cfg.output_bias else 0
+    positions = 2 * cfg.max_positions * d_model if cfg.positions == "learned" else 0
+    layers = cfg.encoder_layers * encoder_layer + cfg.decoder_layers * decoder_layer
+    return layers + final_norms + embeddings + output_bias + positions
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -21,7 +21,7 @@ from mtkit.errors import UserError
 from mtkit.search.beam import _topk, beam_search, search
 from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty, min_length
 from mtkit.search.sampling import greedy_search, sample_search
-from mtkit.search.step import ModelDecoder, combine, max_lengths, min_lengths, source_lengths
+from mtkit.search.step import ModelDecoder, combine, max_lengths, min_lengths
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 VOCAB = 5
@@ -102,7 +102,7 @@ def make_batch(sources: list[list[int]]) -> tuple[Tensor, Tensor]:
     src = torch.full((len(sources), width), PAD)
     for i, s in enumerate(sources):
         src[i, : len(s) + 1] = torch.tensor(s + [EOS])
-    return src, source_lengths(src, PAD, EOS)
+    return src, ((src != PAD) & (src != EOS)).sum(dim=1)  # the tokens that are neither pad nor eos
 
 
 def sequence_logprob(table: Table, source: tuple[int, ...], tokens: list[int], max_len: int) -> float:

@@ -14,8 +14,9 @@ import pytest
 
 from mtkit.text import markup
 from mtkit.text.html_tree import VOID
-from mtkit.text.markup import HtmlTranslation, find_places, translate_html
+from mtkit.text.markup import HtmlTranslation, find_places
 from mtkit.text.sentences import Segmented, split_sentences
+from tests.text.html_translation import translate_html
 
 MASTODON = (
     '<p>Hello <span class="h-card" translate="no"><a href="https://mastodon.social/@alice" '
