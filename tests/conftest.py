@@ -50,9 +50,11 @@ def run_mtkit_in_process(*args: object, stdin: str = "") -> subprocess.Completed
     sigpipe = signal.getsignal(signal.SIGPIPE)
     try:
         with (
-            mock.patch("mtkit.cli.main.start_up_without_gc", contextlib.nullcontext),
-            mock.patch("mtkit.cli.data_commands.start_up_without_gc", contextlib.nullcontext),
-            mock.patch("mtkit.cli.document_commands.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.translate_command.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.score_pairs_command.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.filter_pairs_command.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.synthetic_commands.start_up_without_gc", contextlib.nullcontext),
+            mock.patch("mtkit.cli.translate_file_command.start_up_without_gc", contextlib.nullcontext),
         ):
             result = CliRunner().invoke(app, [str(arg) for arg in args], input=stdin)
     finally:

@@ -223,8 +223,10 @@ TORCH_FREE = (
     "serve.app", "serve.config", "serve.request", "serve.worker", "serve.router", "serve.libre_endpoints",
     "serve.libre_request", "serve.api_keys", "serve.uploads", "serve.http_body", "serve.state", "serve.deepl_request",
     "serve.deepl_endpoints", "serve.deepl_documents", "serve.metrics", "serve.readiness", "serve.redis_state",
-    "cli.main", "cli.data_commands", "cli.document_commands", "cli.preprocess_command", "cli.serve_command",
-    "cli.shortlist_command", "cli.clean_command", "cli.command", "cli.options", "cli.process",
+    "cli.main", "cli.preprocess_command", "cli.train_command", "cli.average_command", "cli.translate_command",
+    "cli.score_command", "cli.score_pairs_command", "cli.filter_pairs_command", "cli.synthetic_commands",
+    "cli.clean_distilled_command", "cli.merge_shards_command", "cli.translate_file_command", "cli.shortlist_command",
+    "cli.export_command", "cli.import_command", "cli.serve_command", "cli.command", "cli.options", "cli.process",
     "training.config",
 )  # fmt: skip
 TORCH_PARTS = {"model", "training", "huggingface", "recipe"}

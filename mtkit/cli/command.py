@@ -1,5 +1,6 @@
 """What every `mtkit` subcommand shares: a user's mistake as one stderr line and the exit code of mtkit.errors,
-and results on stdout (JSON for scripts). Below mtkit.cli.main, which stays one short function per subcommand."""
+and results on stdout (JSON for scripts). Below the command modules (mtkit.cli.<command>_command), each one short
+function per subcommand."""
 
 from __future__ import annotations
 

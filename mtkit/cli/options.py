@@ -1,9 +1,10 @@
 """Typer options read from the dataclass fields they set: an option's default and help are declared once, in
 the field (`field(default=..., metadata={"help": ...})`), and the command line only names it.
 
-Also the options every bulk command shares (--shard, declared once here) and the text options of the commands that
-translate (--glossary, --protect). Used by the commands of mtkit.cli (main, data_commands, document_commands); builds
-option declarations and parses nothing but the glossary and patterns they name (text_options).
+Also what several commands share, declared once here: the help of a MODEL argument, the bulk commands' --shard and
+--engine (with its default), and the text options of the commands that translate (--glossary, --protect). Used by the
+command modules of mtkit.cli; builds option declarations and parses nothing but the glossary and patterns they name
+(text_options).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def values_of(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if key in names}
 
 
+MODEL_HELP = "RUN_DIR (uses its averaged model) or a checkpoint file."
+
 # The bulk commands' share of their input (mtkit.bulk.shards; typer reads a declaration, never changes it).
 SHARD = typer.Option(
     None,
@@ -72,6 +75,20 @@ SHARD = typer.Option(
 OVERWRITE_SHARD = typer.Option(
     False, "--overwrite", help="With --shard: start the shard again instead of going on from an unfinished run of it."
 )
+
+# The engine of filter-pairs, back-translate and distill (bulk_engine gives its default).
+BULK_ENGINE = typer.Option(
+    None,
+    "--engine",
+    help="ctranslate2 (the default for bulk work) or torch (the default, and the only engine, for distill's "
+    "--ensemble).",
+)
+
+
+def bulk_engine(engine: str | None, ensemble: list[Path] | None = None) -> str:
+    """--engine of the bulk commands (BULK_ENGINE): as given, else torch for an ensemble and ctranslate2 otherwise."""
+    return engine or ("torch" if ensemble else "ctranslate2")
+
 
 # What `mtkit translate` and `translate-file` keep as written and the terms they take (docs/terminology.md).
 GLOSSARY = typer.Option(

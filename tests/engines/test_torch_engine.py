@@ -172,7 +172,7 @@ def translate_in_process(monkeypatch: pytest.MonkeyPatch) -> Any:
     from mtkit.cli.main import app
 
     monkeypatch.setattr("signal.signal", lambda *args: None)
-    monkeypatch.setattr("mtkit.cli.main.start_up_without_gc", contextlib.nullcontext)
+    monkeypatch.setattr("mtkit.cli.translate_command.start_up_without_gc", contextlib.nullcontext)
 
     def run(*args: str, stdin: str = "") -> Any:
         result = CliRunner().invoke(app, ["translate", *args], input=stdin)
@@ -319,7 +319,7 @@ def test_device_auto_is_the_default_and_picks_the_cpu_here(tiny_run: Path) -> No
     """`mtkit translate` defaults to --device auto: the GPU when there is one, the CPU on this machine."""
     import inspect
 
-    from mtkit.cli.main import translate as translate_command
+    from mtkit.cli.translate_command import translate as translate_command
     from mtkit.engines.torch_engine import TorchTranslator
 
     assert inspect.signature(translate_command).parameters["device"].default.default == "auto"

@@ -10,8 +10,16 @@ from pathlib import Path
 import typer
 
 from mtkit.cli.command import emit, user_errors
-from mtkit.cli.data_commands import MODEL_HELP
-from mtkit.cli.options import GLOSSARY, PROTECT, PROTECT_DEFAULT, option, recipe_option, text_options, values_of
+from mtkit.cli.options import (
+    GLOSSARY,
+    MODEL_HELP,
+    PROTECT,
+    PROTECT_DEFAULT,
+    option,
+    recipe_option,
+    text_options,
+    values_of,
+)
 from mtkit.cli.process import start_up_without_gc
 from mtkit.engines.config import EngineConfig
 from mtkit.errors import check
