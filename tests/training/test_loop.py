@@ -112,7 +112,7 @@ def cli(*args: str, env: dict | None = None, launcher: list[str] | None = None) 
 def cli_in_process(*args: str) -> subprocess.CompletedProcess:
     """`mtkit ARGS` in this process (CliRunner), for what ends before any training (--dry-run, refusals): the same
     exit code and output without a torch import; an escaped exception fails. Exit 2 with one line from a real
-    process: tests/cli/test_main.py, tests/test_recipe.py::test_cli_bad_recipe_is_one_line."""
+    process: tests/cli/test_main.py, tests/recipes/test_recipe.py::test_cli_bad_recipe_is_one_line."""
     from typer.testing import CliRunner
 
     from mtkit.cli.main import app

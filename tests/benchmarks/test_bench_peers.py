@@ -15,7 +15,8 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 BENCHMARKS = ROOT / "benchmarks"
 PEERS_DIR = BENCHMARKS / "peers"
 # Places outside the clone: the directories beside it, a machine's own absolute paths, the parent of the root.

@@ -9,7 +9,9 @@ from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.conftest import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 
 
 @pytest.fixture

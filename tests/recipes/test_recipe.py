@@ -13,8 +13,9 @@ import pytest
 from mtkit.corpus.config import CleaningConfig, PreprocessConfig, corpus_configs
 from mtkit.errors import UserError
 from mtkit.recipe import parse_override, resolve_recipe
+from tests.conftest import ROOT
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+RECIPES = ROOT / "recipes"
 PAPER = {
     # recipe: (d_model, n_heads, d_ff, dropout, max_steps, average_last, vocab)
     "wmt14-en-de/base.toml": (512, 8, 2048, 0.1, 100_000, 5, 37000),

@@ -11,7 +11,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 SCRIPT = ROOT / "recipes" / "multi30k-en-de" / "ensemble.sh"
 VAL_BLEU = {"0.6": 39.1, "1.0": 39.8, "1.5": 40.2, "2.0": 40.2, "2.5": 40.1, "3.0": 39.9}  # a tie: the smaller
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.conftest import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 
 
 @pytest.fixture
