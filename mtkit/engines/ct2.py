@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.contract import (
     check_target_lang,
     decode_workers,
@@ -113,6 +114,7 @@ class CT2Translator:
     piece_ids: dict[str, int] = field(default_factory=dict)
     native: bool = False  # CTranslate2's own search (_search_native) instead of mtkit's
     shortlist: bool = False  # search only the model's vocabulary map's candidates (use_vmap)
+    suppressed: tuple[str, ...] = ()  # pieces never emitted: a run's reserved term-hint pieces (suppress_sequences)
 
     @classmethod
     def load(
@@ -182,6 +184,7 @@ class CT2Translator:
             {piece: i for i, piece in enumerate(target)},
             native,
             shortlist,
+            term_pieces(tokenizer),
         )
 
     @property
@@ -340,6 +343,7 @@ class CT2Translator:
             asynchronous=True,
             max_decoding_length=max(steps, 1),
             use_vmap=self.shortlist,
+            **({"suppress_sequences": [[piece] for piece in self.suppressed]} if self.suppressed else {}),
             **search_options(self.cfg, self.native) | ({"min_decoding_length": least} if least else {}),
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.output import decode, output_line
 from mtkit.search.config import Hypothesis
 from mtkit.text.glossary import Glossary
@@ -37,7 +38,8 @@ def split_options(
     glossary: Glossary | None = None,
 ) -> SplitOptions:
     """Splitting for this model: `language` or its data's source language; `split` False cuts at line breaks only;
-    the casing round trip, protected text and glossary as SplitOptions takes them."""
+    the casing round trip, protected text and glossary as SplitOptions takes them; a model trained with term hints
+    takes its glossary's inline terms as hints (its reserved pieces)."""
     source = language or translator.info.get("manifest", {}).get("source_lang") or DEFAULT_LANGUAGE
     return SplitOptions(
         source.lower(),
@@ -46,6 +48,7 @@ def split_options(
         case=case,
         protect=protect or ProtectConfig(),
         glossary=glossary,
+        term_pieces=term_pieces(translator.tokenizer),
     )
 
 

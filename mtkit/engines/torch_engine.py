@@ -20,6 +20,7 @@ from torch import Tensor
 
 from mtkit.console import warn
 from mtkit.corpus.batching import round_up
+from mtkit.corpus.term_hints import term_piece_ids
 from mtkit.engines.contract import (
     check_target_lang,
     decode_workers,
@@ -123,7 +124,9 @@ class TorchTranslator:
         info = {"checkpoint": str(main_path), "configs": payload["configs"], "manifest": payload.get("manifest", {})}
         info["threads"] = torch.get_num_threads()  # a GEMM's rounding, so a line's translation, can depend on it
         check_target_lang(tokenizer, cfg.target_lang, info["manifest"])
-        return cls(ModelDecoder(models, ensemble_mode), tokenizer, cfg, model.cfg, target, info)
+        # A run trained with term hints never writes their pieces (mtkit.corpus.term_hints): none of them is searched.
+        decoder = ModelDecoder(models, ensemble_mode, term_piece_ids(tokenizer))
+        return cls(decoder, tokenizer, cfg, model.cfg, target, info)
 
     @property
     def max_source_tokens(self) -> int:

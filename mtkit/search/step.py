@@ -63,12 +63,14 @@ class ModelDecoder:
     reorder_decode_state (mtkit.model.transformer.Transformer), one or an ensemble.
 
     An ensemble combines the members' log-probabilities at every step (`combine`, by `mode`). project must return
-    fresh logits: they are turned into log-probs in place.
+    fresh logits: they are turned into log-probs in place. `suppressed` ids (a run's reserved term-hint pieces) are
+    never emitted: their log-probs are -inf at every step, of every search (beam, greedy, sampling).
     """
 
-    def __init__(self, models: list[Any], mode: str = "log-linear") -> None:
+    def __init__(self, models: list[Any], mode: str = "log-linear", suppressed: tuple[int, ...] = ()) -> None:
         self.models = models
         self.mode = mode
+        self.suppressed = list(suppressed)
 
     def start(self, src: Tensor) -> list[Any]:
         return [model.init_decode_state(src) for model in self.models]
@@ -78,7 +80,10 @@ class ModelDecoder:
 
     def log_probs(self, output: list[Tensor], rows: slice) -> Tensor:
         logps = [_log_softmax_(m.project(hidden[rows]).float()) for m, hidden in zip(self.models, output)]
-        return combine(logps, self.mode)  # [r, V]
+        logp = combine(logps, self.mode)  # [r, V]
+        if self.suppressed:
+            logp[:, self.suppressed] = -math.inf
+        return logp
 
     def reorder(self, state: list[Any], order: Tensor) -> list[Any]:
         return [m.reorder_decode_state(s, order) for m, s in zip(self.models, state)]

@@ -18,8 +18,10 @@ MAX_REQUEST_ENTRIES = 10_000  # a request's "glossary" object: each request pays
 FORMATS = ("tsv", "csv")
 # How a sentence's terms reached the model (a Sentence's `method`): the model's own translation held them all
 # ("model"), the source term replaced by its target ("inline"), or by a stand-in with the target put back after
-# ("placeholder", which writes every target by construction).
-MODEL, INLINE, PLACEHOLDER = "model", "inline", "placeholder"
+# ("placeholder", which writes every target by construction); for a model trained with term hints, the source term
+# followed by its target between the model's reserved pieces (`__source__ term __target__ target __done__`, "hint"),
+# which takes the place of "inline" in every method.
+MODEL, INLINE, PLACEHOLDER, HINT = "model", "inline", "placeholder", "hint"
 # How a glossary is applied to a model trained without term hints (SplitOptions.term_method): the ways tried in
 # order, a term whose target the translation lacks taking the next way, one it holds keeping its own: "placeholder"
 # alone; "inline", then placeholders; "check-first", the model's own translation, then placeholders;
@@ -32,6 +34,26 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
 }
 DEFAULT_TERM_METHOD = CHECK_FIRST  # docs/terminology.md: the terms benchmark's figures
+
+
+def term_ways(method: str, hints: bool) -> tuple[str, ...]:
+    """The ways `method` tries, in order: TERM_METHODS', "inline" as "hint" for a model trained with term hints."""
+    return tuple(HINT if hints and way == INLINE else way for way in TERM_METHODS[method])
+
+
+def hinted(source: str, target: str, pieces: tuple[str, ...]) -> str:
+    """A source term with its target inline between a model's three reserved pieces, as it was trained on them."""
+    return f"{pieces[0]} {source} {pieces[1]} {target} {pieces[2]}"
+
+
+def without_pieces(text: str, pieces: tuple[str, ...]) -> str:
+    """`text` with no reserved piece left (the engines never search them; this holds whatever a model wrote), each
+    taken out with the space before it."""
+    if not pieces or not any(piece in text for piece in pieces):
+        return text
+    return re.sub(" ?(?:" + "|".join(map(re.escape, pieces)) + ")", "", text).strip()
+
+
 _FIRST_WORD = re.compile(r"\w+")
 
 

@@ -24,7 +24,18 @@ from typing import Any
 
 from mtkit.errors import check
 from mtkit.text.casing import case_of, normalised, restored
-from mtkit.text.glossary import DEFAULT_TERM_METHOD, INLINE, MODEL, TERM_METHODS, Glossary, holds
+from mtkit.text.glossary import (
+    DEFAULT_TERM_METHOD,
+    HINT,
+    INLINE,
+    MODEL,
+    TERM_METHODS,
+    Glossary,
+    hinted,
+    holds,
+    term_ways,
+    without_pieces,
+)
 from mtkit.text.guard import Guard
 from mtkit.text.protect import Masked, ProtectConfig, Span, copied_whole, mask, protected_places, unmask
 from mtkit.text.sentences import (
@@ -96,12 +107,16 @@ class SplitOptions:
     protect: ProtectConfig = field(default_factory=ProtectConfig)  # text kept as written (mtkit.text.protect)
     glossary: Glossary | None = None  # terms whose targets the translation takes (mtkit.text.glossary)
     term_method: str = DEFAULT_TERM_METHOD  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS)
+    # The model's reserved term-hint pieces (a run trained with term hints; mtkit.corpus.term_hints.TERM_PIECES): its
+    # "inline" way is a hint, and no output holds a piece. (): a model without them.
+    term_pieces: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check(
             self.term_method in TERM_METHODS,
             f"term_method must be one of {', '.join(TERM_METHODS)}; got {self.term_method!r}",
         )
+        check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
 
 
 def plan_translation(
@@ -211,7 +226,8 @@ class Prepared:
     """A sentence as the model gets it: protected spans as stand-ins and each glossary term by its way (`masked`),
     or, `whole`, nothing but protected text, copied and never sent. `found`: the glossary's terms found (start,
     end, source, target); `ways[i]`, how found[i] reaches the model, one of `chain` (the term method's ways, in
-    order); `places`, the protected spans; `case`, the sentence's, which inline targets take."""
+    order); `places`, the protected spans; `case`, the sentence's, which inline targets take; `pieces`, the model's
+    reserved term-hint pieces, which hints are written with and no output keeps."""
 
     masked: Masked
     whole: bool = False
@@ -220,6 +236,7 @@ class Prepared:
     chain: tuple[str, ...] = ()
     places: tuple[tuple[int, int, Span], ...] = ()
     case: str = ""
+    pieces: tuple[str, ...] = ()
 
     @property
     def protected(self) -> int:
@@ -233,9 +250,9 @@ class Prepared:
     def finish(self, translation: str, case: str) -> tuple[str, list[dict[str, Any]]]:
         """The translation (already in the source's `case`) with every span put back, and the terms' report: each
         term's target (in the source's case) is `applied` where the text holds it as a whole word."""
-        text = translation
+        text = without_pieces(translation, self.pieces)
         if self.masked.spans:
-            text = unmask(translation, self.masked, lambda target: restored(target, case)).text
+            text = unmask(text, self.masked, lambda target: restored(target, case)).text
         terms = [
             {"source": source, "target": target, "applied": holds(text, restored(target, case))}
             for _, _, source, target in self.found
@@ -255,18 +272,26 @@ class Prepared:
 
 def _by_ways(prepared: Prepared, ways: tuple[str, ...]) -> Prepared:
     """`prepared`'s sentence with its terms by `ways`: left to the model ("model"), replaced by their targets in
-    the sentence's case ("inline"), or by stand-ins ("placeholder")."""
+    the sentence's case ("inline"), followed by them between the model's reserved pieces ("hint"), or by stand-ins
+    ("placeholder"). An inline target or a hint is the model's to carry: nothing is put back for it."""
     spans = [
-        (
-            low,
-            high,
-            Span(term, restored(target, prepared.case) if way == INLINE else target, term=True, inline=way == INLINE),
-        )
+        (low, high, _term_span(prepared, low, high, term, target, way))
         for (low, high, term, target), way in zip(prepared.found, ways)
         if way != MODEL
     ]
     masked = mask(prepared.masked.source, list(prepared.places) + spans)
     return dataclasses.replace(prepared, masked=masked, ways=ways)
+
+
+def _term_span(prepared: Prepared, low: int, high: int, term: str, target: str, way: str) -> Span:
+    """A found term's span for mask() by its way: its own text with the target after it ("hint"), the target in the
+    sentence's case ("inline"), or a stand-in for the target ("placeholder")."""
+    if way == HINT:
+        written = prepared.masked.source[low:high]
+        return Span(term, hinted(written, restored(target, prepared.case), prepared.pieces), term=True, inline=True)
+    if way == INLINE:
+        return Span(term, restored(target, prepared.case), term=True, inline=True)
+    return Span(term, target, term=True)
 
 
 def prepare(source: str, options: SplitOptions) -> Prepared:
@@ -279,9 +304,11 @@ def prepare(source: str, options: SplitOptions) -> Prepared:
     if options.glossary is not None and len(options.glossary):
         found = options.glossary.find(source, [(low, high) for low, high, _ in places])
     if not found:
-        return Prepared(mask(source, places))
-    chain = TERM_METHODS[options.term_method]
-    first = Prepared(Masked(source, source), found=tuple(found), chain=chain, places=tuple(places))
+        return Prepared(mask(source, places), pieces=options.term_pieces)
+    chain = term_ways(options.term_method, bool(options.term_pieces))
+    first = Prepared(
+        Masked(source, source), found=tuple(found), chain=chain, places=tuple(places), pieces=options.term_pieces
+    )
     first = dataclasses.replace(first, case=case_of(source) if options.case else "")
     return _by_ways(first, (chain[0],) * len(found))
 
