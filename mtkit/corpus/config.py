@@ -25,9 +25,9 @@ LEGACY_CORPUS = "train"  # the one corpus of a section without [[preprocess.corp
 @dataclass
 class CleaningConfig:
     """How a training corpus is cleaned. Each field is a key of [preprocess] (the run's cleaning) and of a corpus's
-    [[preprocess.corpora]] table (that corpus's own, the run's where it sets none), and, where it has a help text,
-    a `mtkit preprocess` flag. A message begins with the field's name; the config holding this one puts its place
-    before it (preprocess.max_len, corpus NAME: max_len)."""
+    [[preprocess.corpora]] table (that corpus's own, the run's where it sets none), and, but min_len, a `mtkit
+    preprocess` flag whose help is the field's. A message begins with the field's name; the config holding this one
+    puts its place before it (preprocess.max_len, corpus NAME: max_len)."""
 
     max_len: int = field(default=256, metadata={"help": "Drop training pairs longer than this (pieces)."})
     max_ratio: float = field(
@@ -52,7 +52,9 @@ class CleaningConfig:
             "pip install -e '.[langid]')."
         },
     )
-    min_len: int = 1  # a recipe key only: without a help text it is no flag
+    min_len: int = field(  # a recipe key only: no flag
+        default=1, metadata={"help": "Drop training pairs shorter than this (pieces)."}
+    )
 
     def __post_init__(self) -> None:
         self.max_ratio = float(self.max_ratio)  # a TOML table may spell it 2
@@ -82,8 +84,16 @@ class PreprocessConfig:
     valid: str | dict[str, str] | None = field(default=None, metadata={"help": "Validation PREFIX (never filtered)."})
     # Each prefix's basename becomes the split name (+ ".src-tgt").
     test: list[str] = field(default_factory=list, metadata={"help": "Test PREFIX (repeatable; never filtered)."})
-    corpora: list[dict[str, Any]] = field(default_factory=list)  # [[preprocess.corpora]]: see CorpusConfig
-    language_tokens: str = "auto"  # >>xx<< at the start of every source: auto, always or never
+    corpora: list[dict[str, Any]] = field(  # [[preprocess.corpora]]: see CorpusConfig
+        default_factory=list, metadata={"help": "The training corpora, each a table of CorpusConfig's keys."}
+    )
+    language_tokens: str = field(
+        default="auto",
+        metadata={
+            "help": ">>xx<< at the start of every source: auto (when the corpora have more than one target "
+            "language), always or never."
+        },
+    )
     # A hub name or local dir, `translation` column (as wmt/wmt14).
     hf_dataset: str | None = field(
         default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."}
@@ -94,7 +104,10 @@ class PreprocessConfig:
         default=None,
         metadata={"help": "Where datasets downloads and caches the corpus (default: its own, ~/.cache/huggingface)."},
     )
-    hf_splits: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_HF_SPLITS))  # ours -> HF's
+    hf_splits: dict[str, str] = field(
+        default_factory=lambda: dict(DEFAULT_HF_SPLITS),
+        metadata={"help": "Our split name -> the Hugging Face dataset's (train, valid, test)."},
+    )
     vocab_size: int = field(default=8000, metadata={"help": "Joint sentencepiece BPE vocabulary size."})
     character_coverage: float = field(default=1.0, metadata={"help": "sentencepiece character coverage."})
     input_sentence_size: int = field(
@@ -109,10 +122,12 @@ class PreprocessConfig:
     )
     # The run's cleaning. Its keys stand flat in [preprocess] and in manifest.json's "options" (manifest_options),
     # here, between spm_model and workers, as before CleaningConfig held them.
-    cleaning: CleaningConfig = field(default_factory=CleaningConfig)
+    cleaning: CleaningConfig = field(
+        default_factory=CleaningConfig, metadata={"help": "How the training corpora are cleaned (CleaningConfig)."}
+    )
     workers: int = field(default=1, metadata={"help": "Encoding worker processes."})
     on_bad_utf8: str = field(default="error", metadata={"help": "Undecodable bytes in the text: error or replace."})
-    seed: int = 1
+    seed: int = field(default=1, metadata={"help": "Random seed of sentencepiece's training and the alignments."})
 
     def __post_init__(self) -> None:
         self.test = list(self.test)
@@ -149,17 +164,34 @@ class CorpusConfig:
     """One training corpus ([[preprocess.corpora]]): its text (a file prefix or a Hugging Face split), its direction,
     its sampling weight, an optional tag put at the start of each of its sources, and its cleaning."""
 
-    name: str
-    source_lang: str
-    target_lang: str
-    train: str | None = None  # file prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz (or a glob)
-    hf_dataset: str | None = None
-    hf_config: str | None = None
-    hf_split: str = "train"
-    # Its share of each epoch (mtkit.corpus.mixing); `mtkit train` may change it without preprocessing again.
-    weight: float = 1.0
-    tag: str | None = None  # e.g. "<bt>" for back-translated text: one piece of the vocabulary
-    cleaning: CleaningConfig = field(default_factory=CleaningConfig)  # its table's keys stand flat beside the others
+    name: str = field(metadata={"help": "The corpus's name (letters, digits, _ and -): its split is train.NAME."})
+    source_lang: str = field(metadata={"help": "Source language suffix, e.g. en."})
+    target_lang: str = field(metadata={"help": "Target language suffix, e.g. de."})
+    train: str | None = field(
+        default=None,
+        metadata={
+            "help": "File prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz (or a glob); or give "
+            "hf_dataset."
+        },
+    )
+    hf_dataset: str | None = field(
+        default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."}
+    )
+    hf_config: str | None = field(default=None, metadata={"help": "HuggingFace config (e.g. de-en)."})
+    hf_split: str = field(default="train", metadata={"help": "The Hugging Face dataset's split to read."})
+    # `mtkit train` may change it without preprocessing again.
+    weight: float = field(default=1.0, metadata={"help": "Its share of each epoch (mtkit.corpus.mixing)."})
+    tag: str | None = field(
+        default=None,
+        metadata={
+            "help": 'A piece put at the start of each of its sources, e.g. "<bt>" for back-translated text: one '
+            "piece of the vocabulary."
+        },
+    )
+    cleaning: CleaningConfig = field(  # its table's keys stand flat beside the others
+        default_factory=CleaningConfig,
+        metadata={"help": "How it is cleaned (CleaningConfig; the section's where it sets none)."},
+    )
 
     def __post_init__(self) -> None:
         _check_name(self.name)

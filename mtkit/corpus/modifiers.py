@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,13 +32,26 @@ class ModifiersConfig:
     (~4x the pieces) or merged (2-3x) lines made it 1.4-2x slower to train on the Multi30k small recipe, and on a
     CPU budget of minutes that cost more updates than the modifiers gave. typos and remove_end_punct draw per line."""
 
-    upper_case: float = 0.0  # both sides in capitals
-    # Both sides: each space-separated word's first character upper-cased and the rest kept as it is, as OpusTrainer's
-    # TitleCase does (not str.title(), which lower-cases the rest: "iPhone" becomes "IPhone", not "Iphone").
-    title_case: float = 0.0
-    typos: float = 0.0  # the source only: one to three character typos (add_typos)
-    remove_end_punct: float = 0.0  # both sides lose their final punctuation when both end with the same kind
-    merge: float = 0.0  # the pair joined with the next one or two pairs of its batch: two or three sentences a line
+    upper_case: float = field(default=0.0, metadata={"help": "Both sides in capitals."})
+    # Not str.title(), which lower-cases the rest: "iPhone" becomes "IPhone", not "Iphone".
+    title_case: float = field(
+        default=0.0,
+        metadata={
+            "help": "Both sides: each space-separated word's first character upper-cased and the rest kept as it is, "
+            "as OpusTrainer's TitleCase does."
+        },
+    )
+    typos: float = field(default=0.0, metadata={"help": "The source only: one to three character typos."})
+    remove_end_punct: float = field(
+        default=0.0,
+        metadata={"help": "Both sides lose their final punctuation when both end with the same kind."},
+    )
+    merge: float = field(
+        default=0.0,
+        metadata={
+            "help": "The pair joined with the next one or two pairs of its batch: two or three sentences a line."
+        },
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):

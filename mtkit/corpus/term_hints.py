@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mtkit.errors import check
@@ -37,9 +37,14 @@ class TermHintsConfig:
     `max_terms` aligned source spans each; a `replace` share of the spans has its target in place of the source
     words instead (no pieces), which teaches copying a target written in the source verbatim."""
 
-    probability: float = 0.0
-    max_terms: int = 2
-    replace: float = 0.1
+    probability: float = field(
+        default=0.0, metadata={"help": "The probability that a training pair gets hints (0: off)."}
+    )
+    max_terms: int = field(default=2, metadata={"help": "Aligned source spans hinted in a pair: one to this (1-3)."})
+    replace: float = field(
+        default=0.1,
+        metadata={"help": "The share of the spans whose target takes the source words' place instead (no pieces)."},
+    )
 
     def __post_init__(self) -> None:
         self.probability, self.replace = float(self.probability), float(self.replace)

@@ -10,7 +10,7 @@ Imports torch and mtkit.errors (a bad ModelConfig value is a UserError) only: no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -54,30 +54,40 @@ _CHOICES = {
 
 @dataclass
 class ModelConfig:
-    """Sizes and options of the Transformer; the defaults are the paper's base model."""
+    """Sizes and options of the Transformer, each a [model] recipe key; the defaults are the paper's base model."""
 
-    vocab_size: int = 8000
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 2048
-    encoder_layers: int = 6
-    decoder_layers: int = 6
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    activation_dropout: float = 0.0
-    norm: str = "post"  # "post" (the paper) or "pre" (adds a final LayerNorm to each stack)
-    positions: str = "sinusoidal"  # or "learned"
-    max_positions: int = 1024
-    share_embeddings: str = "all"  # "all": src = tgt = output; "decoder": tgt = output; "none"
-    pad_id: int = 0
-    bos_id: int = 2
-    eos_id: int = 3
+    vocab_size: int = field(
+        default=8000, metadata={"help": "Vocabulary size: the source's, and the target's unless tgt_vocab_size."}
+    )
+    d_model: int = field(default=512, metadata={"help": "Width of the embeddings and of every layer's output."})
+    n_heads: int = field(default=8, metadata={"help": "Attention heads (d_model divisible by it)."})
+    d_ff: int = field(default=2048, metadata={"help": "Width of the feed-forward layers' inner layer."})
+    encoder_layers: int = field(default=6, metadata={"help": "Encoder layers."})
+    decoder_layers: int = field(default=6, metadata={"help": "Decoder layers."})
+    dropout: float = field(default=0.1, metadata={"help": "Dropout on the embeddings and each sublayer's output."})
+    attention_dropout: float = field(default=0.0, metadata={"help": "Dropout on the attention weights."})
+    activation_dropout: float = field(default=0.0, metadata={"help": "Dropout after the feed-forward activation."})
+    norm: str = field(
+        default="post", metadata={"help": '"post" (the paper) or "pre" (adds a final LayerNorm to each stack).'}
+    )
+    positions: str = field(default="sinusoidal", metadata={"help": 'Position embeddings: "sinusoidal" or "learned".'})
+    max_positions: int = field(default=1024, metadata={"help": "Longest sequence the model takes (tokens)."})
+    share_embeddings: str = field(
+        default="all", metadata={"help": '"all": src = tgt = output; "decoder": tgt = output; "none".'}
+    )
+    pad_id: int = field(default=0, metadata={"help": "The padding token's id."})
+    bos_id: int = field(default=2, metadata={"help": "The beginning-of-sentence token's id."})
+    eos_id: int = field(default=3, metadata={"help": "The end-of-sentence token's id."})
     # Options that models trained elsewhere need (Marian's opus-mt: mtkit.huggingface.convert); the defaults are the
     # paper's.
-    activation: str = "relu"  # the FFN's: "relu" (the paper) or "swish" (SiLU)
-    output_bias: bool = False  # a bias on the pre-softmax projection
-    decoder_start_id: int | None = None  # the decoder's first input token; None: bos_id
-    tgt_vocab_size: int | None = None  # target embedding and output size; None: vocab_size
+    activation: str = field(default="relu", metadata={"help": 'The FFN\'s: "relu" (the paper) or "swish" (SiLU).'})
+    output_bias: bool = field(default=False, metadata={"help": "A bias on the pre-softmax projection."})
+    decoder_start_id: int | None = field(
+        default=None, metadata={"help": "The decoder's first input token (None: bos_id)."}
+    )
+    tgt_vocab_size: int | None = field(
+        default=None, metadata={"help": "Target embedding and output size (None: vocab_size)."}
+    )
 
     @property
     def start_id(self) -> int:

@@ -36,42 +36,77 @@ class TrainRecipe(Protocol):
 
 @dataclass
 class TrainConfig:
-    seed: int = 1
-    label_smoothing: float = 0.1
-    precision: str = "fp32"  # auto: bf16 where the device runs it natively, else fp32 (mtkit.model.precision)
-    lr: float = 1e-3  # peak learning rate (derived from d_model and warm-up when lr_schedule = "noam")
-    lr_schedule: str = "inverse_sqrt"
-    warmup_steps: int = 4000
+    """How to train: each field is a [train] recipe key, and where `mtkit train` has the option, its help comes from
+    here (metadata "help")."""
+
+    seed: int = field(
+        default=1, metadata={"help": "Random seed of the run: initial weights, batch order, dropout, the text's draws."}
+    )
+    label_smoothing: float = field(default=0.1, metadata={"help": "Label smoothing of the cross-entropy."})
+    precision: str = field(
+        default="fp32",
+        metadata={
+            "help": "fp32, bf16, fp16 or auto: bf16 where the device runs it natively, else fp32 "
+            "(mtkit.model.precision)."
+        },
+    )
+    lr: float = field(
+        default=1e-3,
+        metadata={"help": 'Peak learning rate (derived from d_model and warm-up when lr_schedule = "noam").'},
+    )
+    lr_schedule: str = field(
+        default="inverse_sqrt",
+        metadata={"help": "The learning-rate schedule: inverse_sqrt, noam, linear, cosine or wsd."},
+    )
+    warmup_steps: int = field(default=4000, metadata={"help": "Updates of linear warm-up to the peak rate."})
     # Budget schedules (BUDGET_SCHEDULES): wsd's decay is the budget's last decay_fraction (of max_steps, or of
     # max_time_minutes, decided when the remaining time says so); the rate at the budget's end is lr_floor x lr.
-    decay_fraction: float = 0.2
-    lr_floor: float = 0.0
+    decay_fraction: float = field(
+        default=0.2, metadata={"help": "wsd: the decay's share of the budget (of max_steps or max_time_minutes)."}
+    )
+    lr_floor: float = field(default=0.0, metadata={"help": "Budget schedules: the rate at the budget's end, x lr."})
     # Budget schedules: the end-of-run average takes only the checkpoints of the budget's end (wsd: its decay; linear
     # and cosine: the last decay_fraction), at most average_last of them; false: the last average_last whatever.
-    average_budget_end: bool = True
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-9
-    weight_decay: float = 0.0
-    clip_norm: float = 0.0
-    max_tokens: int = 4096
-    update_freq: int = 1
+    average_budget_end: bool = field(
+        default=True,
+        metadata={
+            "help": "Budget schedules: average only the checkpoints of the budget's end (at most average_last); "
+            "false: the last average_last whatever."
+        },
+    )
+    adam_betas: tuple[float, float] = field(default=(0.9, 0.98), metadata={"help": "Adam's beta1 and beta2."})
+    adam_eps: float = field(default=1e-9, metadata={"help": "Adam's epsilon."})
+    weight_decay: float = field(default=0.0, metadata={"help": "Adam's weight decay (L2, 0: none)."})
+    clip_norm: float = field(default=0.0, metadata={"help": "Clip the gradient norm to this (0: no clipping)."})
+    max_tokens: int = field(default=4096, metadata={"help": "Tokens per batch, padding counted."})
+    update_freq: int = field(default=1, metadata={"help": "Batches accumulated into one update."})
     max_steps: int = field(default=0, metadata={"help": "Stop after this many updates."})  # 0: no limit
     max_epochs: int = field(default=0, metadata={"help": "Stop after this many epochs."})
     max_time_minutes: float = field(default=0.0, metadata={"help": "Stop after this many minutes of training."})
-    save_interval_steps: int = 0
-    save_interval_minutes: float = 10.0
-    keep_last: int = 5
-    average_last: int = 5
-    valid_interval_steps: int = 0  # 0: validate only at the end
-    valid_bleu: bool = False
-    patience: int = 0  # validations without improvement before stopping; 0: never
+    save_interval_steps: int = field(default=0, metadata={"help": "Save a checkpoint every N updates (0: never)."})
+    save_interval_minutes: float = field(
+        default=10.0, metadata={"help": "Save a checkpoint every this many minutes (0: never)."}
+    )
+    keep_last: int = field(default=5, metadata={"help": "Full checkpoints kept (the newest)."})
+    average_last: int = field(default=5, metadata={"help": "Checkpoints averaged at the end of the run."})
+    valid_interval_steps: int = field(
+        default=0, metadata={"help": "Validate every N updates (0: validate only at the end)."}
+    )
+    valid_bleu: bool = field(default=False, metadata={"help": "Also decode the validation set and score its BLEU."})
+    patience: int = field(default=0, metadata={"help": "Validations without improvement before stopping (0: never)."})
     log_interval: int = field(default=50, metadata={"help": "Log every N updates (train.log_interval)."})
-    compile: bool = False
-    device: str = "auto"
-    threads: int = 0  # 0: torch's default (OMP_NUM_THREADS)
-    max_bad_steps: int = 5  # consecutive non-finite / out-of-memory updates before giving up
+    compile: bool = field(default=False, metadata={"help": "Run the model through torch.compile."})
+    device: str = field(
+        default="auto", metadata={"help": "auto (this rank's GPU when CUDA is available, else the CPU), cuda or cpu."}
+    )
+    threads: int = field(default=0, metadata={"help": "CPU threads (0: torch's default, OMP_NUM_THREADS)."})
+    max_bad_steps: int = field(
+        default=5, metadata={"help": "Consecutive non-finite or out-of-memory updates before giving up."}
+    )
     # How long a rank waits in a collective for the others (checkpoint writes and BLEU decoding happen meanwhile).
-    dist_timeout_minutes: float = 30.0
+    dist_timeout_minutes: float = field(
+        default=30.0, metadata={"help": "Minutes a rank waits in a collective for the others."}
+    )
     # Fine-tuning: a run directory or checkpoint whose weights a fresh run starts from (fresh optimizer, schedule
     # and step count); "" trains from random weights. A run that has checkpoints resumes and ignores it.
     init_from: str = field(
@@ -82,7 +117,10 @@ class TrainConfig:
             "sentencepiece model and architecture required. Ignored when --save-dir has checkpoints: that run resumes."
         },
     )
-    ddp_bf16_compress: bool = False  # all-reduce gradients in bf16 across ranks: half the traffic, bf16 rounding
+    ddp_bf16_compress: bool = field(
+        default=False,
+        metadata={"help": "All-reduce gradients in bf16 across ranks: half the traffic, bf16 rounding."},
+    )
     # TensorBoard event files of metrics.jsonl's scalars (rank 0); needs mtkit[tensorboard].
     tensorboard_dir: str = field(
         default="",
@@ -94,13 +132,21 @@ class TrainConfig:
     # Several training corpora (mtkit.corpus.mixing): each epoch's share by corpus weight, or by temperature over
     # language pairs; corpus_weights replaces the weights of the recipe's [[preprocess.corpora]] and of the data's
     # manifest.
-    sampling: str = "weights"
-    sampling_temperature: float = 1.0
-    corpus_weights: dict[str, float] = field(default_factory=dict)
+    sampling: str = field(
+        default="weights",
+        metadata={"help": "Each epoch's share of several corpora: weights (by corpus weight) or temperature."},
+    )
+    sampling_temperature: float = field(
+        default=1.0, metadata={"help": "sampling = temperature: the temperature over language pairs."}
+    )
+    corpus_weights: dict[str, float] = field(
+        default_factory=dict,
+        metadata={"help": "Corpus name -> weight, over the recipe's [[preprocess.corpora]] and the data's manifest."},
+    )
     # Subword regularization (mtkit.corpus.subword_sampling): BPE-dropout's probability, 0 off (Provilkov et al. 2020
     # use 0.1), on both sides or the source only.
-    subword_alpha: float = 0.0
-    subword_sides: str = "both"
+    subword_alpha: float = field(default=0.0, metadata={"help": "BPE-dropout's probability (0: off)."})
+    subword_sides: str = field(default="both", metadata={"help": "BPE-dropout on both sides or the source only."})
 
     def __post_init__(self) -> None:
         # Imported here: the module itself imports no torch or numpy, so the CLI reads the fields' help without them.

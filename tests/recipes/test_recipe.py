@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.corpus.config import CleaningConfig, PreprocessConfig, corpus_configs
+from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, corpus_configs
+from mtkit.corpus.modifiers import ModifiersConfig
+from mtkit.corpus.term_hints import TermHintsConfig
 from mtkit.errors import UserError
-from mtkit.recipe import parse_override, resolve_recipe
+from mtkit.model.transformer import ModelConfig
+from mtkit.recipe import SECTIONS, parse_override, resolve_recipe
+from mtkit.search.config import TranslateConfig
+from mtkit.training.config import TrainConfig
 from tests.conftest import ROOT
 
 RECIPES = ROOT / "recipes"
@@ -161,6 +166,25 @@ def test_unknown_key_lists_valid_ones(tmp_path: Path) -> None:
         parse_override("optim.lr=1")
     assert parse_override("model.norm=pre") == ("model", "norm", "pre")
     assert resolve_recipe(None, "tiny", ["train.adam_betas=(0.9, 0.997)"]).train.adam_betas == (0.9, 0.997)
+
+
+# Each section's config, and the configs whose keys stand in a section: CleaningConfig's flat in [preprocess] and in
+# each [[preprocess.corpora]] table, CorpusConfig's in those tables.
+SECTION_CONFIGS = {
+    "preprocess": PreprocessConfig,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "translate": TranslateConfig,
+    "modifiers": ModifiersConfig,
+    "term_hints": TermHintsConfig,
+}
+
+
+@pytest.mark.parametrize("cls", [*SECTION_CONFIGS.values(), CleaningConfig, CorpusConfig], ids=lambda cls: cls.__name__)
+def test_every_recipe_key_has_a_help_text(cls: type) -> None:
+    """Each key of a recipe says what it sets in its field's metadata "help", as the CLI's options read it."""
+    assert set(SECTION_CONFIGS) == set(SECTIONS)
+    assert [f.name for f in dataclasses.fields(cls) if not f.metadata.get("help")] == []
 
 
 def test_cli_bad_recipe_is_one_line(tmp_path: Path) -> None:
