@@ -168,6 +168,21 @@ def preprocess_slice(
     return out
 
 
+def preprocess_hinted(out: Path, src_dir: Path, train_pairs: int, vocab_size: int = 1000) -> Path:
+    """The first `train_pairs` Multi30k train pairs (and 50 valid pairs) preprocessed for term hints: a sentencepiece
+    model of their own with the reserved pieces, each pair aligned (needs eflomal: mtkit[align])."""
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
+
+    raw = out.parent / f"{out.name}-raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    write_slice(src_dir, "train", raw / "train", train_pairs)
+    write_slice(src_dir, "val", raw / "valid", 50)
+    cfg = PreprocessConfig("en", "de", train=str(raw / "train"), valid=str(raw / "valid"), vocab_size=vocab_size)
+    preprocess(cfg, out, term_hints=True)
+    return out
+
+
 @pytest.fixture(scope="session")
 def small_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, multi30k_spm: Path) -> Path:
     """2,000 train / 200 valid Multi30k pairs, binarized with the vocab-1000 model."""

@@ -12,30 +12,21 @@ from pathlib import Path
 import pytest
 
 from mtkit.corpus.alignments import AlignConfig
+from mtkit.corpus.binarized import ParallelData, training_corpora
 from mtkit.corpus.config import PreprocessConfig
 from mtkit.corpus.preprocess import preprocess
 from mtkit.corpus.term_alignments import TermLinks, complete, ensure_alignments, links_paths
 from mtkit.corpus.term_hints import TERM_PIECES, term_pieces, tokens
 from mtkit.errors import UserError
 from mtkit.tokenizer import Tokenizer
-from tests.conftest import write_slice
+from tests.conftest import preprocess_hinted, write_slice
 
 pytest.importorskip("eflomal")
 
 
-def hinted_data(out: Path, multi30k: Path, pairs: int = 600, **options: object) -> Path:
-    raw = out.parent / f"{out.name}-raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    write_slice(multi30k, "train", raw / "train", pairs)
-    write_slice(multi30k, "val", raw / "valid", 50)
-    cfg = PreprocessConfig("en", "de", train=str(raw / "train"), valid=str(raw / "valid"), vocab_size=700, **options)
-    preprocess(cfg, out, term_hints=True)
-    return out
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
-    return hinted_data(tmp_path_factory.mktemp("hinted") / "data", multi30k)
+    return preprocess_hinted(tmp_path_factory.mktemp("hinted") / "data", multi30k, 600, vocab_size=700)
 
 
 def test_pieces_reserved_and_every_pair_aligned_within_its_tokens(data: Path) -> None:
@@ -43,11 +34,8 @@ def test_pieces_reserved_and_every_pair_aligned_within_its_tokens(data: Path) ->
     assert manifest["term_pieces"] == list(TERM_PIECES)
     tokenizer = Tokenizer.load(data / "spm.model")
     assert term_pieces(tokenizer) == TERM_PIECES
-    entry = manifest["corpora"]["train"] if "corpora" in manifest else {"split": "train", **manifest["splits"]["train"]}
-    assert complete(data, {**entry, "source_lang": "en", "target_lang": "de"}, AlignConfig(seed=1))
+    assert complete(data, training_corpora(manifest)["train"], AlignConfig(seed=1))
     links = TermLinks(data, manifest)
-    from mtkit.corpus.binarized import ParallelData
-
     train = ParallelData.open(data, "train", "en", "de")
     linked = 0
     for i in range(len(train)):
