@@ -4,6 +4,7 @@ tests/data/run-0681275 is a tiny model (the `tiny` preset, 500 updates on 6,000 
 trained by mtkit at commit 0681275, before the package was regrouped into subpackages; expected/ holds what that
 commit printed for the first 40 test_2016_flickr sources. Those outputs were the same on the AVX-512 and the
 forced-AVX2 kernels and at 1 and 2 threads (AMD EPYC, 2026-11-26); printed scores are compared within 1e-3.
+Since 2026-11-28 a line's best is guarded by default (`--no-guard` gives the raw model's, as that commit printed it).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def old_run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "name, options",
     [
-        ("beam4", []),
-        ("greedy", ["--beam", "1"]),
+        ("beam4", ["--no-guard"]),
+        ("greedy", ["--beam", "1", "--no-guard"]),
         ("nbest", ["--nbest", "2", "--scores"]),
     ],
 )
@@ -41,6 +42,20 @@ def test_an_old_run_translates_as_it_did(old_run: Path, name: str, options: list
     result = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en", *options)
     assert result.returncode == 0, result.stderr
     assert_same_output(result.stdout, (EXPECTED / f"{name}.de").read_text(encoding="utf-8"))
+
+
+@pytest.mark.exactness
+def test_the_guard_changes_the_lines_it_counts_and_answers_as_split_sentences(old_run: Path) -> None:
+    """Guarded by default, the old run's output is its raw one but for the lines the guard's summary counts (this
+    tiny model retries one and tames one runaway of 40), and each line is what --split-sentences gives it."""
+    result = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en")
+    split = run_mtkit_in_process("translate", old_run, "-i", EXPECTED / "input.en", "--split-sentences", "-q")
+    assert result.returncode == split.returncode == 0, result.stderr + split.stderr
+    raw = (EXPECTED / "beam4.de").read_text(encoding="utf-8").splitlines()
+    changed = sum(a != b for a, b in zip(result.stdout.splitlines(), raw, strict=True))
+    assert "40 sentences, 1 retried, 0 kept, 1 tamed" in result.stderr
+    assert changed == 2
+    assert result.stdout == split.stdout
 
 
 def assert_same_output(found: str, expected: str) -> None:
@@ -58,7 +73,9 @@ def assert_same_output(found: str, expected: str) -> None:
 @pytest.mark.exactness
 def test_an_old_run_exports_to_ctranslate2_and_translates_as_it_did(old_run: Path) -> None:
     pytest.importorskip("ctranslate2")
-    result = run_mtkit_in_process("translate", old_run, "--engine", "ctranslate2", "-i", EXPECTED / "input.en")
+    result = run_mtkit_in_process(
+        "translate", old_run, "--engine", "ctranslate2", "--no-guard", "-i", EXPECTED / "input.en"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == (EXPECTED / "ct2.de").read_text(encoding="utf-8")
 

@@ -86,6 +86,13 @@ def translate(
         help="Translate a line in capitals or Title Case in sentence case and give it the line's case back; "
         "--no-case sends lines as they are (the raw model).",
     ),
+    guard: bool = typer.Option(
+        True,
+        "--guard/--no-guard",
+        help="Check each line's best translation as --split-sentences does (an empty or runaway one, or one far "
+        "shorter than its source, retried) and count what the guard did; --no-guard gives the raw model's best "
+        "(with --nbest or --prefix-file the lines are never guarded).",
+    ),
     shard: str | None = SHARD,
     overwrite: bool = OVERWRITE_SHARD,
 ) -> None:
@@ -105,6 +112,7 @@ def translate(
         not split_sentences or (nbest == 1 and prefix_file is None),
         "--split-sentences translates each sentence's best: drop --nbest and --prefix-file, or --split-sentences",
     )
+    check(guard or not split_sentences, "--split-sentences always guards its sentences: drop --no-guard")
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     # The search options left at None keep the run's recipe; the others (sampling, nbest) override it.
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))
@@ -117,7 +125,10 @@ def translate(
 
         translator = load_translator(model, engine_cfg, search)
     lines = split_options(translator, source_lang, split_sentences, **terms)
-    split, plain = (lines, None) if split_sentences else (None, lines)
+    # A line's best alone goes the split path's way, one segment a line, so that mtkit serve answers a one-sentence
+    # request as this command translates its line; n-best rows and forced prefixes stay on the line path.
+    guarded = split_sentences or (guard and nbest == 1 and prefix_file is None)
+    split, plain = (lines, None) if guarded else (None, lines)
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
         from mtkit.console import log
@@ -128,6 +139,8 @@ def translate(
             options["ensemble_mode"] = ensemble_mode
         if glossary or protect or not protect_default or not case:  # only when set, as ensemble_mode
             options |= {"glossary": str(glossary), "protect": protect, "protect_default": protect_default, "case": case}
+        if guarded and not split_sentences:  # a shard begun by the line path (--no-guard or before) is not resumed
+            options["guard"] = True
         summary = translate_shard(
             translator,
             input,
