@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 # Spellings that name another file than mtkit's, or no file: where, and why.
 ELSEWHERE = {
-    ("huggingface/marian.py", "config.json"): "a Hugging Face model directory's own config.json",
+    ("exports/marian.py", "config.json"): "a Hugging Face model directory's own config.json",
     ("cli/average_command.py", "checkpoints"): "a key of `mtkit average --json`",
 }
 

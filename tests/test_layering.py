@@ -39,14 +39,14 @@ ALLOWED: dict[str, set[str]] = {
     "corpus": SHARED,
     # runs.model rebuilds a checkpoint's model; runs.checkpoint never imports the model.
     "runs": SHARED | {"model"},
-    # A checkpoint read once for every export format, its directory checked; the CTranslate2 export. Below engines/:
-    # the CTranslate2 engine exports a run on first use.
-    "exports": SHARED | {"model", "search", "corpus", "runs"},
     "training": SHARED | {"model", "search", "corpus", "runs"},
+    # A checkpoint read once for every export format, its directory checked; the CTranslate2 and Hugging Face exports,
+    # the Marian import. Below engines/: the CTranslate2 engine exports a run on first use. training for its config
+    # only: an imported run's recipe carries TrainConfig's defaults, as a trained run's carries its values.
+    "exports": SHARED | {"model", "search", "corpus", "runs", "training"},
     "engines": SHARED | {"model", "search", "corpus", "runs", "text", "exports"},
     "bulk": SHARED | {"search", "corpus", "runs", "engines", "text", "documents"},
-    "huggingface": SHARED | {"model", "search", "runs", "training", "engines", "exports"},
-    "serve": SHARED | {"search", "engines", "text", "documents", "__init__"},
+    "serve": SHARED | {"search", "corpus", "engines", "text", "documents", "__init__"},
     "recipe": SHARED | {"model", "search", "corpus", "training"},
     "cli": {"*"},
     "__main__": {"cli"},
@@ -211,6 +211,7 @@ TORCH_FREE = (
     "search.config",
     "corpus.batching", "corpus.config", "corpus.plan", "corpus.sharding", "corpus.filters", "corpus.mixing",
     "corpus.subword_sampling", "corpus.modifiers", "corpus.term_hints", "corpus.shortlist", "corpus.shortlist_record",
+    "corpus.language_pairs",
     "runs.checkpoint_files",
     "exports.directory", "exports.ctranslate2_library",
     "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache",
@@ -229,11 +230,11 @@ TORCH_FREE = (
     "cli.export_command", "cli.import_command", "cli.serve_command", "cli.command", "cli.options", "cli.process",
     "training.config",
 )  # fmt: skip
-TORCH_PARTS = {"model", "training", "huggingface", "recipe"}
+TORCH_PARTS = {"model", "training", "recipe"}
 # The torch-free modules of a torch part: TrainConfig, whose fields' help the CLI reads.
 TORCH_FREE_IN_TORCH_PARTS = {"training.config"}
 TORCH_MODULES = {"search.beam", "search.step", "search.sampling", "engines.torch_engine", "exports.ctranslate2",
-                 "exports.source", "runs.model",
+                 "exports.source", "exports.huggingface", "exports.marian", "runs.model",
                  "corpus.binarized", "runs.checkpoint", "runs.directory"}  # fmt: skip
 
 

@@ -19,7 +19,8 @@ from mtkit.bulk.forced import CHUNK_PAIRS, PairScore, read_pairs, score_pairs
 from mtkit.bulk.resumable import ResumableOutputs
 from mtkit.bulk.shard_sets import Shard
 from mtkit.bulk.shards import ShardSpec, count_pairs, read_pair_chunks
-from mtkit.engines.contract import Translating, language_pair, language_pairs
+from mtkit.corpus.language_pairs import language_pairs
+from mtkit.engines.contract import Translating, language_pair
 from mtkit.errors import check
 from mtkit.files import atomic_write, file_identity, read_lines
 

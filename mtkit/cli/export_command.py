@@ -1,5 +1,5 @@
 """`mtkit export`: a trained model written for CTranslate2 (mtkit.exports.ctranslate2) or Hugging Face
-transformers (mtkit.huggingface.convert); registered on the app by mtkit.cli.main. The summary on stdout (JSON with
+transformers (mtkit.exports.huggingface); registered on the app by mtkit.cli.main. The summary on stdout (JSON with
 --json).
 """
 
@@ -31,7 +31,7 @@ def export(
     check(to in ("ctranslate2", "huggingface"), f"--to {to}: supported formats: ctranslate2, huggingface")
     check(to == "ctranslate2" or quantization is None, "--quantization applies to --to ctranslate2 only")
     if to == "huggingface":
-        from mtkit.huggingface.convert import export_huggingface
+        from mtkit.exports.huggingface import export_huggingface
 
         result = export_huggingface(model, out, score_json)
         made_with = f"transformers {result['transformers']}"

@@ -1,5 +1,5 @@
 """`mtkit import`: a Hugging Face Marian model (an opus-mt model) as an mtkit run directory
-(mtkit.huggingface.convert); registered on the app by mtkit.cli.main. The summary on stdout (JSON with --json).
+(mtkit.exports.huggingface); registered on the app by mtkit.cli.main. The summary on stdout (JSON with --json).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def import_model(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Import a Marian model as a run directory that translate, serve, export and train --init-from use."""
-    from mtkit.huggingface.convert import import_huggingface
+    from mtkit.exports.huggingface import import_huggingface
 
     result = import_huggingface(source, out)
     emit(

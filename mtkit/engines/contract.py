@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mtkit.console import warn
+from mtkit.corpus.language_pairs import language_pairs
 from mtkit.engines.output import best_lines
 from mtkit.errors import check
 from mtkit.search.config import Hypothesis, TranslateConfig
@@ -246,22 +247,6 @@ def language_pair(translator: Translating) -> tuple[str, str] | None:
     manifest = translator.info.get("manifest", {})
     source, target = manifest.get("source_lang"), manifest.get("target_lang")
     return (source.lower(), target.lower()) if source and target else None
-
-
-def language_pairs(tokenizer: Tokenizer, manifest: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every (source, target) a model translates, lower-cased: its data's corpora's (else its "pairs", "en-de"), else
-    its source language into each code of its vocabulary, else the manifest's one pair; [] when the data names none."""
-    corpora = manifest.get("corpora") or {}
-    if corpora:  # each corpus's own codes: a code may hold a hyphen (zh-Hans), which a "pairs" string cannot tell
-        return sorted({(c["source_lang"].lower(), c["target_lang"].lower()) for c in corpora.values()})
-    if manifest.get("pairs"):
-        halves = [pair.lower().partition("-") for pair in manifest["pairs"]]
-        return sorted({(source, target) for source, _, target in halves})
-    source, target = manifest.get("source_lang"), manifest.get("target_lang")
-    codes = tokenizer.language_codes()
-    if source and codes:
-        return [(source.lower(), code.lower()) for code in codes]
-    return [(source.lower(), target.lower())] if source and target else []
 
 
 def length_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:

@@ -78,7 +78,7 @@ class ModelConfig:
     pad_id: int = field(default=0, metadata={"help": "The padding token's id."})
     bos_id: int = field(default=2, metadata={"help": "The beginning-of-sentence token's id."})
     eos_id: int = field(default=3, metadata={"help": "The end-of-sentence token's id."})
-    # Options that models trained elsewhere need (Marian's opus-mt: mtkit.huggingface.convert); the defaults are the
+    # Options that models trained elsewhere need (Marian's opus-mt: mtkit.exports.huggingface); the defaults are the
     # paper's.
     activation: str = field(default="relu", metadata={"help": 'The FFN\'s: "relu" (the paper) or "swish" (SiLU).'})
     output_bias: bool = field(default=False, metadata={"help": "A bias on the pre-softmax projection."})

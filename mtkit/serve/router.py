@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from mtkit.engines.contract import Translating, encode_texts, language_pairs, source_codes
+from mtkit.corpus.language_pairs import language_pairs
+from mtkit.engines.contract import Translating, encode_texts, source_codes
 from mtkit.engines.output import best_lines
 from mtkit.engines.splitting import outputs_of, token_counter
 from mtkit.errors import UserError, check

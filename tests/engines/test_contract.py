@@ -1,5 +1,5 @@
 """mtkit.engines.contract's source encoding for multilingual models: the target's code id first, a line's own code kept,
-the errors that name the languages a model knows; the language pairs a model translates. Real tokenizers, no model."""
+the errors that name the languages a model knows. Real tokenizers, no model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.engines.contract import check_target_lang, encode_sources, language_pairs, source_codes
+from mtkit.engines.contract import check_target_lang, encode_sources, source_codes
 from mtkit.errors import UserError
 from mtkit.tokenizer import TableTokenizer, Tokenizer
 
@@ -89,22 +89,3 @@ def test_target_lang_on_a_model_without_codes_must_be_the_target_its_data_names(
     with pytest.raises(UserError, match="its data names no target language"):
         check_target_lang(plain, "fr", {})
     assert encode_sources(plain, ["A cat."], 100, target_lang="de") == plain.encode(["A cat."])
-
-
-def test_language_pairs_from_the_data_else_the_source_into_each_code(codes: Tokenizer, multi30k_spm: Path) -> None:
-    assert language_pairs(codes, {"source_lang": "en", "target_lang": "de", "pairs": ["en-de", "EN-FR"]}) == [
-        ("en", "de"),
-        ("en", "fr"),
-    ]
-    corpora = {
-        "news": {"source_lang": "en", "target_lang": "zh-Hans"},
-        "web": {"source_lang": "EN", "target_lang": "de"},
-    }
-    assert language_pairs(codes, {"pairs": ["en-zh-Hans", "en-de"], "corpora": corpora}) == [
-        ("en", "de"),
-        ("en", "zh-hans"),
-    ]
-    assert language_pairs(codes, {"source_lang": "en", "target_lang": "mul"}) == [("en", "de"), ("en", "fr")]
-    plain = Tokenizer.load(multi30k_spm)
-    assert language_pairs(plain, {"source_lang": "EN", "target_lang": "de"}) == [("en", "de")]
-    assert language_pairs(plain, {}) == []

@@ -408,7 +408,7 @@ def test_dropout_rate_scale_and_eval_identity() -> None:
     assert Dropout(0.0)(x) is x
 
 
-# Options of models trained elsewhere (mtkit.huggingface.convert): swish, output bias, decoder start, target vocabulary
+# Options of models trained elsewhere (mtkit.exports.huggingface): swish, output bias, decoder start, target vocabulary
 
 
 def test_added_options_defaults_are_the_checkpoint_defaults() -> None:

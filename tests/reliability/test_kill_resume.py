@@ -1,7 +1,7 @@
 """kill -9 at random points of a training run, then the same command again: it resumes from the newest
 complete checkpoint, no checkpoint under its final name is ever corrupt, and the final parameters are
 bit-identical to an uninterrupted run (float32 CPU, dropout on). A fine-tuning run (--init-from) killed and
-resumed: tests/huggingface/test_convert.py::test_fine_tuning_resumes_exactly_after_kill9."""
+resumed: tests/exports/test_huggingface.py::test_fine_tuning_resumes_exactly_after_kill9."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hugging Face `transformers` Marian models (MarianMTModel + MarianTokenizer, the opus-mt family) to and from mtkit.
 
 Export writes a run's model as a directory `MarianMTModel.from_pretrained` and `MarianTokenizer.from_pretrained`
-load; import turns such a directory into an mtkit run directory. The mapping itself is mtkit.huggingface.marian's. No
+load; import turns such a directory into an mtkit run directory. The mapping itself is mtkit.exports.marian's. No
 training code here.
 """
 
@@ -14,8 +14,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from mtkit.engines.contract import language_pairs
+from mtkit.corpus.language_pairs import language_pairs
 from mtkit.errors import check
+from mtkit.exports.marian import (
+    build_marian,
+    check_exportable,
+    from_marian_state,
+    import_transformers,
+    load_marian,
+    read_vocab,
+)
 from mtkit.exports.source import read_for_export
 from mtkit.file_names import (
     CHECKPOINT_DIR,
@@ -27,14 +35,6 @@ from mtkit.file_names import (
     SPM_NAME,
 )
 from mtkit.files import atomic_directory
-from mtkit.huggingface.marian import (
-    build_marian,
-    check_exportable,
-    from_marian_state,
-    import_transformers,
-    load_marian,
-    read_vocab,
-)
 from mtkit.model.transformer import ModelConfig, Transformer
 from mtkit.runs.checkpoint import WEIGHTS_KIND, save_checkpoint, step_path
 from mtkit.runs.checkpoint_files import run_directory
@@ -177,7 +177,7 @@ def model_card(
 ) -> str:
     """README.md of the export: languages, recipe, data, BLEU as mtkit measured it, and how to load the model;
     `codes`: the target-language codes of a multilingual model, which each source then begins with; `pairs`: every
-    (source, target) it translates (mtkit.engines.contract.language_pairs)."""
+    (source, target) it translates (mtkit.corpus.language_pairs)."""
     pairs = pairs or []
     sources = sorted({source for source, _ in pairs}) or [manifest.get("source_lang", "?")]
     src, tgt = ", ".join(sources), ", ".join(codes or []) or manifest.get("target_lang", "?")

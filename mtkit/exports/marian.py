@@ -1,7 +1,7 @@
 """mtkit's Transformer as a Hugging Face `transformers` Marian model and back: the tensor and option mapping (a
 permutation of the model dimension makes the two exactly equal), the Marian config, reading a Marian directory.
 
-Used by mtkit.huggingface.convert (export and import); transformers is an optional extra, imported only when one runs.
+Used by mtkit.exports.huggingface (export and import); transformers is an optional extra, imported only when one runs.
 """
 
 from __future__ import annotations

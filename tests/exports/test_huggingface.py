@@ -17,8 +17,8 @@ spm = pytest.importorskip("sentencepiece")
 from mtkit.engines.torch_engine import TorchTranslator, pad_batch  # noqa: E402
 from mtkit.errors import UserError  # noqa: E402
 from mtkit.exports.ctranslate2 import export_ctranslate2  # noqa: E402
-from mtkit.huggingface.convert import export_huggingface, import_huggingface  # noqa: E402
-from mtkit.huggingface.marian import model_permutation  # noqa: E402
+from mtkit.exports.huggingface import export_huggingface, import_huggingface  # noqa: E402
+from mtkit.exports.marian import model_permutation  # noqa: E402
 from mtkit.model.layers import sinusoidal_positions  # noqa: E402
 from mtkit.model.transformer import ModelConfig  # noqa: E402
 from mtkit.recipe import resolve_recipe  # noqa: E402
@@ -202,7 +202,7 @@ def test_multilingual_export_answers_as_mtkit_given_the_code_in_the_text(
 
 
 def test_the_card_of_a_many_to_many_model_names_every_source_and_direction() -> None:
-    from mtkit.huggingface.convert import model_card
+    from mtkit.exports.huggingface import model_card
 
     corpora = {f"{a}-{b}": {"source_lang": a, "target_lang": b} for a, b in (("en", "de"), ("de", "en"), ("de", "fr"))}
     card = model_card(
