@@ -125,7 +125,7 @@ def fake(module: str, name: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple]
 
 def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("signal.signal", lambda *args: None)  # translate's SIGPIPE setting is for its own process
-    monkeypatch.setattr("mtkit.cli.translate_command.start_up_without_gc", contextlib.nullcontext)  # and so is its gc.freeze
+    monkeypatch.setattr("mtkit.cli.translate_command.start_up_without_gc", contextlib.nullcontext)  # and its gc.freeze
     calls = fake("mtkit.engines.factory", "load_translator", monkeypatch)  # the CLI imports it from there when it runs
     monkeypatch.setattr("mtkit.engines.streaming.translate_stream", lambda *a, **k: None)
     monkeypatch.setattr("mtkit.engines.splitting.split_options", lambda *a, **k: None)  # it reads the translator
