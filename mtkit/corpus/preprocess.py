@@ -29,7 +29,7 @@ from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, 
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
 from mtkit.corpus.plan import Plan, Split, plan_splits, shard_plan
 from mtkit.corpus.sharding import shard_path
-from mtkit.corpus.term_alignments import ensure_alignments
+from mtkit.corpus.term_alignments import carry_alignments, ensure_alignments
 from mtkit.corpus.term_hints import TERM_PIECES, term_pieces
 from mtkit.errors import check
 from mtkit.file_names import MANIFEST_NAME, SPM_NAME
@@ -137,6 +137,8 @@ def preprocess(
         if shard is not None:  # last: the join drops it and the rest is the whole run's manifest
             manifest["shard"] = {"index": shard[0], "count": shard[1], "chunk_pairs": CHUNK_PAIRS, "lines": lines}
         write_text(tmp / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
+        if term_hints and shard is None and out_dir.is_dir():  # the same text preprocessed again: not aligned again
+            carry_alignments(out_dir, tmp, manifest, cfg.seed)
     if term_hints and shard is None:
         ensure_alignments(out_dir, manifest, cfg.seed)
     return manifest

@@ -3,13 +3,15 @@ corpus's kept pairs decoded with the directory's sentencepiece model, split into
 (mtkit.corpus.term_hints.TOKEN) and aligned once (mtkit.corpus.alignments, seeded). Per split, `{split}.links.bin`
 holds each pair's (source, target) token indexes back to back, `{split}.links.idx` n+1 int64 offsets into it, and
 `{split}.links.json`, written last, the record that they are complete and of which text; each file is written
-atomically, so a killed run leaves no set that passes for complete, and a complete one is reused. `TermLinks` reads
-them by training sentence, as the batches index it.
+atomically, so a killed run leaves no set that passes for complete, and a complete one is reused (and carried into a
+directory preprocessed again from the same text). `TermLinks` reads them by training sentence, as the batches index
+it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +87,26 @@ def ensure_alignments(data_dir: str | Path, manifest: dict, seed: int = 1) -> li
         write_text(links_paths(data_dir, entry["split"])[2], json.dumps(_record(data_dir, entry, cfg)) + "\n")
         done.append(entry["split"])
     return done
+
+
+def carry_alignments(old_dir: str | Path, new_dir: str | Path, manifest: dict, seed: int = 1) -> list[str]:
+    """Each training corpus's alignments copied from `old_dir` (the directory a new preprocess run replaces) into
+    `new_dir` where they are complete for the new directory's text (the same pairs, encoded alike): preprocessing
+    the same corpus again does not align it again. Returns the splits carried over."""
+    old_dir, new_dir, cfg = Path(old_dir), Path(new_dir), AlignConfig(seed=seed)
+    carried = []
+    for entry in training_corpora(manifest).values():
+        old = links_paths(old_dir, entry["split"])
+        if not all(path.is_file() for path in old):
+            continue
+        for path, new in zip(old, links_paths(new_dir, entry["split"])):
+            shutil.copyfile(path, new)
+        if complete(new_dir, entry, cfg):
+            carried.append(entry["split"])
+        else:
+            for new in links_paths(new_dir, entry["split"]):
+                new.unlink()
+    return carried
 
 
 def write_links(data_dir: str | Path, split: str, links: list[list[Link]]) -> None:

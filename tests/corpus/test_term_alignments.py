@@ -83,3 +83,16 @@ def test_without_term_hints_nothing_changes_and_a_plain_model_is_refused(tmp_pat
     ):
         preprocess(reuse, tmp_path / "again", term_hints=True)
     assert not (tmp_path / "again").exists()
+
+
+def test_the_same_text_preprocessed_again_is_not_aligned_again(tmp_path: Path, multi30k: Path, monkeypatch) -> None:
+    import mtkit.corpus.term_alignments
+
+    out = preprocess_hinted(tmp_path / "data", multi30k, 200, vocab_size=500)
+    before = [path.read_bytes() for path in links_paths(out, "train")]
+    with monkeypatch.context() as patched:
+        patched.setattr(mtkit.corpus.term_alignments, "align", lambda *args: pytest.fail("aligned again"))
+        preprocess_hinted(tmp_path / "data", multi30k, 200, vocab_size=500)
+    assert [path.read_bytes() for path in links_paths(out, "train")] == before
+    preprocess_hinted(tmp_path / "data", multi30k, 150, vocab_size=500)  # other text: aligned anew
+    assert json.loads(links_paths(out, "train")[2].read_text())["pairs"] == 150
