@@ -67,7 +67,8 @@ def translate_shard(
             for chunk in chunked(lines, chunk_lines):
                 if split is not None:
                     texts = translate_split(translator, chunk, split, strict)
-                    out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
+                    alpha = translator.cfg.length_penalty
+                    out = [split_line(text, alpha, with_scores, not split.split) for text in texts]
                 else:
                     ready = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
                     out = translate_lines(

@@ -73,7 +73,8 @@ def translate_stream(
             for chunk in chunks:
                 if split is not None:
                     texts = translate_split(translator, chunk, split, strict)
-                    out = [split_line(text, translator.cfg.length_penalty, with_scores) for text in texts]
+                    alpha = translator.cfg.length_penalty
+                    out = [split_line(text, alpha, with_scores, not split.split) for text in texts]
                     counts = {key: counts[key] + value for key, value in guard_counts(texts).items()}
                     terms = [term for text in texts for sentence in text.sentences for term in sentence.terms]
                 else:
@@ -159,10 +160,12 @@ def settled_lines(
     return lines, results
 
 
-def split_line(translation: TextTranslation, alpha: float, with_scores: bool) -> str:
+def split_line(translation: TextTranslation, alpha: float, with_scores: bool, strip: bool = False) -> str:
     """A line translated sentence by sentence as one output line; with scores, the line's log-prob under the
-    search's length penalty and per token, over all its sentences (one sentence: the unsplit line's figures)."""
+    search's length penalty and per token, over all its sentences (one sentence: the unsplit line's figures).
+    `strip`: without the white space around it, as the one-a-line path writes a line (a blank line stays empty)."""
     text = output_line(translation.text)
+    text = text.strip() if strip else text
     if not with_scores:
         return text
     logprob, tokens = text_logprob(translation)
