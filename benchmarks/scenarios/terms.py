@@ -5,15 +5,17 @@ with --small) for better statistics; a reference term is a one-to-one aligned pa
 more, not a stop word, once in its sentence on either side) aligned one-to-one at least twice in all the aligned
 data (one-off links are mostly the aligner's errors), at most 2 a sentence. Random terms: for 200 sentences
 (100 with --small), the sentence's first reference term's source word paired with another sentence's German noun
-that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary`
-without --split-sentences (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam,
-a line whose output lacks a term translated again by the method's next way), once for each of the glossary's
-methods (mtkit.text.glossary.TERM_METHODS).
+that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary
+--no-guard` (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam, a line whose
+output lacks a term translated again by the method's next way), once for each of the glossary's methods
+(mtkit.text.glossary.TERM_METHODS).
 
 Reports exact-match term accuracy (the target as a whole word in the output, case-sensitive and not) without and
 with the glossary by each method, sacreBLEU without and with, the random terms' rate, mtkit's own `applied` count
 against the measured one, how many sentences each way took, and the seconds of 1,000 lines (200 with --small) with
-a glossary of 1,000 entries by each method against none.
+a glossary of 1,000 entries by each method against none: the 1,000 most often aligned words (terms in almost every
+line), and by the run's default method the 1,000 most often aligned words that none of the lines holds (the
+matching alone).
 """
 
 from __future__ import annotations
@@ -150,12 +152,16 @@ def one_to_one_counts(src: Sequence[list[str]], tgt: Sequence[list[str]], links:
     return counts
 
 
-def frequent_pairs(counts: Counter[tuple[str, str]], size: int) -> dict[str, str]:
+def frequent_pairs(counts: Counter[tuple[str, str]], size: int, absent_from: Sequence[str] = ()) -> dict[str, str]:
     """A glossary of `size` entries: the most often aligned source words, each with its most frequent target (the
-    speed test's glossary: real words, found in many lines)."""
+    speed test's glossary: real words, found in many lines); with `absent_from`, only words none of those lines
+    holds as a glossary finds them (any case, between non-word characters), so that a glossary costs its matching
+    alone."""
+    held = {word for line in absent_from for word in re.findall(r"\w+", line.lower())}
     glossary: dict[str, str] = {}
     for (source, target), _ in counts.most_common():
-        glossary.setdefault(source, target)
+        if source not in held:
+            glossary.setdefault(source, target)
     return dict(list(glossary.items())[:size])
 
 
@@ -167,21 +173,21 @@ class Terms:
         from mtkit.engines.splitting import split_options
 
         self.translator = load_translator(run)
-        self.options = split_options(self.translator, split=False)
+        self.options = split_options(self.translator, split=False)  # the run's default term method
 
     def translate(
-        self, lines: Sequence[str], glossaries: dict[int, dict[str, str]] | None = None, method: str = "placeholder"
+        self, lines: Sequence[str], glossaries: dict[int, dict[str, str]] | None = None, method: str = ""
     ) -> tuple[list[str], list[list[dict[str, Any]]], Counter[str], float, float]:
         """Outputs, each line's terms as mtkit reports them, how many lines each way took (mtkit's `method`), the
         seconds (lines prepared, translated, finished, again by the next way where a term is missing) and the
-        model's share of them."""
+        model's share of them. `method` "": the run's default."""
         from mtkit.engines.splitting import outputs_of
         from mtkit.engines.streaming import CHUNK_LINES, settled_lines
         from mtkit.text.glossary import glossary_from_mapping
         from mtkit.text.translation import prepare_line
 
         glossaries = glossaries or {}
-        options = dataclasses.replace(self.options, term_method=method)
+        options = dataclasses.replace(self.options, term_method=method or self.options.term_method)
         built = {id(g): glossary_from_mapping(g) for g in glossaries.values()}  # a glossary shared by lines, once
         made = {n: dataclasses.replace(options, glossary=built[id(g)]) for n, g in glossaries.items()}
         start = time.perf_counter()
@@ -201,9 +207,9 @@ class Terms:
         return outputs, reports, methods, time.perf_counter() - start, model
 
 
-def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list[Term], dict[str, str]]:
-    """Reference terms of the test set, and the speed test's 1,000-entry glossary, from one eflomal alignment of the
-    test set and `train_pairs` training pairs."""
+def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list[Term], Counter[tuple[str, str]]]:
+    """Reference terms of the test set, and the one-to-one counts the speed test's glossaries are drawn from
+    (frequent_pairs), from one eflomal alignment of the test set and `train_pairs` training pairs."""
     from mtkit.corpus.alignments import align
 
     train_src = [words(x) for x in read_lines_of("train", "en", train_pairs)]
@@ -213,7 +219,7 @@ def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list
     links = align([" ".join(w) for w in test_src + train_src], [" ".join(w) for w in test_ref + train_tgt])
     print(f"aligned {len(links)} pairs in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
     counts = one_to_one_counts(test_src + train_src, test_ref + train_tgt, links)
-    return reference_terms(test_src, test_ref, links[: len(src)], counts), frequent_pairs(counts, 1000)
+    return reference_terms(test_src, test_ref, links[: len(src)], counts), counts
 
 
 def read_lines_of(split: str, lang: str, count: int) -> list[str]:
@@ -247,7 +253,7 @@ def run(args: argparse.Namespace) -> None:
     count = args.lines or 1000
     src = [x.strip() for x in read_lines("en", count)]
     refs = [x.strip() for x in read_lines("de", count)]
-    terms, big = build_terms(src, refs, 5000 if args.small else 29000)
+    terms, counts = build_terms(src, refs, 5000 if args.small else 29000)
     randoms = random_terms(terms, refs, 100 if args.small else 200)
     from mtkit.text.glossary import TERM_METHODS
 
@@ -273,7 +279,9 @@ def run(args: argparse.Namespace) -> None:
             applied_row(f"random, glossary, {method}", renumbered, with_random, random_reports)
             | {"sentences": len(randoms), "ways": method_counts(random_used)},
         ]
-    speed = speed_rows(engine, src[: 200 if args.small else 1000], big, args.rounds, TERM_METHODS)
+    timed = src[: 200 if args.small else 1000]
+    everywhere, nowhere = frequent_pairs(counts, 1000), frequent_pairs(counts, 1000, timed)
+    speed = speed_rows(engine, timed, everywhere, args.rounds, TERM_METHODS, nowhere)
     report = {
         "run": str(demo),
         "threads": os.environ.get("OMP_NUM_THREADS"),
@@ -298,37 +306,58 @@ def run(args: argparse.Namespace) -> None:
                 f"model's); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}."
                 for method, row in speed["methods"].items()
             ),
+            f"speed, the same lines: a glossary of {speed['absent']['entries']} entries none of which the lines hold, "
+            f"by the run's default method ({speed['default method']}): {speed['absent']['glossary s']} s "
+            f"({speed['absent']['terms found']} terms found), {speed['absent']['ratio']}x the speed without, of which "
+            f"finding the terms took {speed['absent']['glossary own s']} s.",
         ],
     )
 
 
 def speed_rows(
-    engine: Terms, lines: list[str], glossary: dict[str, str], rounds: int, methods: Sequence[str]
+    engine: Terms,
+    lines: list[str],
+    glossary: dict[str, str],
+    rounds: int,
+    methods: Sequence[str],
+    absent: dict[str, str],
 ) -> dict[str, Any]:
-    """Seconds of `lines` without a glossary and with `glossary` for every line by each of `methods`, alternating,
-    `rounds` each: medians."""
-    everywhere = dict.fromkeys(range(len(lines)), glossary)
+    """Seconds of `lines` without a glossary and with `glossary` for every line by each of `methods`, and with
+    `absent` (a glossary none of whose terms the lines hold) by the run's default method, alternating, `rounds`
+    each: medians."""
+    default = engine.options.term_method
+    runs = {method: (glossary, method) for method in methods} | {"absent": (absent, default)}
     none_s: list[float] = []
-    with_s: dict[str, list[float]] = {m: [] for m in methods}
-    model_s: dict[str, list[float]] = {m: [] for m in methods}
+    with_s: dict[str, list[float]] = {name: [] for name in runs}
+    model_s: dict[str, list[float]] = {name: [] for name in runs}
     found: dict[str, tuple[int, Counter[str]]] = {}
     for _ in range(rounds):
         none_s.append(engine.translate(lines)[3])
-        for method in methods:
-            _, reports, used, seconds, model = engine.translate(lines, everywhere, method)
-            with_s[method].append(seconds)
-            model_s[method].append(model)
-            found[method] = sum(len(r) for r in reports), used
+        for name, (entries, method) in runs.items():
+            _, reports, used, seconds, model = engine.translate(
+                lines, dict.fromkeys(range(len(lines)), entries), method
+            )
+            with_s[name].append(seconds)
+            model_s[name].append(model)
+            found[name] = sum(len(r) for r in reports), used
     none = statistics.median(none_s)
     rows = {}
-    for method in methods:
-        with_ = statistics.median(with_s[method])
-        outside = statistics.median(w - m for w, m in zip(with_s[method], model_s[method], strict=True))
-        rows[method] = {
+    for name in runs:
+        with_ = statistics.median(with_s[name])
+        outside = statistics.median(w - m for w, m in zip(with_s[name], model_s[name], strict=True))
+        rows[name] = {
             "glossary s": round(with_, 2),
-            "terms found": found[method][0],
-            "ways": method_counts(found[method][1]),
+            "terms found": found[name][0],
+            "ways": method_counts(found[name][1]),
             "glossary own s": round(outside, 2),  # finding terms, stand-ins in and out: all but the model's time
             "ratio": round(none / with_, 3),
         }
-    return {"lines": len(lines), "entries": len(glossary), "rounds": rounds, "none s": round(none, 2), "methods": rows}
+    return {
+        "lines": len(lines),
+        "entries": len(glossary),
+        "rounds": rounds,
+        "none s": round(none, 2),
+        "default method": default,
+        "methods": {method: rows[method] for method in methods},
+        "absent": rows["absent"] | {"entries": len(absent)},
+    }

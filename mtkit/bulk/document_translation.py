@@ -6,7 +6,6 @@ atomically in its input's format. Torch-free: the engine does the model's part.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +29,13 @@ def sentence_translator(
     language: str | None = None,
     glossary: Glossary | None = None,
     protect: ProtectConfig | None = None,
+    term_method: str = "",
 ) -> tuple[Translate, dict[str, dict[str, int]]]:
     """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
-    applied, protected text kept and `glossary` terms put back (mtkit.text.protect), and each sentence's guard
-    counts kept in the dict returned beside it, by sentence."""
-    whole = dataclasses.replace(
-        split_options(translator, language), split=False, glossary=glossary, protect=protect or ProtectConfig()
+    applied, protected text kept and `glossary` terms put back (mtkit.text.protect) by `term_method` ("": the
+    model's default), and each sentence's guard counts kept in the dict returned beside it, by sentence."""
+    whole = split_options(
+        translator, language, False, glossary=glossary, protect=protect or ProtectConfig(), term_method=term_method
     )
     counts: dict[str, dict[str, int]] = {}
 
@@ -65,6 +65,7 @@ def translate_documents(
     limits: Limits = Limits(),
     glossary: Glossary | None = None,
     protect: ProtectConfig | None = None,
+    term_method: str = "",
 ) -> dict[str, Any]:
     """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
     before the model works), all their sentences translated together, each output written atomically. A
@@ -79,7 +80,7 @@ def translate_documents(
         data = source.read_bytes()
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits))
-    translate, by_sentence = sentence_translator(translator, language, glossary, protect)
+    translate, by_sentence = sentence_translator(translator, language, glossary, protect, term_method)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate)
     seconds = time.perf_counter() - start

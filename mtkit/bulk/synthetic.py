@@ -2,8 +2,10 @@
 lines as they were). Back-translation (Sennrich et al. 2016, `mtkit back-translate`): monolingual text translated by
 a reverse model, sampled by default (Edunov et al. 2018), a Y->X training corpus. Sequence-level distillation (Kim
 and Rush 2016, `mtkit distill`): training sources translated by a teacher, one model or an ensemble, with beam
-search, an X->Y corpus for a student. Resumable and exact after a kill: chunks are recorded whole (mtkit.bulk.resumable)
-and a chunk's random draws depend only on the seed and its index. Torch-free: the engine factory loads either engine.
+search, an X->Y corpus for a student. With a glossary or patterns to protect, each line goes as `mtkit translate
+--no-guard --no-case` sends it (mtkit.text.translation's line path). Resumable and exact after a kill: chunks are
+recorded whole (mtkit.bulk.resumable) and a chunk's random draws depend only on the seed and its index. Torch-free:
+the engine factory loads either engine.
 """
 
 from __future__ import annotations
@@ -23,10 +25,15 @@ from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating, language_pair
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines
+from mtkit.engines.splitting import split_options
+from mtkit.engines.streaming import translate_lines
 from mtkit.errors import check
 from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
 from mtkit.files import DirectoryLock, count_lines, file_identity
 from mtkit.search.config import SearchOverrides, TranslateConfig
+from mtkit.text.glossary import Glossary
+from mtkit.text.protect import ProtectConfig
+from mtkit.text.translation import SplitOptions, prepare_line, term_counts
 
 # The TranslateConfig fields only sampling reads: any of them off its default asks for sampling.
 SAMPLING_FIELDS = ("sampling", "top_k", "top_p", "temperature")
@@ -51,6 +58,12 @@ class SyntheticCorpusConfig:
     overwrite: bool = False
     beam_by_default: bool = False  # no --beam: the run's recipe's beam (distillation), not sampling
     shard: ShardSpec | None = None  # this process's share of the input (mtkit.bulk.shards); None: all of it
+    # Terms and protected text (docs/terminology.md), used only with a glossary or a pattern of `protect`: without
+    # either, the lines go to the model as they are, as before these options were.
+    glossary: Glossary | None = None  # terms each translation takes, read from glossary_file (the resume identity's)
+    glossary_file: Path | None = None
+    protect: ProtectConfig = field(default_factory=ProtectConfig)  # kept as written: the defaults and any patterns
+    term_method: str = ""  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS); "": the model's default
 
     def __post_init__(self) -> None:
         beam = self.search.beam
@@ -65,6 +78,11 @@ class SyntheticCorpusConfig:
             "--length-penalty ranks beam search's hypotheses; give it with --beam, not when sampling",
         )
         check(self.chunk_lines >= 1, f"--chunk-lines {self.chunk_lines}: at least 1")
+
+    @property
+    def takes_terms(self) -> bool:
+        """Whether the lines go through the line path of mtkit.text.translation (a glossary or a pattern asked)."""
+        return self.glossary is not None or bool(self.protect.patterns)
 
     @property
     def sampled(self) -> bool:
@@ -122,9 +140,44 @@ def opens_per_chunk(cfg: SyntheticCorpusConfig) -> bool:
     return cfg.engine.engine == "ctranslate2" and cfg.sampled
 
 
+def line_options(cfg: SyntheticCorpusConfig, translator: Translating) -> SplitOptions | None:
+    """How each line is sent with cfg's glossary and patterns: as `mtkit translate --no-guard --no-case` sends it
+    (one segment a line, spans and terms as its term method puts them, a line missing a term sent again by the
+    method's next way); None without a glossary or a pattern (the lines as they are)."""
+    if not cfg.takes_terms:
+        return None
+    return split_options(
+        translator, split=False, case=False, protect=cfg.protect, glossary=cfg.glossary, term_method=cfg.term_method
+    )
+
+
+def translated_lines(
+    translator: Translating, lines: list[str], first_lineno: int, options: SplitOptions | None, terms: list[dict]
+) -> list[str]:
+    """Each line's best translation as one output line; with `options`, by mtkit translate's line path, each line's
+    glossary terms (source, target, applied) added to `terms`."""
+    if options is None:
+        return best_lines(translator.tokenizer, translator.translate_hypotheses(lines, first_lineno=first_lineno))
+    prepared = [prepare_line(line, options) for line in lines]
+    return translate_lines(translator, lines, first_lineno - 1, False, False, None, "", prepared, terms)
+
+
+def text_identity(cfg: SyntheticCorpusConfig, options: SplitOptions | None) -> dict[str, str]:
+    """The glossary (its file's path, size and modification time), the patterns and the term method: only with
+    them, so that a run begun without any still resumes."""
+    if options is None:
+        return {}
+    return {
+        "glossary": file_identity(cfg.glossary_file) if cfg.glossary_file is not None else "",
+        "protect": ";".join(cfg.protect.patterns),
+        "protect_default": str(cfg.protect.default),
+        "term_method": options.term_method,
+    }
+
+
 def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, str]:
     """What a resumed run must share with the one it continues for the same bytes: model, input, engine, where and
-    on how many threads it runs, and search (each named in the refusal)."""
+    on how many threads it runs, search, and the glossary and patterns (each named in the refusal)."""
     checkpoint = Path(str(translator.info.get("checkpoint")))
     search = {**asdict(translator.cfg), "seed": cfg.seed}
     search.pop("workers")  # a sentence's output does not depend on it (CTranslate2 samples on one worker)
@@ -150,6 +203,7 @@ def identity(cfg: SyntheticCorpusConfig, translator: Translating) -> dict[str, s
         "dtype": str(translator.describe()["dtype"]),
         "threads": str(translator.info.get("threads", "")),  # a sampled token can depend on a GEMM's rounding
         **{name: str(value) for name, value in search.items()},
+        **text_identity(cfg, line_options(cfg, translator)),
     }
 
 
@@ -206,6 +260,7 @@ def write_synthetic_corpus(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int],
             shard.begin()
         outputs = None if finished else ResumableOutputs(state, list(paths), ident, cfg.overwrite)
         resumed, read, empty = end - start if outputs is None else outputs.done, 0, 0  # type: ignore[operator]
+        options, terms = line_options(cfg, translator), []  # the glossary's terms of the lines translated here
         # A test's pause after each recorded chunk, so that it can stop a run, or race it, between chunks.
         pause_s = (armed(BACKTRANSLATE_PAUSE_MS) or 0) / 1000
         unused_for: int | None = start // cfg.chunk_lines  # the chunk whose seed `translator` holds before any draw
@@ -222,8 +277,7 @@ def write_synthetic_corpus(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int],
                 elif cfg.sampled:
                     translator = reseeded(translator, cfg, index)
                 unused_for = None
-                hypotheses = translator.translate_hypotheses(lines, first_lineno=start + read - len(lines) + 1)
-                synthetic = best_lines(translator.tokenizer, hypotheses)
+                synthetic = translated_lines(translator, lines, start + read - len(lines) + 1, options, terms)
                 outputs.append(  # type: ignore[union-attr]
                     ["".join(f"{text}\n" for text in synthetic), "".join(f"{line}\n" for line in lines)], len(lines)
                 )
@@ -245,5 +299,6 @@ def write_synthetic_corpus(cfg: SyntheticCorpusConfig, on_chunk: Callable[[int],
         "engine": cfg.engine.engine,
         "search": "sampling" if cfg.sampled else f"beam {translator.cfg.beam}",
         **({} if cfg.sampled else {"length_penalty": translator.cfg.length_penalty}),
+        **({"term_method": options.term_method, **term_counts(terms)} if cfg.glossary is not None else {}),
         **sharded,
     }

@@ -2,9 +2,9 @@
 the field (`field(default=..., metadata={"help": ...})`), and the command line only names it.
 
 Also what several commands share, declared once here: the help of a MODEL argument, the bulk commands' --shard and
---engine (with its default), and the text options of the commands that translate (--glossary, --protect). Used by the
-command modules of mtkit.cli; builds option declarations and parses nothing but the glossary and patterns they name
-(text_options).
+--engine (with its default), and the text options of the commands that translate (--glossary, --protect,
+--term-method). Used by the command modules of mtkit.cli; builds option declarations and parses nothing but the
+glossary, patterns and term method they name (text_options).
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def bulk_engine(engine: str | None, ensemble: list[Path] | None = None) -> str:
     return engine or ("torch" if ensemble else "ctranslate2")
 
 
-# What `mtkit translate` and `translate-file` keep as written and the terms they take (docs/terminology.md).
+# What `mtkit translate`, `translate-file`, `distill` and `back-translate` keep as written and the terms they take,
+# and how (docs/terminology.md).
 GLOSSARY = typer.Option(
     None,
     "--glossary",
@@ -112,13 +113,26 @@ PROTECT_DEFAULT = typer.Option(
 )
 
 
-def text_options(glossary: Path | None, protect: list[str], protect_default: bool) -> dict[str, Any]:
-    """The glossary read and the patterns compiled (a one-line error naming the file's line or the pattern), as
-    mtkit.engines.splitting.split_options takes them."""
-    from mtkit.text.glossary import load_glossary
+TERM_METHOD = typer.Option(
+    None,
+    "--term-method",
+    metavar="METHOD",
+    help="How the glossary's terms reach the model: placeholder, inline, check-first or check-first-inline "
+    "(docs/terminology.md). Default: the model's, inline (its term hints, then a stand-in) for a model trained "
+    "with term hints, else check-first (the model's own translation, then a stand-in where it misses a term).",
+)
+
+
+def text_options(
+    glossary: Path | None, protect: list[str], protect_default: bool, term_method: str | None = None
+) -> dict[str, Any]:
+    """The glossary read, the patterns compiled and the term method checked (a one-line error naming the file's line,
+    the pattern or --term-method), as mtkit.engines.splitting.split_options takes them."""
+    from mtkit.text.glossary import checked_term_method, load_glossary
     from mtkit.text.protect import ProtectConfig
 
     return {
         "glossary": load_glossary(glossary) if glossary is not None else None,
         "protect": ProtectConfig(protect_default, tuple(protect)),
+        "term_method": "" if term_method is None else checked_term_method(term_method, "--term-method"),
     }

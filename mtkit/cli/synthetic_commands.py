@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mtkit.cli.command import emit, shard_note, user_errors
-from mtkit.cli.options import BULK_ENGINE, MODEL_HELP, SHARD, bulk_engine, option
+from mtkit.cli.options import (
+    BULK_ENGINE,
+    GLOSSARY,
+    MODEL_HELP,
+    PROTECT,
+    PROTECT_DEFAULT,
+    SHARD,
+    TERM_METHOD,
+    bulk_engine,
+    option,
+    text_options,
+)
 from mtkit.cli.process import start_up_without_gc
 from mtkit.corpus.config import PreprocessConfig
 from mtkit.engines.config import EngineConfig
@@ -80,11 +91,16 @@ def back_translate(
     overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     shard: str | None = SHARD,
+    glossary: Path | None = GLOSSARY,
+    protect: list[str] = PROTECT,
+    protect_default: bool = PROTECT_DEFAULT,
+    term_method: str | None = TERM_METHOD,
 ) -> None:
     """Back-translation: translate monolingual text with a reverse model into a synthetic parallel corpus; killed, it
     goes on from the last chunk written, with the same bytes as a run never stopped."""
     from mtkit.bulk.shards import resolve_shard
 
+    terms = text_fields(glossary, protect, protect_default, term_method)  # a bad one before the model load
     with start_up_without_gc():
         from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
@@ -107,6 +123,7 @@ def back_translate(
             on_bad_utf8=on_bad_utf8,
             overwrite=overwrite,
             shard=resolve_shard(shard, os.environ),
+            **terms,
         )
     translate_corpus(cfg, "back-translate", as_json)
 
@@ -147,11 +164,16 @@ def distill(
     overwrite: bool = OVERWRITE_CORPUS,
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     shard: str | None = SHARD,
+    glossary: Path | None = GLOSSARY,
+    protect: list[str] = PROTECT,
+    protect_default: bool = PROTECT_DEFAULT,
+    term_method: str | None = TERM_METHOD,
 ) -> None:
     """Sequence-level knowledge distillation (Kim and Rush 2016): a teacher, or an ensemble, translates the training
     sources with beam search into the corpus a student trains on; killed, it goes on from the last chunk written."""
     from mtkit.bulk.shards import resolve_shard
 
+    terms = text_fields(glossary, protect, protect_default, term_method)  # a bad one before the model load
     with start_up_without_gc():
         from mtkit.bulk.synthetic import SyntheticCorpusConfig
 
@@ -173,8 +195,18 @@ def distill(
             overwrite=overwrite,
             beam_by_default=True,
             shard=resolve_shard(shard, os.environ),
+            **terms,
         )
     translate_corpus(cfg, "distill", as_json)
+
+
+def text_fields(
+    glossary: Path | None, protect: list[str], protect_default: bool, term_method: str | None
+) -> dict[str, Any]:
+    """SyntheticCorpusConfig's glossary, its file, patterns and term method, read and checked as `mtkit translate`
+    reads them (mtkit.cli.options.text_options). Used only with a glossary or a pattern: the lines go as they are
+    otherwise, as before."""
+    return text_options(glossary, protect, protect_default, term_method) | {"glossary_file": glossary}
 
 
 def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> None:
@@ -192,9 +224,13 @@ def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> No
         task = bar.add_task(what, total=total, info="")
         summary = write_synthetic_corpus(cfg, on_chunk=lambda lines: bar.advance(task, lines))
     resumed = f"; went on after line {summary['resumed_from']}" if summary["resumed_from"] else ""
+    terms = ""
+    if "terms" in summary:  # with a glossary
+        applied = f"{summary['terms_applied']} of {summary['terms']}"
+        terms = f"\nglossary ({summary['term_method']}): {applied} terms in the lines written"
     emit(
         summary,
         as_json,
         f"{summary['read']} lines read, {summary['written']} written ({summary['empty']} empty) "
-        f"into {' and '.join(summary['outputs'])}{resumed}" + (f"\n{shard_note(summary)}" if cfg.shard else ""),
+        f"into {' and '.join(summary['outputs'])}{resumed}{terms}" + (f"\n{shard_note(summary)}" if cfg.shard else ""),
     )

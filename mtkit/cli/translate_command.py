@@ -20,6 +20,7 @@ from mtkit.cli.options import (
     PROTECT,
     PROTECT_DEFAULT,
     SHARD,
+    TERM_METHOD,
     option,
     recipe_option,
     text_options,
@@ -80,6 +81,7 @@ def translate(
     glossary: Path | None = GLOSSARY,
     protect: list[str] = PROTECT,
     protect_default: bool = PROTECT_DEFAULT,
+    term_method: str | None = TERM_METHOD,
     case: bool = typer.Option(
         True,
         "--case/--no-case",
@@ -116,7 +118,8 @@ def translate(
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     # The search options left at None keep the run's recipe; the others (sampling, nbest) override it.
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))
-    terms = text_options(glossary, protect, protect_default) | {"case": case}  # a bad file or pattern before the load
+    # A bad file, pattern or method before the load.
+    terms = text_options(glossary, protect, protect_default, term_method) | {"case": case}
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
         from mtkit.engines.splitting import split_options
@@ -139,6 +142,8 @@ def translate(
             options["ensemble_mode"] = ensemble_mode
         if glossary or protect or not protect_default or not case:  # only when set, as ensemble_mode
             options |= {"glossary": str(glossary), "protect": protect, "protect_default": protect_default, "case": case}
+        if term_method is not None:  # the model's default otherwise, which the model's identity holds
+            options["term_method"] = term_method
         if guarded and not split_sentences:  # a shard begun by the line path (--no-guard or before) is not resumed
             options["guard"] = True
         summary = translate_shard(

@@ -15,6 +15,7 @@ from mtkit.cli.options import (
     MODEL_HELP,
     PROTECT,
     PROTECT_DEFAULT,
+    TERM_METHOD,
     option,
     recipe_option,
     text_options,
@@ -60,6 +61,7 @@ def translate_file(
     glossary: Path | None = GLOSSARY,
     protect: list[str] = PROTECT,
     protect_default: bool = PROTECT_DEFAULT,
+    term_method: str | None = TERM_METHOD,
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
 ) -> None:
     """Translate documents into files of the same format: every piece of text translated sentence by sentence,
@@ -76,7 +78,7 @@ def translate_file(
         )
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))  # None: the run's recipe
-    terms = text_options(glossary, protect, protect_default)  # a bad file or pattern before the model load
+    terms = text_options(glossary, protect, protect_default, term_method)  # a bad one before the model load
     with start_up_without_gc():
         from mtkit.bulk.document_translation import output_path, translate_documents
         from mtkit.engines.factory import load_translator

@@ -36,10 +36,12 @@ def split_options(
     case: bool = True,
     protect: ProtectConfig | None = None,
     glossary: Glossary | None = None,
+    term_method: str = "",
 ) -> SplitOptions:
     """Splitting for this model: `language` or its data's source language; `split` False cuts at line breaks only;
     the casing round trip, protected text and glossary as SplitOptions takes them; a model trained with term hints
-    takes its glossary's inline terms as hints (its reserved pieces)."""
+    takes its glossary's inline terms as hints (its reserved pieces). `term_method` "": the model's default, its
+    hints first where it has them (mtkit.text.glossary.default_term_method)."""
     source = language or translator.info.get("manifest", {}).get("source_lang") or DEFAULT_LANGUAGE
     return SplitOptions(
         source.lower(),
@@ -48,6 +50,7 @@ def split_options(
         case=case,
         protect=protect or ProtectConfig(),
         glossary=glossary,
+        term_method=term_method,
         term_pieces=term_pieces(translator.tokenizer),
     )
 

@@ -8,7 +8,6 @@ here.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -169,8 +168,8 @@ async def translate_grouped(
     async def one(language: str, indexes: list[int]) -> tuple[list[str], list[list[str]], list[list[dict]]]:
         model = router.route(language, request.target)
         texts = [request.texts[i] for i in indexes]
-        options = dataclasses.replace(
-            split_options(model.translator, language, request.split), glossary=request.glossary
+        options = split_options(
+            model.translator, language, request.split, glossary=request.glossary, term_method=request.term_method
         )
         if request.format == "html":  # as LibreTranslate: no alternatives for HTML
             done = await translate_html_documents(model, texts, options, strict, warnings, request.target)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from mtkit.serve.request import RequestError, decode_json, glossary_field
+from mtkit.serve.request import RequestError, decode_json, glossary_field, term_method_field
 from mtkit.text.glossary import Glossary
 
 FORMATS = ("text", "html")
@@ -30,6 +30,7 @@ class LibreRequest:
     alternatives: int = 0
     split: bool = True  # mtkit's own extra field split_sentences: false translates each line whole
     glossary: Glossary | None = None  # mtkit's own extra field: {"source term": "target term", ...}
+    term_method: str = ""  # mtkit's own extra field: how the glossary is applied ("": the model's default)
 
 
 def looks_like_json(body: bytes) -> bool:
@@ -139,9 +140,9 @@ def parse_translate(fields: dict[str, Any], max_lines: int, max_alternatives: in
     if isinstance(glossary, str):  # a form sends the object as JSON text
         glossary = decode_json(glossary.encode("utf-8")) if glossary.strip() else None
     split = flag_field(fields, "split_sentences")
-    return LibreRequest(
-        texts, batch, source, target, text_format, alternatives, split, glossary_field({"glossary": glossary}, 400)
-    )
+    glossary = glossary_field({"glossary": glossary}, 400)
+    method = term_method_field(fields, 400, "Invalid request: ")
+    return LibreRequest(texts, batch, source, target, text_format, alternatives, split, glossary, method)
 
 
 def flag_field(fields: dict[str, Any], name: str, default: bool = True) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtkit.errors import UserError
-from mtkit.text.glossary import Glossary, glossary_from_mapping
+from mtkit.text.glossary import TERM_METHODS, Glossary, glossary_from_mapping
 from mtkit.text.protect import ProtectConfig
 from mtkit.text.translation import SplitOptions
 
@@ -35,6 +35,7 @@ REQUEST_KEYS = (
     "split_sentences",
     "glossary",
     "protect",
+    "term_method",
     "api_key",
 )
 
@@ -65,10 +66,12 @@ class TranslateRequest:
     split: bool = True  # each text translated sentence by sentence (mtkit.text.translation)
     glossary: Glossary | None = None  # terms the translation takes (mtkit.text.glossary)
     protect: ProtectConfig = dataclasses.field(default_factory=ProtectConfig)  # kept as written besides the defaults
+    term_method: str = ""  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS); "": the model's default
 
     def options(self, base: SplitOptions) -> SplitOptions:
-        """The model's split options with this request's glossary and protected patterns."""
-        return dataclasses.replace(base, glossary=self.glossary, protect=self.protect)
+        """The model's split options with this request's glossary, protected patterns and term method."""
+        method = self.term_method or base.term_method
+        return dataclasses.replace(base, glossary=self.glossary, protect=self.protect, term_method=method)
 
 
 def decode_json(body: bytes) -> Any:
@@ -137,8 +140,8 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
         raise RequestError(422, f"split_sentences must be true or false; got {json.dumps(split)}")
     if split and per_line:
         raise RequestError(422, 'nbest and prefix apply to whole lines: send "split_sentences": false with them')
-    glossary, protect = glossary_field(data, 422), protect_field(data, 422)
-    return TranslateRequest(lines, search, prefixes, *language_codes(data), split, glossary, protect)
+    glossary, protect, method = glossary_field(data, 422), protect_field(data, 422), term_method_field(data, 422)
+    return TranslateRequest(lines, search, prefixes, *language_codes(data), split, glossary, protect, method)
 
 
 def glossary_field(data: dict, status: int) -> Glossary | None:
@@ -150,6 +153,18 @@ def glossary_field(data: dict, status: int) -> Glossary | None:
         return glossary_from_mapping(data["glossary"])
     except UserError as exc:
         raise RequestError(status, str(exc)) from None
+
+
+def term_method_field(data: dict, status: int, prefix: str = "") -> str:
+    """The optional "term_method", one of mtkit.text.glossary.TERM_METHODS ("" where absent: the model's default);
+    else `status` and a one-line message naming the field, after `prefix`."""
+    method = data.get("term_method")
+    if method is None or method == "":
+        return ""
+    if not isinstance(method, str) or method not in TERM_METHODS:
+        names = ", ".join(TERM_METHODS)
+        raise RequestError(status, f"{prefix}term_method must be one of {names}; got {json.dumps(method)}")
+    return method
 
 
 def protect_field(data: dict, status: int) -> ProtectConfig:

@@ -25,12 +25,12 @@ from typing import Any
 from mtkit.errors import check
 from mtkit.text.casing import case_of, normalised, restored
 from mtkit.text.glossary import (
-    DEFAULT_TERM_METHOD,
     HINT,
     INLINE,
     MODEL,
-    TERM_METHODS,
     Glossary,
+    checked_term_method,
+    default_term_method,
     hinted,
     holds,
     term_ways,
@@ -106,17 +106,17 @@ class SplitOptions:
     case: bool = True  # sentences in capitals or Title Case translated in sentence case (mtkit.text.casing)
     protect: ProtectConfig = field(default_factory=ProtectConfig)  # text kept as written (mtkit.text.protect)
     glossary: Glossary | None = None  # terms whose targets the translation takes (mtkit.text.glossary)
-    term_method: str = DEFAULT_TERM_METHOD  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS)
+    # How the glossary is applied (mtkit.text.glossary.TERM_METHODS); "": the model's default, by its term_pieces
+    # (mtkit.text.glossary.default_term_method), which the options hold from then on.
+    term_method: str = ""
     # The model's reserved term-hint pieces (a run trained with term hints; mtkit.corpus.term_hints.TERM_PIECES): its
     # "inline" way is a hint, and no output holds a piece. (): a model without them.
     term_pieces: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        check(
-            self.term_method in TERM_METHODS,
-            f"term_method must be one of {', '.join(TERM_METHODS)}; got {self.term_method!r}",
-        )
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
+        method = self.term_method or default_term_method(bool(self.term_pieces))
+        object.__setattr__(self, "term_method", checked_term_method(method))
 
 
 def plan_translation(

@@ -69,3 +69,9 @@ def test_accuracy_counts_whole_words(scenario: ModuleType) -> None:
 def test_frequent_pairs_take_each_source_once(scenario: ModuleType) -> None:
     counts = Counter({("shirt", "Hemd"): 5, ("shirt", "T-Shirt"): 3, ("dog", "Hund"): 4, ("ball", "Ball"): 1})
     assert scenario.frequent_pairs(counts, 2) == {"shirt": "Hemd", "dog": "Hund"}
+
+
+def test_frequent_pairs_absent_from_lines_leave_out_their_words(scenario: ModuleType) -> None:
+    counts = Counter({("shirt", "Hemd"): 5, ("dog", "Hund"): 4, ("ball", "Ball"): 1, ("cat", "Katze"): 1})
+    lines = ["A man in a SHIRT.", "The ball-game."]  # a glossary finds "ball" in "ball-game"
+    assert scenario.frequent_pairs(counts, 2, lines) == {"dog": "Hund", "cat": "Katze"}

@@ -1,11 +1,14 @@
 """Back-translation (mtkit.bulk.synthetic, `mtkit back-translate`) with the tiny German -> English model: outputs
 line-aligned with the input and the copied side byte for byte the input, beam output as `mtkit translate` prints
 it; and, sampling with the English -> German tiny_run, a run killed half-way that goes on to exactly the bytes of a
-run never stopped."""
+run never stopped; with a glossary, each line by mtkit translate's line path, the targets put in and the glossary
+part of what a resumed run must share."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -19,6 +22,8 @@ from mtkit.engines.config import EngineConfig
 from mtkit.errors import LockedError, UserError
 from mtkit.faults import FAULTS_ENV
 from mtkit.search.config import SearchOverrides
+from mtkit.text.glossary import load_glossary
+from mtkit.text.protect import ProtectConfig
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.reliability.common import cli_env, mtkit_command, run_cli
 
@@ -246,3 +251,66 @@ def test_a_multilingual_reverse_model_back_translates_into_the_language_asked(
     assert printed.returncode == 0 and (tmp_path / "bt.fr").read_text(encoding="utf-8") == printed.stdout
     with pytest.raises(UserError, match="--target-lang: this model translates into de, fr; choose one"):
         write_synthetic_corpus(config(en_de_fr_run, mono, tmp_path / "bt2", "torch", beam=2))
+
+
+OLD_RUN = Path(__file__).resolve().parents[1] / "data" / "run-0681275"  # en->de, a tiny model that cannot copy
+TERM_LINES = [
+    "A man in a red shirt runs.",
+    "",
+    "Two dogs play in the snow.",
+    "A woman in a red shirt walks in the snow.",
+    "Ticket ACME-12 is done.",
+    "A little girl climbs.",
+]
+
+
+def test_distill_with_a_glossary_puts_its_targets_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(OLD_RUN, run, ignore=shutil.ignore_patterns("expected"))
+    source = tmp_path / "train.en"
+    source.write_text("".join(f"{line}\n" for line in TERM_LINES), encoding="utf-8")
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("red shirt\tRothemd\nsnow\tPulverschnee\n", encoding="utf-8")
+    common = ("distill", run, "-i", source, "--engine", "torch", "--chunk-lines", "4", "--json")
+    plain = run_mtkit_in_process(*common, "-o", tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr
+    assert "terms" not in json.loads(plain.stdout)  # without a glossary the lines go as they are, as before
+    done = run_mtkit_in_process(*common, "-o", tmp_path / "terms", "--glossary", glossary, "--protect", r"ACME-\d+")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["term_method"], summary["terms"], summary["terms_applied"]) == ("check-first", 4, 4)
+    out = (tmp_path / "terms.de").read_text(encoding="utf-8").splitlines()
+    before = (tmp_path / "plain.de").read_text(encoding="utf-8").splitlines()
+    assert out[0].count("Rothemd") == 1 and out[2].count("Pulverschnee") == 1 and out[1] == ""
+    assert out[3].count("Rothemd") == 1 and out[3].count("Pulverschnee") == 1 and out[4].count("ACME-12") == 1
+    assert out[5] == before[5]  # a line without a term or a span is translated as it was
+    assert (tmp_path / "terms.en").read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
+    bad = run_mtkit_in_process(*common, "-o", tmp_path / "bad", "--glossary", glossary, "--term-method", "hints")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "error: --term-method must be one of placeholder, inline, check-first, check-first-inline; got 'hints'"
+    ]
+    # the glossary is part of a run's identity: a resumed run with another (or none) is refused
+    cfg = SyntheticCorpusConfig(
+        run,
+        source,
+        tmp_path / "kept",
+        2,
+        EngineConfig(engine="torch"),
+        glossary=load_glossary(glossary),
+        glossary_file=glossary,
+        protect=ProtectConfig(patterns=(r"ACME-\d+",)),
+        beam_by_default=True,
+    )
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, 1)
+        with pytest.raises(KeyboardInterrupt):
+            write_synthetic_corpus(cfg)
+    for changed in (
+        {"term_method": "placeholder"},
+        {"glossary": None, "glossary_file": None, "protect": ProtectConfig()},
+    ):
+        with pytest.raises(UserError, match="kept.progress.json: an unfinished job with other .*term_method"):
+            write_synthetic_corpus(dataclasses.replace(cfg, **changed))
+    glossary.write_text("red shirt\tRothemd\n", encoding="utf-8")
+    with pytest.raises(UserError, match="an unfinished job with other glossary wrote"):
+        write_synthetic_corpus(dataclasses.replace(cfg, glossary=load_glossary(glossary)))

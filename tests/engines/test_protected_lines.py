@@ -1,16 +1,19 @@
 """Protected text and glossaries with a real tiny model that cannot copy (the old run of tests/data, trained at
 0681275: it mangles or drops every stand-in): 300 Multi30k sentences with a placeholder, URL, e-mail address or
 inline code come back with it byte for byte and exactly once, sentence by sentence and one a line, through the
-library and `mtkit translate`; lines in capitals are translated in sentence case on the plain path too."""
+library and `mtkit translate`; lines in capitals are translated in sentence case on the plain path too; a glossary
+goes by the model's default term method (its hints first where it was trained with them) or the one asked."""
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.engines.factory import load_translator
 from mtkit.engines.splitting import split_options, translate_split
 from mtkit.text.glossary import Glossary
@@ -81,6 +84,36 @@ def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_p
     assert result.returncode == 2 and f"{bad}:2: expected source<TAB>target" in result.stderr
     result = run_mtkit_in_process("translate", old_run, "--protect", "(unclosed", stdin=lines)
     assert result.returncode == 2 and "protect: bad regular expression '(unclosed'" in result.stderr
+
+
+def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
+    assert split_options(load_translator(old_run)).term_method == "check-first"  # trained without term hints
+    hinted = SimpleNamespace(
+        info={},
+        max_source_tokens=256,
+        tokenizer=SimpleNamespace(pieces=lambda: ["▁a", *TERM_PIECES], target_pieces=lambda: ["▁a", *TERM_PIECES]),
+    )
+    assert split_options(hinted).term_method == "inline"  # its hints first: one pass where it carries them
+    assert split_options(hinted, term_method="check-first").term_method == "check-first"
+
+
+def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(old_run: Path, tmp_path: Path) -> None:
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("red shirt\tRothemd\n", encoding="utf-8")
+    lines = "A man in a red shirt runs.\n"
+    for options in (["--no-guard"], ["--split-sentences"], []):
+        result = run_mtkit_in_process(
+            "translate", old_run, "--glossary", glossary, "--term-method", "placeholder", *options, stdin=lines
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.count("Rothemd") == 1 and "glossary: 1 of 1 terms in the output" in result.stderr
+    for command in (["translate", old_run], ["translate-file", old_run, tmp_path / "notes.txt"]):
+        (tmp_path / "notes.txt").write_text(lines, encoding="utf-8")
+        result = run_mtkit_in_process(*command, "--glossary", glossary, "--term-method", "hint", stdin=lines)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.strip().splitlines() == [
+            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline; got 'hint'"
+        ]
 
 
 def test_capitals_go_in_sentence_case_on_the_plain_path_unless_turned_off(old_run: Path) -> None:

@@ -86,6 +86,17 @@ def test_a_glossary_is_mtkits_extra_field_as_json_or_a_forms_json_text() -> None
     assert refused.value.status == 400
 
 
+def test_a_term_method_is_mtkits_extra_field_refused_with_a_400_naming_it() -> None:
+    fields = {"q": "A red dog.", "source": "en", "target": "de", "glossary": {"red dog": "Rotfuchs"}}
+    assert parse_translate(fields, 10, 3).term_method == ""  # the model's default
+    assert parse_translate(fields | {"term_method": "check-first-inline"}, 10, 3).term_method == "check-first-inline"
+    with pytest.raises(RequestError) as refused:
+        parse_translate(fields | {"term_method": "hint"}, 10, 3)
+    assert refused.value.status == 400 and str(refused.value) == (
+        'Invalid request: term_method must be one of placeholder, inline, check-first, check-first-inline; got "hint"'
+    )
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

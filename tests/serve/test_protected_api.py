@@ -1,6 +1,7 @@
 """Protected text and glossaries through a real `mtkit serve` (the old run of tests/data, which cannot copy): mtkit's
 POST /translate and LibreTranslate's /translate keep placeholders, URLs, e-mail addresses and inline code byte for
-byte and exactly once, take a "glossary" and report its terms per sentence, and refuse a bad one naming the field."""
+byte and exactly once, take a "glossary" by the "term_method" asked (the model's default without one) and report its
+terms and the way they took per sentence, and refuse a bad glossary or method naming the field."""
 
 from __future__ import annotations
 
@@ -74,3 +75,18 @@ def test_a_bad_glossary_is_refused_naming_the_field(server: Server) -> None:
     status, _, answer = post(server, "/translate", {"q": "A dog.", "source": "en", "target": "de", "glossary": 3})
     assert status == 400 and "glossary must be an object of terms" in answer["error"]
     assert server.translate({"text": ["A dog."]})[0] == 200  # still serving
+
+
+def test_the_term_method_asked_is_the_one_used_and_a_bad_one_is_refused_naming_the_field(server: Server) -> None:
+    text = ["A man in a red shirt runs."]
+    glossary = {"red shirt": "Rothemd"}
+    status, _, answer = server.translate({"text": text, "glossary": glossary, "term_method": "placeholder"})
+    assert status == 200 and answer["sentences"][0][0]["method"] == "placeholder"  # the stand-in at once
+    libre = {"q": text[0], "source": "en", "target": "de", "glossary": glossary, "term_method": "inline"}
+    status, _, answer = post(server, "/translate", libre)
+    assert status == 200 and answer["sentences"][0]["method"] in ("inline", "placeholder")
+    assert answer["translatedText"].count("Rothemd") == 1
+    status, _, answer = server.translate({"text": text, "glossary": glossary, "term_method": "hint"})
+    assert status == 422 and answer["error"].startswith("term_method must be one of placeholder, inline,")
+    status, _, answer = post(server, "/translate", libre | {"term_method": "best"})
+    assert status == 400 and answer["error"].startswith("Invalid request: term_method must be one of")

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.request import RequestError, SearchOverrides, TranslateRequest, check_request, decode_json
 from mtkit.text.glossary import Glossary
@@ -40,7 +41,7 @@ BAD_BODIES = [
         b'{"lines": ["A dog."]}',
         422,
         "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, split_sentences, glossary, "
-        "protect, api_key",
+        "protect, term_method, api_key",
     ),
     (b"{}", 422, "text must be a list of strings"),
     (b'{"text": []}', 422, "empty list"),
@@ -101,6 +102,24 @@ def test_a_glossary_and_protected_patterns_are_read_with_422s_naming_the_field()
         with pytest.raises(RequestError) as refused:
             parse_request(json.dumps({"text": ["A dog."]} | extra).encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
         assert refused.value.status == 422 and message in str(refused.value)
+
+
+def test_a_term_method_is_read_with_a_422_naming_the_field() -> None:
+    hinted = SplitOptions("en", term_pieces=TERM_PIECES)
+    for extra, method, default in [({}, "", "inline"), ({"term_method": "placeholder"}, "placeholder", "placeholder")]:
+        body = json.dumps({"text": ["A red dog."], "glossary": {"red dog": "Rotfuchs"}} | extra)
+        parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+        assert parsed.term_method == method  # "": the model's default, which its split options hold
+        assert parsed.options(hinted).term_method == default
+        assert parsed.options(SplitOptions("en")).term_method == (method or "check-first")
+    for value in ("constrained", 3, ["inline"]):
+        with pytest.raises(RequestError) as refused:
+            body = json.dumps({"text": ["A dog."], "term_method": value})
+            parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+        assert refused.value.status == 422
+        assert str(refused.value) == (
+            f"term_method must be one of placeholder, inline, check-first, check-first-inline; got {json.dumps(value)}"
+        )
 
 
 def test_json_is_decoded_as_strict_utf8() -> None:

@@ -12,6 +12,7 @@ from mtkit.text.glossary import (
     MAX_REQUEST_ENTRIES,
     Glossary,
     glossary_from_mapping,
+    holds,
     load_glossary,
     parse_glossary,
 )
@@ -72,6 +73,26 @@ def test_ten_thousand_entries_are_read_and_matched() -> None:
     glossary = glossary_from_mapping(entries)
     assert len(glossary) == MAX_REQUEST_ENTRIES
     assert terms("a dog and TERM9999 word here", glossary) == [("dog", "Hund"), ("TERM9999 word", "Ziel9999")]
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "held"),
+    [
+        ("Ein Hund rennt.", "Hund", True),
+        ("Hunde rennen.", "Hund", False),  # inside a word
+        ("Der Hund_1 und der Hund.", "Hund", True),  # the first is inside a word, the second is whole
+        ("Ein Wachhund.", "Hund", False),
+        ("C-plus-plus!", "C-plus-plus", True),
+        ("(Hund)", "(Hund)", True),
+        ("x(Hund)", "(Hund)", False),  # a letter right before it, whatever the target opens with
+        ("Hund2", "Hund", False),
+        ("Über", "Über", True),
+        ("Überall", "Über", False),
+        ("", "Hund", False),
+    ],
+)
+def test_a_target_is_held_as_a_whole_word(text: str, target: str, held: bool) -> None:
+    assert holds(text, target) is held
 
 
 def test_tsv_and_csv_as_deepl_writes_them(tmp_path: Path) -> None:

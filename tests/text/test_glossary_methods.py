@@ -5,11 +5,13 @@ whose digits the model ran together ("21" for 2 and 1) leave none of their digit
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
 import pytest
 
+from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import Span, mask, unmask
@@ -145,10 +147,29 @@ def test_inline_targets_keep_the_sentences_capitals() -> None:
     assert line.finish("Ein rotfuchs rennt im park.")[0] == "EIN ROTFUCHS RENNT IM PARK."
 
 
-def test_an_unknown_method_is_refused_and_check_first_is_the_default() -> None:
-    assert SplitOptions("en").term_method == "check-first"  # docs/terminology.md: the terms benchmark's figures
-    with pytest.raises(UserError, match="term_method must be one of"):
+def test_an_unknown_method_is_refused_and_the_default_is_the_models() -> None:
+    # docs/terminology.md: the terms benchmark's figures
+    assert SplitOptions("en").term_method == "check-first"  # a model trained without term hints
+    assert SplitOptions("en", term_pieces=TERM_PIECES).term_method == "inline"  # its hints first
+    assert SplitOptions("en", term_method="placeholder", term_pieces=TERM_PIECES).term_method == "placeholder"
+    assert dataclasses.replace(SplitOptions("en"), glossary=GLOSSARY).term_method == "check-first"
+    with pytest.raises(UserError, match="term_method must be one of placeholder, inline, check-first, check-first-in"):
         SplitOptions("en", term_method="constrained")
+
+
+def test_a_hinted_model_takes_its_hints_in_one_pass_by_default() -> None:
+    asked: list[list[str]] = []
+
+    def carries(wanted: list[str]) -> list[Output]:  # a hinted model: writes each hint's target, drops the rest
+        asked.append(list(wanted))
+        texts = [re.sub(r"__source__ .+? __target__ (.+?) __done__", r"\1", text) for text in wanted]
+        return [Output(copies(text), -1.0, 3) for text in texts]
+
+    options = SplitOptions("en", limit=64, glossary=GLOSSARY, term_pieces=TERM_PIECES)
+    done = run_plan(plan_translation([SOURCE], options, count), carries)
+    assert len(asked) == 1 and asked[0][0].startswith("A __source__ red dog __target__ Rotfuchs __done__")
+    sentence = done[0].sentences[0]
+    assert sentence.method == "hint" and sentence.translation == "Ein Rotfuchs rennt im Park."
 
 
 def placeholders(source: str, terms: dict[str, str]):
