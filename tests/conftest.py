@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,20 +133,31 @@ def multi30k_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, mult
     return out
 
 
+# One fixture trained at a time on the machine, whatever process asks: each trains on every core, and two at once (the
+# two test processes each training its own session run) put 4 OpenMP threads on 2 cores, whose spinning slowed
+# both several-fold (four setups of 140-180 s in one `make test` of 10 min 18 s, against 5 min 22 s without).
+TRAINING_LOCK = Path(tempfile.gettempdir()) / "mtkit-tests-fixture-training.lock"
+
+
 def train_fixture(data: Path, run: Path, recipe) -> Path:
     """Train a session fixture's run on every core this process may use, then give torch back its thread count (one
-    in `make test`; CTranslate2 in this process keeps OMP_NUM_THREADS's). The runs are the tests' inputs, made once,
-    and training was most of what they cost: tests using the five trained here, 82 s -> 68 s on a 2-core Zen 4."""
+    in `make test`; CTranslate2 in this process keeps OMP_NUM_THREADS's), holding TRAINING_LOCK. The runs are the
+    tests' inputs, made once, and training was most of what they cost: tests using the five trained here, 82 s ->
+    68 s on a 2-core Zen 4."""
+    import fcntl
+
     import torch
 
     from mtkit.training.loop import train
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(max(threads, len(os.sched_getaffinity(0))))
-    try:
-        train(data, run, recipe)
-    finally:
-        torch.set_num_threads(threads)
+    with open(TRAINING_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        torch.set_num_threads(max(threads, len(os.sched_getaffinity(0))))
+        try:
+            train(data, run, recipe)
+        finally:
+            torch.set_num_threads(threads)
     return run
 
 
