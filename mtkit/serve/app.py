@@ -26,7 +26,7 @@ from mtkit.console import log
 from mtkit.documents.safety import Limits
 from mtkit.engines.contract import Translating, encode_prefixes
 from mtkit.engines.factory import load_translator
-from mtkit.engines.output import best_lines, confidence, scored_texts
+from mtkit.engines.output import best_lines, confidence, output_line, scored_texts
 from mtkit.engines.splitting import split_options
 from mtkit.errors import UserError
 from mtkit.search.config import Hypothesis, SearchOverrides
@@ -44,7 +44,7 @@ from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
 from mtkit.serve.state import is_redis
 from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
 from mtkit.serve.worker import BatchWorker
-from mtkit.text.translation import Line, guard_counts, prepare_line, retried_lines
+from mtkit.text.translation import Line, guard_counts, prepare_line, retried_lines, text_logprob
 
 INSTALL_HINT = "FastAPI/uvicorn are not installed: pip install -e '.[serve]'"
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -130,18 +130,21 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
     parsed = check_request(data, cfg.max_lines, cfg.max_beam, translator.cfg.beam)
     warnings: list[str] = []
     answer: dict[str, Any]
-    if parsed.split:
-        options = parsed.options(
-            split_options(translator, parsed.source or (model.pairs[0][0] if model.pairs else None))
-        )
+    source = parsed.source or (model.pairs[0][0] if model.pairs else None)
+    # A line's best alone is guarded as `mtkit translate` guards it (one segment a line), so both answer alike.
+    if parsed.split or (parsed.search.nbest == 1 and parsed.prefixes is None):
+        options = parsed.options(split_options(translator, source, split=parsed.split))
         done = await model.translate_split(parsed.lines, options, parsed.search, cfg.strict, warnings, parsed.target)
         answer = {
-            "translations": [text.text for text in done],
+            "translations": [text.text if parsed.split else output_line(text.text).strip() for text in done],
             "sentences": [[sentence_fields(s) for s in text.sentences] for text in done],
             "guard": guard_counts(done),
         }
+        if not parsed.split:
+            answer["confidences"] = [
+                logprob / tokens if tokens else None for logprob, tokens in map(text_logprob, done)
+            ]
     else:
-        source = parsed.source or (model.pairs[0][0] if model.pairs else None)
         options = parsed.options(split_options(translator, source, split=False))
         lines = [prepare_line(line, options, parsed.prefixes is None) for line in parsed.lines]  # as the CLI's
         prefixes = encode_prefix_lines(translator, parsed.prefixes)

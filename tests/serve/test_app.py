@@ -188,8 +188,9 @@ def test_beam_and_nbest_per_request(server: Server, tiny_run: Path, flickr_lines
     from mtkit.engines.torch_engine import TorchTranslator
 
     lines = flickr_lines[:4]
-    greedy = TorchTranslator.load(tiny_run, beam=1).translate(lines)
-    assert server.translate({"text": lines, "beam": 1, "split_sentences": False})[2]["translations"] == greedy
+    greedy = server.translate({"text": lines, "beam": 1, "split_sentences": False})[2]["translations"]
+    assert greedy == cli_output(tiny_run, lines, "--beam", "1")  # guarded alike
+    assert greedy != cli_output(tiny_run, lines)  # beam 1 was asked for, not the recipe's beam
     translator = TorchTranslator.load(tiny_run, beam=3, nbest=2)
     expected = [
         [translator.tokenizer.decode([h.tokens])[0] for h in hyps] for hyps in translator.translate_hypotheses(lines)
@@ -291,7 +292,7 @@ def test_bad_requests_get_their_4xx_and_leave_the_service_working(server: Server
     assert server.translate({"text": ["A dog runs."]})[0] == 200
 
 
-def test_over_long_line_is_cut_split_else_truncated_with_a_warning_or_refused_when_strict(
+def test_over_long_line_is_cut_unless_nbest_then_truncated_with_a_warning_or_refused_when_strict(
     server: Server, busy_server: Server
 ) -> None:
     long_line = "a " * 1100  # over the tiny model's 1,023 source tokens, within --max-bytes
@@ -299,6 +300,9 @@ def test_over_long_line_is_cut_split_else_truncated_with_a_warning_or_refused_wh
     assert status == 200 and "warnings" not in answer and len(answer["sentences"][1]) > 1
     assert "".join(s["source"] for s in answer["sentences"][1]).count("a") == 1100
     status, _, answer = server.translate({"text": ["A dog.", long_line], "beam": 1, "split_sentences": False})
+    assert status == 200 and "warnings" not in answer and len(answer["sentences"][1]) > 1  # one segment, cut too
+    whole = {"text": ["A dog.", long_line], "beam": 2, "nbest": 2}  # n-best rows are of the line as it is
+    status, _, answer = server.translate(whole)
     assert status == 200 and len(answer["translations"]) == 2
     assert (
         len(answer["warnings"]) == 1
@@ -306,7 +310,7 @@ def test_over_long_line_is_cut_split_else_truncated_with_a_warning_or_refused_wh
         and "truncated" in answer["warnings"][0]
     )
     assert "warnings" not in server.translate({"text": ["A dog."]})[2]
-    status, _, answer = busy_server.translate({"text": ["A dog.", long_line], "split_sentences": False})  # --strict
+    status, _, answer = busy_server.translate(whole)  # --strict
     assert status == 413 and "line 2: " in answer["error"] and "--strict" in answer["error"]
 
 
