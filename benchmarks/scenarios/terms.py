@@ -188,7 +188,8 @@ class Terms:
 
         glossaries = glossaries or {}
         options = dataclasses.replace(self.options, term_method=method or self.options.term_method)
-        built = {id(g): glossary_from_mapping(g) for g in glossaries.values()}  # a glossary shared by lines, once
+        shared = {id(g): g for g in glossaries.values()}  # a glossary shared by lines, read once
+        built = {key: glossary_from_mapping(g) for key, g in shared.items()}
         made = {n: dataclasses.replace(options, glossary=built[id(g)]) for n, g in glossaries.items()}
         start = time.perf_counter()
         outputs, reports, methods, model = [], [], Counter[str](), 0.0

@@ -253,12 +253,18 @@ def _glued(translation: str, standins: list[str], kept: set[str]) -> dict[tuple[
 
 
 def _split_into(run: str, standins: list[str]) -> list[str] | None:
-    """`run` as a sequence of `standins` (longest first at each step, backtracking), or None."""
-    if not run:
-        return []
-    for standin in sorted(standins, key=len, reverse=True):
-        if run.startswith(standin):
-            rest = _split_into(run[len(standin) :], standins)
-            if rest is not None:
-                return [standin, *rest]
-    return None
+    """`run` as a sequence of `standins`, at each step the longest that leaves a rest made of them, or None. Each
+    position's choice found once, from the end (backtracking took time exponential in a runaway's length: "1" and
+    "11" split "111...19" in Fibonacci-many ways before failing)."""
+    ordered = sorted(standins, key=len, reverse=True)
+    choice: list[str | None] = [None] * len(run) + [""]  # choice[i]: the stand-in run[i:] begins with, if any
+    for at in range(len(run) - 1, -1, -1):
+        choice[at] = next((s for s in ordered if run.startswith(s, at) and choice[at + len(s)] is not None), None)
+    parts, at = [], 0
+    while at < len(run):
+        taken = choice[at]
+        if not taken:
+            return None
+        parts.append(taken)
+        at += len(taken)
+    return parts
