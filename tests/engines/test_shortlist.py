@@ -83,7 +83,7 @@ def test_shortlist_from_the_command_line_through_translate_and_export(
     record = json.loads(made.stdout)
     assert record["frequent"] == 30 and record["best"] == 10 and record["pairs_counted"] == 2000
     text = "\n".join(lines[:10]) + "\n"
-    args = ["translate", str(run), "--engine", "ctranslate2", "--ct2-search", "native", "-q"]
+    args = ["translate", str(run), "--engine", "ctranslate2", "--ct2-search", "native", "--no-guard", "-q"]
     shortlisted = mtkit(*args, "--shortlist", stdin=text)
     assert shortlisted.returncode == 0, shortlisted.stderr
     assert shortlisted.stdout.splitlines() == translator(run, True).translate(lines[:10])
