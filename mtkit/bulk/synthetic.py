@@ -159,7 +159,17 @@ def translated_lines(
     if options is None:
         return best_lines(translator.tokenizer, translator.translate_hypotheses(lines, first_lineno=first_lineno))
     prepared = [prepare_line(line, options) for line in lines]
-    return translate_lines(translator, lines, first_lineno - 1, False, False, None, "", prepared, terms)
+    return translate_lines(
+        translator,
+        lines,
+        first_lineno - 1,
+        with_scores=False,
+        strict=False,
+        prefixes=None,
+        prefix_name="",
+        lines=prepared,
+        terms=terms,
+    )
 
 
 def text_identity(cfg: SyntheticCorpusConfig, options: SplitOptions | None) -> dict[str, str]:
