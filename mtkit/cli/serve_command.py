@@ -1,5 +1,5 @@
 """`mtkit serve`: the options of mtkit.serve.config.ServeConfig (and of its EngineConfig) read from the command line
-and the models served over HTTP (mtkit.serve.app, imported when serving); registered on the app by mtkit.cli.main.
+and the models served over HTTP (mtkit.serve.server, imported when serving); registered on the app by mtkit.cli.main.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def serve(
     character_limits: str | None = option(ServeConfig, "character_limits"),
 ) -> None:
     """Serve translations over HTTP: mtkit's API, LibreTranslate's and DeepL's (docs/serving.md)."""
-    from mtkit.serve.app import serve as run_serve
+    from mtkit.serve.server import serve as run_serve
 
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     run_serve(models, ServeConfig(**{**values_of(ServeConfig, ctx.params), "engine": engine_cfg}))

@@ -140,7 +140,7 @@ def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch:
 
 
 def test_serve_builds_its_config_from_every_option(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = fake("mtkit.serve.app", "serve", monkeypatch)
+    calls = fake("mtkit.serve.server", "serve", monkeypatch)
     assert mtkit("serve", "run").exit_code == 0
     assert calls[0][0] == ([Path("run")], ServeConfig())
     assert mtkit("serve", "run", "--port", "9000", "--max-batch-tokens", "500", "--strict").exit_code == 0

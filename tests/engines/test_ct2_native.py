@@ -123,8 +123,8 @@ def test_the_option_reaches_the_engine(run: Path, lines: list[str]) -> None:
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines() == CT2Translator.load(run, device="cpu", native=True).translate(lines[:10] + [""])
     from mtkit.engines.config import EngineConfig
-    from mtkit.serve.app import load_service_translator
     from mtkit.serve.config import ServeConfig
+    from mtkit.serve.server import load_service_translator
 
     native = EngineConfig(engine="ctranslate2", ct2_search="native", device="cpu")
     assert load_service_translator(run, ServeConfig(engine=native)).native
