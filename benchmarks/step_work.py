@@ -1,5 +1,5 @@
 """One process's measurement of mtkit's training update on CPU, for the step_flops scenario: the demo recipe's run
-built by the loop's own start_run, updates by the loop's own update(), a matmul peak, tokens/s over a window of
+built by training's own start_run, updates by the loop's own update(), a matmul peak, tokens/s over a window of
 timed updates after warm-up, a torch.profiler profile of a few updates grouped by what the time is spent on, and
 with train.compile the graphs compiled. Prints one `RESULT {json}` line; the scenario turns it into FLOP/s.
 
@@ -111,7 +111,7 @@ def label(function: Any, name: str) -> Any:
 
 
 def build(args: argparse.Namespace, run_dir: Path) -> tuple[Any, Any]:
-    """The demo recipe's run as `mtkit train` starts it (mtkit.training.loop.start_run), with this program's
+    """The demo recipe's run as `mtkit train` starts it (mtkit.training.run.start_run), with this program's
     precision, threads and compile setting; the optimizer swapped for a fused Adam when asked."""
     import torch
 
@@ -119,7 +119,8 @@ def build(args: argparse.Namespace, run_dir: Path) -> tuple[Any, Any]:
     from mtkit.recipe import resolve_recipe
     from mtkit.training.data import open_training_data
     from mtkit.training.distributed import setup_distributed
-    from mtkit.training.loop import resolve_train_precision, set_threads, start_run
+    from mtkit.training.loop import resolve_train_precision, set_threads
+    from mtkit.training.run import start_run
 
     manifest = read_manifest(args.data)
     sets = [f"train.precision='{args.precision}'", f"train.threads={args.threads}", "train.save_interval_minutes=0"]

@@ -388,9 +388,9 @@ class SkippingScaler:
 def test_fp16_overflow_skips_do_not_advance_step_or_schedule(
     tmp_path: Path, small_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mtkit.training.loop
+    import mtkit.training.run
 
-    monkeypatch.setattr(mtkit.training.loop, "make_scaler", lambda precision: SkippingScaler({2, 3}))
+    monkeypatch.setattr(mtkit.training.run, "make_scaler", lambda precision: SkippingScaler({2, 3}))
     recipe = tiny_recipe("train.max_steps=3", "train.log_interval=1", "train.lr=1e-3", "train.warmup_steps=10")
     train(small_data, tmp_path / "run", recipe)
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
