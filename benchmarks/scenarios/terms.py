@@ -6,7 +6,7 @@ more, not a stop word, once in its sentence on either side) aligned one-to-one a
 data (one-off links are mostly the aligner's errors), at most 2 a sentence. Random terms: for 200 sentences
 (100 with --small), the sentence's first reference term's source word paired with another sentence's German noun
 that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary
---no-guard` (mtkit.text.translation.prepare_line, the lines translated in one batch, the run's beam, a line whose
+--no-guard` (mtkit.text.line_path.prepare_line, the lines translated in one batch, the run's beam, a line whose
 output lacks a term translated again by the method's next way), once for each of the glossary's methods
 (mtkit.text.glossary.TERM_METHODS).
 
@@ -184,7 +184,7 @@ class Terms:
         from mtkit.engines.splitting import outputs_of
         from mtkit.engines.streaming import CHUNK_LINES, settled_lines
         from mtkit.text.glossary import glossary_from_mapping
-        from mtkit.text.translation import prepare_line
+        from mtkit.text.line_path import prepare_line
 
         glossaries = glossaries or {}
         options = dataclasses.replace(self.options, term_method=method or self.options.term_method)

@@ -17,7 +17,7 @@ from mtkit.console import log, progress
 from mtkit.engines.splitting import translate_split
 from mtkit.engines.streaming import split_line, translate_lines
 from mtkit.files import count_lines
-from mtkit.text.translation import prepare_line
+from mtkit.text.line_path import prepare_line
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating

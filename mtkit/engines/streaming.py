@@ -20,17 +20,8 @@ from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
 from mtkit.search.config import Hypothesis, length_penalty
-from mtkit.text.translation import (
-    GUARD_LABELS,
-    Line,
-    SplitOptions,
-    TextTranslation,
-    guard_counts,
-    prepare_line,
-    retried_lines,
-    term_counts,
-    text_logprob,
-)
+from mtkit.text.line_path import Line, prepare_line, retried_lines
+from mtkit.text.translation import GUARD_LABELS, SplitOptions, TextTranslation, guard_counts, term_counts, text_logprob
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -60,7 +51,7 @@ def translate_stream(
     begin with; a count that differs from the input's is a one-line error. `split`: each line translated sentence
     by sentence (mtkit.text.translation, best only), the guard's counts logged at the end. `plain`: without
     `split`, each line keeps its protected spans and glossary terms and is translated in sentence case
-    (mtkit.text.translation.prepare_line); None sends the lines as they are.
+    (mtkit.text.line_path.prepare_line); None sends the lines as they are.
     """
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
@@ -149,7 +140,7 @@ def settled_lines(
     prefixes: list[str] | None = None,
 ) -> tuple[list[Line], list[list[Hypothesis]]]:
     """Lines whose best output lacks a glossary term translated again by the glossary's next method
-    (mtkit.text.translation.retried_lines), until each holds its terms or has no method left: the lines as last
+    (mtkit.text.line_path.retried_lines), until each holds its terms or has no method left: the lines as last
     asked and their results."""
     lines, results = list(lines), list(results)
     while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):

@@ -35,7 +35,8 @@ from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router
 from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
-from mtkit.text.translation import Line, guard_counts, prepare_line, retried_lines, text_logprob
+from mtkit.text.line_path import Line, prepare_line, retried_lines
+from mtkit.text.translation import guard_counts, text_logprob
 
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
 # GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
@@ -46,7 +47,7 @@ def format_translations(
     translator: Translating, results: list[list[Hypothesis]], nbest: int, lines: list[Line] | None = None
 ) -> list[Any]:
     """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first. `lines`:
-    each text given its line's case and kept spans back (mtkit.text.translation.prepare_line)."""
+    each text given its line's case and kept spans back (mtkit.text.line_path.prepare_line)."""
     back = [line.finish for line in lines] if lines else [lambda text: (text, [])] * len(results)
     if nbest == 1:
         return [finish(text)[0] for finish, text in zip(back, best_lines(translator.tokenizer, results))]

@@ -4,7 +4,8 @@
 (Output: best text, log-probability, token count, the n-best's others), may ask once more for the pieces of
 sentences whose translation the guard refused, and returns one TextTranslation per text. `run_plan` drives it with
 a synchronous translate function (`mtkit translate`), `run_plan_async` with an awaitable one (`mtkit serve`), so
-both batch every sentence of every text of a chunk or request together. Torch-free and engine-free.
+both batch every sentence of every text of a chunk or request together. Torch-free and engine-free. A line translated
+whole, without the guard, goes by the line path (mtkit.text.line_path).
 
 The guard: a sentence with words whose translation comes back empty or runaway (mtkit.text.guard) has its loops
 cut to one occurrence when that brings it within the length bound ("tamed"), else is translated again cut in two
@@ -311,55 +312,6 @@ def prepare(source: str, options: SplitOptions) -> Prepared:
     )
     first = dataclasses.replace(first, case=case_of(source) if options.case else "")
     return _by_ways(first, (chain[0],) * len(found))
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of the plain path (`mtkit translate` without --split-sentences: one segment a line, n-best and
-    prefixes allowed): what the model gets (`asked`; "" for a line copied whole) and how its outputs come back."""
-
-    source: str
-    prepared: Prepared
-    case: str
-
-    @property
-    def asked(self) -> str:
-        return "" if self.prepared.whole else normalised(self.prepared.masked.text, self.case)
-
-    def finish(self, text: str) -> tuple[str, list[dict[str, Any]]]:
-        """An output of the model for this line, with the source's case and spans back."""
-        if self.prepared.whole:
-            return self.source, []
-        return self.prepared.finish(restored(text, self.case), self.case)
-
-    @property
-    def method(self) -> str:
-        return self.prepared.method
-
-    def fallback(self, text: str) -> Line | None:
-        """The line by its next method where `text` (the model's best output for it) lacks a glossary term and a
-        method is left; else None."""
-        if self.prepared.whole or not self.prepared.found:
-            return None
-        later = self.prepared.fallback(restored(text, self.case), self.case)
-        return None if later is None else Line(self.source, later, self.case)
-
-
-def retried_lines(lines: list[Line], texts: list[str]) -> dict[int, Line]:
-    """The lines (by index) whose best output `texts` lacks a glossary term, each by its next method: the caller
-    translates their `asked` again and calls this again with the new outputs, until it returns none."""
-    return {i: line for i, (old, text) in enumerate(zip(lines, texts, strict=True)) if (line := old.fallback(text))}
-
-
-def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:
-    """A line as the plain path sends it: spans as stand-ins, then (with `case` and options.case) in sentence
-    case; a line without words or spans goes as it is."""
-    if not wordy(line):
-        return Line(line, Prepared(Masked(line, line)), "")
-    prepared = prepare(line.strip(), options)
-    if prepared.whole:
-        return Line(line, prepared, "")
-    return Line(line, prepared, case_of(prepared.masked.text) if options.case and case else "")
 
 
 def _restored(outputs: list[Output], cases: list[str]) -> list[Output]:

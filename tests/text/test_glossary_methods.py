@@ -15,15 +15,9 @@ import pytest
 from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary
+from mtkit.text.line_path import prepare_line, retried_lines
 from mtkit.text.protect import Span, mask, unmask
-from mtkit.text.translation import (
-    Output,
-    SplitOptions,
-    plan_translation,
-    prepare_line,
-    retried_lines,
-    run_plan,
-)
+from mtkit.text.translation import Output, SplitOptions, plan_translation, run_plan
 
 GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
 SOURCE = "A red dog runs in the park."

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from mtkit.text.glossary import Glossary
+from mtkit.text.line_path import prepare_line
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, prepare_line, run_plan
+from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, run_plan
 from tests.conftest import read_gz_lines
 from tests.text.html_translation import translate_html
 
