@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from mtkit.model.transformer import ModelConfig
 
 SCHEDULES = ("inverse_sqrt", "noam", "linear", "cosine", "wsd")
+# How wsd's decay falls from the peak to the floor over its steps: a straight line, a half cosine, or 1 - sqrt(progress)
+# (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training Durations": the "1-sqrt"
+# cooldown, which leaves the peak faster and lingers near the floor).
+DECAY_SHAPES = ("linear", "cosine", "sqrt")
 # The schedules that end with the budget (train.max_steps and/or max_time_minutes): the rate is lr_floor x lr when
 # the budget ends. linear and cosine decay from the warm-up's end; wsd holds the peak, then decays linearly over the
 # budget's last decay_fraction.
@@ -63,6 +67,10 @@ class TrainConfig:
     # max_time_minutes, decided when the remaining time says so); the rate at the budget's end is lr_floor x lr.
     decay_fraction: float = field(
         default=0.2, metadata={"help": "wsd: the decay's share of the budget (of max_steps or max_time_minutes)."}
+    )
+    decay_shape: str = field(
+        default="linear",
+        metadata={"help": "wsd: the decay's shape from the peak to the floor: linear, cosine or sqrt (1 - sqrt)."},
     )
     lr_floor: float = field(default=0.0, metadata={"help": "Budget schedules: the rate at the budget's end, x lr."})
     # Budget schedules: the end-of-run average takes only the checkpoints of the budget's end (wsd: its decay; linear
@@ -153,7 +161,8 @@ class TrainConfig:
         from mtkit.corpus.mixing import SAMPLINGS
         from mtkit.model.precision import PRECISIONS
 
-        for name, choices in (("precision", PRECISIONS), ("lr_schedule", SCHEDULES), ("sampling", SAMPLINGS)):
+        named = (("precision", PRECISIONS), ("lr_schedule", SCHEDULES), ("decay_shape", DECAY_SHAPES))
+        for name, choices in (*named, ("sampling", SAMPLINGS)):
             value = getattr(self, name)
             check(value in choices, f"train.{name} must be one of {', '.join(choices)}, got {value!r}")
         for name in ("update_freq", "max_tokens", "log_interval"):
@@ -212,14 +221,15 @@ def scheduled_lr(cfg: TrainConfig, step: int, plan: tuple[int, int] | None) -> f
     """The rate of update `step` (1-based) under cfg.lr_schedule; `plan` is a budget schedule's decay (decay_plan)."""
     if cfg.lr_schedule not in BUDGET_SCHEDULES:
         return learning_rate(step, cfg.lr, cfg.warmup_steps)
-    return budget_learning_rate(step, cfg.lr, cfg.warmup_steps, plan, cfg.lr_schedule == "cosine", cfg.lr_floor)
+    shape = {"cosine": "cosine", "wsd": cfg.decay_shape}.get(cfg.lr_schedule, "linear")
+    return budget_learning_rate(step, cfg.lr, cfg.warmup_steps, plan, shape, cfg.lr_floor)
 
 
 def budget_learning_rate(
-    step: int, peak_lr: float, warmup_steps: int, plan: tuple[int, int] | None, cosine: bool, floor: float
+    step: int, peak_lr: float, warmup_steps: int, plan: tuple[int, int] | None, shape: str, floor: float
 ) -> float:
     """Linear warm-up to `peak_lr`, the peak held until the decay's first step `plan[0]`, then down to floor x peak at
-    `plan[1]` (the budget's last update) and held there, linearly or on a half cosine. `plan` None: the decay is not
+    `plan[1]` (the budget's last update) and held there, by `shape` (DECAY_SHAPES). `plan` None: the decay is not
     decided yet (the peak after warm-up). A decay decided inside the warm-up takes the lower of the two."""
     step = max(step, 1)
     warm = min(step / warmup_steps, 1.0) if warmup_steps > 0 else 1.0
@@ -227,8 +237,11 @@ def budget_learning_rate(
         return peak_lr * warm
     start, end = plan
     progress = min((step - start) / (end - start), 1.0) if end > start else 1.0
-    shape = 0.5 * (1.0 + math.cos(math.pi * progress)) if cosine else 1.0 - progress
-    return peak_lr * min(warm, floor + (1.0 - floor) * shape)
+    fall = {
+        "cosine": 0.5 * (1.0 + math.cos(math.pi * progress)),
+        "sqrt": 1.0 - math.sqrt(progress),
+    }.get(shape, 1.0 - progress)
+    return peak_lr * min(warm, floor + (1.0 - floor) * fall)
 
 
 def step_budget_plan(cfg: TrainConfig) -> tuple[int, int] | None:

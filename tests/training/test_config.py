@@ -60,11 +60,24 @@ def test_wsd_holds_the_peak_then_decays_over_the_last_fraction() -> None:
     assert step_budget_plan(config("wsd", max_steps=12, decay_fraction=0.5)) == (10, 12)
 
 
+@pytest.mark.parametrize(
+    ("shape", "quarter"),
+    [("linear", 0.75), ("cosine", (1 + math.sqrt(0.5)) / 2), ("sqrt", 0.5)],
+)
+def test_wsd_decay_shapes(shape: str, quarter: float) -> None:
+    cfg = config("wsd", max_steps=100, decay_fraction=0.4, decay_shape=shape, lr_floor=0.1)
+    plan = step_budget_plan(cfg)
+    assert plan == (60, 100)
+    assert scheduled_lr(cfg, 60, plan) == pytest.approx(1e-3)  # the peak up to the decay, whatever its shape
+    assert scheduled_lr(cfg, 70, plan) == pytest.approx(1e-3 * (0.1 + 0.9 * quarter))  # a quarter of the decay
+    assert scheduled_lr(cfg, 100, plan) == pytest.approx(1e-4)  # the floor at the budget's end
+
+
 def test_an_undecided_decay_is_the_peak_and_a_decay_inside_warm_up_takes_the_lower_rate() -> None:
-    assert budget_learning_rate(5, 1e-3, 10, None, False, 0.0) == pytest.approx(5e-4)
-    assert budget_learning_rate(500, 1e-3, 10, None, False, 0.0) == pytest.approx(1e-3)
-    assert budget_learning_rate(5, 1e-3, 10, (2, 6), False, 0.0) == pytest.approx(2.5e-4)  # decay 2.5e-4 < 5e-4
-    assert budget_learning_rate(3, 1e-3, 10, (2, 4), False, 0.0) == pytest.approx(3e-4)  # warm-up 3e-4 < decay 5e-4
+    assert budget_learning_rate(5, 1e-3, 10, None, "linear", 0.0) == pytest.approx(5e-4)
+    assert budget_learning_rate(500, 1e-3, 10, None, "linear", 0.0) == pytest.approx(1e-3)
+    assert budget_learning_rate(5, 1e-3, 10, (2, 6), "linear", 0.0) == pytest.approx(2.5e-4)  # decay 2.5e-4 < 5e-4
+    assert budget_learning_rate(3, 1e-3, 10, (2, 4), "linear", 0.0) == pytest.approx(3e-4)  # warm-up 3e-4 < decay 5e-4
 
 
 def test_the_older_schedules_are_unchanged() -> None:
@@ -116,6 +129,7 @@ def test_the_average_takes_the_budgets_end() -> None:
         ({"lr_schedule": "cosine", "max_steps": 10, "warmup_steps": 10}, "train.warmup_steps \\(10\\) must be below"),
         ({"decay_fraction": 0.0}, "train.decay_fraction must be in \\(0, 1\\]"),
         ({"lr_floor": 1.0}, "train.lr_floor must be in \\[0, 1\\)"),
+        ({"decay_shape": "step"}, "train.decay_shape must be one of linear, cosine, sqrt, got 'step'"),
     ],
 )
 def test_budget_schedules_refuse_in_one_line(values: dict, message: str) -> None:
