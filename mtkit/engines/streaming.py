@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import queue
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
@@ -57,6 +58,7 @@ def translate_stream(
     done = 0
     counts = dict.fromkeys(("sentences", *GUARD_LABELS, "protected"), 0)
     term_totals = dict.fromkeys(("terms", "terms_applied"), 0)  # glossary terms asked and in the output
+    ways: Counter[str] = Counter()  # the sentences (or lines) with glossary terms, by the way their terms went
     start = time.monotonic()
     try:
         with progress(quiet) as bar:
@@ -68,11 +70,12 @@ def translate_stream(
                     out = [split_line(text, alpha, with_scores, not split.split) for text in texts]
                     counts = {key: counts[key] + value for key, value in guard_counts(texts).items()}
                     terms = [term for text in texts for sentence in text.sentences for term in sentence.terms]
+                    ways.update(sentence.method for text in texts for sentence in text.sentences if sentence.terms)
                 else:
                     lines = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
                     terms: list[dict[str, Any]] = []
                     out = translate_lines(
-                        translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines, terms
+                        translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines, terms, ways
                     )
                     counts["protected"] += sum(line.prepared.protected for line in lines or [])
                 for key, value in term_counts(terms).items():
@@ -96,8 +99,15 @@ def translate_stream(
         elif counts["protected"]:
             log(f"{counts['protected']} spans kept as written (placeholders, URLs, numbers: mtkit.text.protect)")
         if term_totals["terms"]:
-            log(f"glossary: {term_totals['terms_applied']} of {term_totals['terms']} terms in the output")
+            applied = f"{term_totals['terms_applied']} of {term_totals['terms']} terms in the output"
+            log(f"glossary ({(split or plain).term_method}): {applied}; {term_ways_note(ways)}")
     return done
+
+
+def term_ways_note(ways: Counter[str]) -> str:
+    """How many sentences (or lines) with glossary terms went which way (mtkit.text.glossary: the model's own
+    translation, inline, a hint, placeholders), for the summary: "sentences by way: model 169, placeholder 821"."""
+    return "sentences by way: " + ", ".join(f"{way} {count}" for way, count in sorted(ways.items()))
 
 
 def translate_lines(
@@ -110,10 +120,11 @@ def translate_lines(
     prefix_name: str,
     lines: list[Line] | None = None,
     terms: list[dict[str, Any]] | None = None,
+    ways: Counter[str] | None = None,
 ) -> list[str]:
     """A chunk translated one line one segment: its output lines, n-best rows included. `lines`: the chunk as
     prepare_line made it, each output given its line's case and spans back; `terms` gets each best output's
-    glossary terms (source, target, applied)."""
+    glossary terms (source, target, applied), `ways` a count of the way each line with terms took."""
     forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
     asked = chunk if lines is None else [line.asked for line in lines]
     results = translator.translate_hypotheses(asked, first_lineno=done + 1, strict=strict, **forced)
@@ -123,11 +134,14 @@ def translate_lines(
     out = []
     for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
         best = confidence(hyps[0]) if hyps else 0.0
-        if lines is not None and asked[offset] != chunk[offset]:
+        # A line whose terms the model was left to carries them as written, so it is finished too, for its report.
+        if lines is not None and (asked[offset] != chunk[offset] or lines[offset].prepared.found):
             finished = [(lines[offset].finish(text), score) for text, score in rows or [("", 0.0)]]
             rows = [(text, score) for (text, _), score in finished]
             if terms is not None:
                 terms.extend(finished[0][0][1])
+            if ways is not None and lines[offset].prepared.found:
+                ways[lines[offset].method] += 1
         out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
     return out
 

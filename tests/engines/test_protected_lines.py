@@ -7,6 +7,7 @@ goes by the model's default term method (its hints first where it was trained wi
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,13 +78,26 @@ def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_p
         assert result.returncode == 0, result.stderr
         out = result.stdout.splitlines()
         assert out[0].count("Rothemd") == 1 and out[1].count("ACME-12") == 1
-        assert "glossary: 1 of 1 terms in the output" in result.stderr  # the summary counts the terms
+        # the summary counts the terms and names the method and the way each sentence's terms went
+        assert "glossary (check-first): 1 of 1 terms in the output; sentences by way: placeholder 1" in result.stderr
     bad = tmp_path / "bad.tsv"
     bad.write_text("red shirt\tRothemd\nno tab here\n", encoding="utf-8")
     result = run_mtkit_in_process("translate", old_run, "--glossary", bad, stdin=lines)
     assert result.returncode == 2 and f"{bad}:2: expected source<TAB>target" in result.stderr
     result = run_mtkit_in_process("translate", old_run, "--protect", "(unclosed", stdin=lines)
     assert result.returncode == 2 and "protect: bad regular expression '(unclosed'" in result.stderr
+
+
+def test_a_term_the_models_own_translation_holds_is_counted_as_the_models(old_run: Path, tmp_path: Path) -> None:
+    line = "A man in a red shirt runs."
+    plain = run_mtkit_in_process("translate", old_run, "--no-guard", stdin=line + "\n")
+    word = re.search(r"\w+", plain.stdout).group(0)  # a word the model writes for this line by itself
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text(f"man\t{word}\n", encoding="utf-8")
+    for options in (["--no-guard"], []):
+        result = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *options, stdin=line + "\n")
+        assert result.returncode == 0, result.stderr
+        assert "glossary (check-first): 1 of 1 terms in the output; sentences by way: model 1" in result.stderr
 
 
 def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
@@ -106,7 +120,8 @@ def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(o
             "translate", old_run, "--glossary", glossary, "--term-method", "placeholder", *options, stdin=lines
         )
         assert result.returncode == 0, result.stderr
-        assert result.stdout.count("Rothemd") == 1 and "glossary: 1 of 1 terms in the output" in result.stderr
+        assert result.stdout.count("Rothemd") == 1
+        assert "glossary (placeholder): 1 of 1 terms in the output; sentences by way: placeholder 1" in result.stderr
     for command in (["translate", old_run], ["translate-file", old_run, tmp_path / "notes.txt"]):
         (tmp_path / "notes.txt").write_text(lines, encoding="utf-8")
         result = run_mtkit_in_process(*command, "--glossary", glossary, "--term-method", "hint", stdin=lines)
