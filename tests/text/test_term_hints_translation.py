@@ -12,6 +12,7 @@ from mtkit.corpus.term_hints import TERM_PIECES, hint
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary, hinted, without_pieces
 from mtkit.text.line_path import prepare_line, retried_lines
+from mtkit.text.protect import ProtectConfig
 from mtkit.text.translation import Output, SplitOptions, plan_translation, run_plan
 
 GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
@@ -126,3 +127,17 @@ def test_pieces_are_three_or_none_and_removed_with_their_spaces() -> None:
     assert without_pieces("Ein __source__ Hund __target__ Rotfuchs __done__.", TERM_PIECES) == "Ein Hund Rotfuchs."
     assert without_pieces("__done__", TERM_PIECES) == ""
     assert without_pieces("Ein Hund.", TERM_PIECES) == "Ein Hund." and without_pieces("__done__", ()) == "__done__"
+
+
+def test_a_reserved_piece_the_text_holds_is_kept_as_written_never_read_as_a_hint() -> None:
+    text = "Type __source__ red dog __target__ to start."
+    done, asked = run([text], GLOSSARY)
+    # the text's pieces go as stand-ins, so the model reads no hint the text did not mean; the glossary's own does
+    assert asked[0] == [f"Type 1 {hint('red dog', 'Rotfuchs')} 2 to start."]
+    assert done[0].sentences[0].translation.count("__source__") == 1  # the text's piece comes back as written
+    assert done[0].sentences[0].translation.count("__target__") == 1
+    line = prepare_line(text, SplitOptions("en", glossary=GLOSSARY, term_method="inline", term_pieces=TERM_PIECES))
+    text_back, _ = line.finish(echo(line.asked))
+    assert text_back.count("__source__") == 1 and text_back.count("Rotfuchs") == 1
+    plain = SplitOptions("en", protect=ProtectConfig(patterns=("ACME",)))
+    assert plain.protect.patterns == ("ACME",)  # a model without the pieces: its patterns as given
