@@ -174,13 +174,15 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
     """sacreBLEU of the model's translations of the valid split (search settings of the recipe), the same on
     every rank: each rank decodes its share of `batches` and the sentences are gathered in order."""
     from mtkit.corpus.binarized import collate
+    from mtkit.corpus.term_hints import term_piece_ids
     from mtkit.score import score
     from mtkit.search.beam import search
     from mtkit.search.step import ModelDecoder
     from mtkit.tokenizer import tokenizer_from_bytes
 
     tokenizer = tokenizer_from_bytes(spm_model)
-    decoder, c = ModelDecoder([model]), model.cfg
+    # a run trained with term hints is scored as the engines translate it: its reserved pieces never emitted
+    decoder, c = ModelDecoder([model], suppressed=term_piece_ids(tokenizer)), model.cfg
     device = ctx.device
 
     def translate(idx: Any) -> list[tuple[str, str]]:
