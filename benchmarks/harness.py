@@ -183,6 +183,15 @@ def git_commit() -> tuple[str, list[str]]:
     return commit + ("+dirty" if changed else ""), changed
 
 
+# What keeps torch, MKL and oneDNN to narrower kernels than the CPU has (the AVX2 paths forced on a bigger CPU).
+KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+def kernel_env() -> dict[str, str]:
+    """The kernel-narrowing variables set in this process's environment ({}: the CPU's own kernels)."""
+    return {name: os.environ[name] for name in KERNEL_ENV if os.environ.get(name)}
+
+
 def machine_stamp() -> dict[str, Any]:
     """What the figures were measured on and with."""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
@@ -190,6 +199,7 @@ def machine_stamp() -> dict[str, Any]:
     return {
         **cpu_facts(cpuinfo),
         "cores": os.cpu_count(),
+        "kernel_env": kernel_env(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "python": platform.python_version(),
         "torch": version("torch"),
@@ -214,6 +224,9 @@ def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict
         f"`{command}`",
         "",
     ]
+    if stamp.get("kernel_env"):
+        forced = " ".join(f"{name}={value}" for name, value in stamp["kernel_env"].items())
+        lines[4:4] = [f"Kernels narrowed by the environment: {forced}", ""]
     if stamp.get("changed_files"):
         lines[4:4] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
     if rows:
@@ -231,7 +244,9 @@ def write_results(scenario: str, report: dict[str, Any], rows: list[dict[str, An
         if sys.argv[0].endswith("run.py")
         else " ".join(sys.argv)
     )
-    name = f"{scenario}-{stamp['date'][:10]}-{stamp['commit']}"
+    # a run on narrowed kernels is another measurement than the CPU's own on the same day and commit
+    narrowed = "-" + stamp["kernel_env"].get("ATEN_CPU_CAPABILITY", "narrowed").lower() if stamp["kernel_env"] else ""
+    name = f"{scenario}-{stamp['date'][:10]}-{stamp['commit']}{narrowed}"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(
         json.dumps({"machine": stamp, "command": command, "rows": rows, **report}, indent=2, default=str) + "\n"

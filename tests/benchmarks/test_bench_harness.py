@@ -67,7 +67,9 @@ def test_cpu_facts_from_cpuinfo() -> None:
     assert facts["flags"]["avx512_bf16"] and facts["flags"]["avx512_vnni"] and not facts["flags"]["amx_tile"]
 
 
-def test_write_results_names_files_by_scenario_date_commit(tmp_path: Path) -> None:
+def test_write_results_names_files_by_scenario_date_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in harness.KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
     path = harness.write_results("fake", {"note": "x"}, [{"program": "a", "wall_s": 1.5}], out=tmp_path)
     report = json.loads(path.read_text())
     stamp = report["machine"]
@@ -75,3 +77,17 @@ def test_write_results_names_files_by_scenario_date_commit(tmp_path: Path) -> No
     assert report["note"] == "x" and report["rows"] == [{"program": "a", "wall_s": 1.5}]
     table = path.with_suffix(".md").read_text()
     assert "| program | wall_s |" in table and "| a | 1.5 |" in table
+
+
+def test_results_on_forced_avx2_kernels_say_so_in_name_and_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forced = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    for name, value in forced.items():
+        monkeypatch.setenv(name, value)
+    path = harness.write_results("fake", {}, [{"program": "a"}], out=tmp_path)
+    stamp = json.loads(path.read_text())["machine"]
+    assert stamp["kernel_env"] == forced
+    assert path.name == f"fake-{stamp['date'][:10]}-{stamp['commit']}-avx2.json"  # beside the native run's file
+    table = path.with_suffix(".md").read_text()
+    assert "Kernels narrowed by the environment: ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2" in table
