@@ -141,7 +141,11 @@ def translate(
         if ensemble:  # only with one: a shard begun before ensembles had modes still resumes
             options["ensemble_mode"] = ensemble_mode
         if glossary or protect or not protect_default or not case:  # only when set, as ensemble_mode
-            options |= {"glossary": str(glossary), "protect": protect, "protect_default": protect_default, "case": case}
+            from mtkit.files import file_identity
+
+            # The glossary file's identity (path, size, time), not its path alone: one rewritten is another job.
+            terms_file = file_identity(glossary) if glossary else str(glossary)
+            options |= {"glossary": terms_file, "protect": protect, "protect_default": protect_default, "case": case}
         if term_method is not None:  # the model's default otherwise, which the model's identity holds
             options["term_method"] = term_method
         if guarded and not split_sentences:  # a shard begun by the line path (--no-guard or before) is not resumed

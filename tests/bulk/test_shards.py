@@ -362,6 +362,26 @@ def test_a_translate_shard_stopped_part_way_goes_on(
     assert out.read_bytes() == (tmp_path / "whole.de").read_bytes()
 
 
+def test_a_done_translate_shard_with_its_glossary_rewritten_is_run_again(
+    tiny_run: Path, english: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The glossary is part of a shard's job by its contents (path, size and time), not its path alone: shard 1 of 2
+    (lines 1-10, chunks of one line), done with one glossary and asked again with the file rewritten, translates
+    again with the new target where before it had nothing to do."""
+    monkeypatch.setattr("mtkit.engines.streaming.CHUNK_LINES", 1)
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("man\tKerlchen\n", encoding="utf-8")
+    out = tmp_path / "out.de"
+    common = ("translate", tiny_run, "--device", "cpu", "-q", "-i", english, "-o", out, "--glossary", glossary)
+    assert "shard 1/2: lines 1-10" in mtkit_ok(*common, "--shard", "1/2")
+    shard = shard_file(out, ShardSpec(1, 2))
+    assert "Kerlchen" in shard.read_text(encoding="utf-8")
+    glossary.write_text("man\tMannsbild\n", encoding="utf-8")
+    assert "shard 1/2: lines 1-10" in mtkit_ok(*common, "--shard", "1/2")
+    text = shard.read_text(encoding="utf-8")
+    assert "Mannsbild" in text and "Kerlchen" not in text
+
+
 def test_back_translate_shards_sample_what_one_process_samples(
     tiny_run: Path, english: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
