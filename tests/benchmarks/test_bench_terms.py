@@ -71,6 +71,15 @@ def test_frequent_pairs_take_each_source_once(scenario: ModuleType) -> None:
     assert scenario.frequent_pairs(counts, 2) == {"shirt": "Hemd", "dog": "Hund"}
 
 
+def test_sampled_pairs_draw_seeded_entries_of_words_aligned_twice(scenario: ModuleType) -> None:
+    counts = Counter({("shirt", "Hemd"): 5, ("shirt", "T-Shirt"): 3, ("dog", "Hund"): 4, ("cat", "Katze"): 2})
+    counts[("ball", "Ball")] = 1  # aligned once: the aligner's error as often as not, never drawn
+    drawn = scenario.sampled_pairs(counts, 2)
+    assert len(drawn) == 2 and set(drawn) <= {"shirt", "dog", "cat"} and drawn.get("shirt", "Hemd") == "Hemd"
+    assert scenario.sampled_pairs(counts, 2) == drawn  # the same draw every run
+    assert scenario.sampled_pairs(counts, 10) == {"cat": "Katze", "dog": "Hund", "shirt": "Hemd"}
+
+
 def test_frequent_pairs_absent_from_lines_leave_out_their_words(scenario: ModuleType) -> None:
     counts = Counter({("shirt", "Hemd"): 5, ("dog", "Hund"): 4, ("ball", "Ball"): 1, ("cat", "Katze"): 1})
     lines = ["A man in a SHIRT.", "The ball-game."]  # a glossary finds "ball" in "ball-game"
