@@ -84,3 +84,8 @@ def test_frequent_pairs_absent_from_lines_leave_out_their_words(scenario: Module
     counts = Counter({("shirt", "Hemd"): 5, ("dog", "Hund"): 4, ("ball", "Ball"): 1, ("cat", "Katze"): 1})
     lines = ["A man in a SHIRT.", "The ball-game."]  # a glossary finds "ball" in "ball-game"
     assert scenario.frequent_pairs(counts, 2, lines) == {"dog": "Hund", "cat": "Katze"}
+
+
+def test_method_counts_name_every_way_a_hinted_model_takes(scenario: ModuleType) -> None:
+    used = Counter({"model": 3, "hint": 5, "placeholder": 2})
+    assert scenario.method_counts(used) == "model 3, hint 5, placeholder 2"
