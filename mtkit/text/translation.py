@@ -119,8 +119,10 @@ class SplitOptions:
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
         method = self.term_method or default_term_method(bool(self.term_pieces))
         object.__setattr__(self, "term_method", checked_term_method(method))
-        if self.term_pieces:  # a reserved piece the text itself holds is kept as written: the model reads no hint
-            written = "|".join(re.escape(piece) for piece in self.term_pieces)  # that the text did not mean
+        # A reserved piece the text itself holds is kept as written: the model reads no hint the text did not mean.
+        # Added once: dataclasses.replace runs this again on options that already have it.
+        written = "|".join(re.escape(piece) for piece in self.term_pieces)
+        if written and written not in self.protect.patterns:
             patterns = (*self.protect.patterns, written)
             object.__setattr__(self, "protect", ProtectConfig(self.protect.default, patterns))
 

@@ -6,6 +6,8 @@ paths (sentence by sentence, and the plain path's lines). A model without the pi
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from mtkit.corpus.term_hints import TERM_PIECES, hint
@@ -141,3 +143,6 @@ def test_a_reserved_piece_the_text_holds_is_kept_as_written_never_read_as_a_hint
     assert text_back.count("__source__") == 1 and text_back.count("Rotfuchs") == 1
     plain = SplitOptions("en", protect=ProtectConfig(patterns=("ACME",)))
     assert plain.protect.patterns == ("ACME",)  # a model without the pieces: its patterns as given
+    hinted_options = SplitOptions("en", protect=ProtectConfig(patterns=("ACME",)), term_pieces=TERM_PIECES)
+    again = dataclasses.replace(dataclasses.replace(hinted_options, term_method="placeholder"), case=False)
+    assert again.protect.patterns == hinted_options.protect.patterns and len(again.protect.patterns) == 2
