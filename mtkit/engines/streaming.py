@@ -106,7 +106,7 @@ def translate_stream(
 
 def term_ways_note(ways: Counter[str]) -> str:
     """How many sentences (or lines) with glossary terms went which way (mtkit.text.glossary: the model's own
-    translation, inline, a hint, placeholders), for the summary: "sentences by way: model 169, placeholder 821"."""
+    translation, inline, a hint, placeholders), for the summary: "sentences by way: model 2, placeholder 1"."""
     return "sentences by way: " + ", ".join(f"{way} {count}" for way, count in sorted(ways.items()))
 
 

@@ -237,10 +237,12 @@ def budget_learning_rate(
         return peak_lr * warm
     start, end = plan
     progress = min((step - start) / (end - start), 1.0) if end > start else 1.0
-    fall = {
-        "cosine": 0.5 * (1.0 + math.cos(math.pi * progress)),
-        "sqrt": 1.0 - math.sqrt(progress),
-    }.get(shape, 1.0 - progress)
+    if shape == "cosine":
+        fall = 0.5 * (1.0 + math.cos(math.pi * progress))
+    elif shape == "sqrt":
+        fall = 1.0 - math.sqrt(progress)
+    else:
+        fall = 1.0 - progress
     return peak_lr * min(warm, floor + (1.0 - floor) * fall)
 
 
