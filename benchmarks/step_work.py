@@ -44,7 +44,16 @@ OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("casts", ("aten::_to_copy", "ToCopyBackward")),
     (
         "matmul",
-        ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "MmBackward", "AddmmBackward"),
+        (
+            "aten::mm",
+            "aten::addmm",
+            "aten::bmm",
+            "aten::matmul",
+            "aten::linear",
+            "mkldnn::_linear_pointwise",
+            "MmBackward",
+            "AddmmBackward",
+        ),
     ),
 )
 GROUPS = ("matmul", "attention", "softmax", "layer_norm", "dropout", "casts", "loss", "optimizer", "data", "other")
@@ -119,7 +128,7 @@ def build(args: argparse.Namespace, run_dir: Path) -> tuple[Any, Any]:
     from mtkit.recipe import resolve_recipe
     from mtkit.training.data import open_training_data
     from mtkit.training.distributed import setup_distributed
-    from mtkit.training.loop import resolve_train_precision, set_threads
+    from mtkit.training.loop import configure_cpu, resolve_train_precision
     from mtkit.training.run import start_run
 
     manifest = read_manifest(args.data)
@@ -127,7 +136,7 @@ def build(args: argparse.Namespace, run_dir: Path) -> tuple[Any, Any]:
     sets += ["train.compile=true"] if args.compile else []
     recipe = resolve_recipe(RECIPE, None, sets, vocab_size=manifest["vocab_size"])
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
-    set_threads(recipe.train)
+    configure_cpu(recipe.train)
     recipe = resolve_train_precision(recipe, ctx.device)
     data = open_training_data(args.data, manifest, None, recipe.train, True)
     run, train_data = start_run(args.data, run_dir, recipe, manifest, data, ctx)

@@ -38,9 +38,11 @@ def peer_missing(peer: str, peers: Path = PEERS) -> str | None:
     return f"{peer}: not installed and prepared under {peers}: {how}"
 
 
-def mtkit_program(precision: str, updates: int, skip: int):
+def mtkit_program(precision: str, updates: int, skip: int, matmul: str = "onednn"):
+    """`mtkit train` in `precision`, its float32 CPU products by `matmul` (train.cpu_matmul)."""
+
     def once(round_: int) -> dict[str, float]:
-        run = WORK / f"train-{precision}"
+        run = WORK / f"train-{precision}-{matmul}"
         shutil.rmtree(run, ignore_errors=True)  # a leftover run would be resumed, not retrained
         cmd = mtkit(
             "train",
@@ -56,10 +58,12 @@ def mtkit_program(precision: str, updates: int, skip: int):
             "--set",
             "train.log_interval=1",
             "--set",
+            f"train.cpu_matmul='{matmul}'",
+            "--set",
             "train.save_interval_minutes=0",
             *WORKLOAD,
         )
-        m = checked(measure(cmd, WORK / "logs" / f"train-{precision}"), f"mtkit train ({precision})")
+        m = checked(measure(cmd, WORK / "logs" / f"train-{precision}-{matmul}"), f"mtkit train ({precision}, {matmul})")
         window = measure_window(read_metrics(run), skip + 1, updates)
         loss = {r["step"]: r["loss"] for r in read_metrics(run)}[updates]
         return {**figures(m), **{k: window[k] for k in ("src_tgt_tok_per_s", "s_per_update")}, "loss_last": loss}
@@ -88,7 +92,10 @@ def run(args: argparse.Namespace) -> None:
     updates, skip = (60, 10) if args.small and not args.peers else (300, 50)
     from mtkit.model.precision import native_bf16
 
-    programs = {"mtkit fp32": mtkit_program("fp32", updates, skip)}
+    programs = {
+        "mtkit fp32": mtkit_program("fp32", updates, skip),
+        "mtkit fp32, MKL's products": mtkit_program("fp32", updates, skip, "mkl"),
+    }
     if native_bf16("cpu"):  # emulated bf16 (an AVX2-only CPU, or the AVX2 kernels forced) takes 30 s an update
         programs["mtkit bf16"] = mtkit_program("bf16", updates, skip)
     else:

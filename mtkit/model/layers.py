@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtkit.model.onednn import Linear
+
 # Every LayerNorm of mtkit's models (torch.nn.LayerNorm's default, and Marian's): the exports write it down.
 LAYER_NORM_EPSILON = 1e-5
 
@@ -72,10 +74,10 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> Tensor:
     return table.float()
 
 
-def init_linear(d_in: int, d_out: int, blocks: int = 1) -> nn.Linear:
+def init_linear(d_in: int, d_out: int, blocks: int = 1) -> Linear:
     """Linear layer with xavier-uniform weights and zero biases (fairseq). A fused projection of `blocks`
     outputs is initialised block by block with gain 1/sqrt(2), as fairseq does its separate q, k, v."""
-    linear = nn.Linear(d_in, d_out)
+    linear = Linear(d_in, d_out)
     with torch.no_grad():
         for block in linear.weight.chunk(blocks, dim=0):
             nn.init.xavier_uniform_(block, gain=1.0 if blocks == 1 else 2**-0.5)

@@ -16,17 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtkit.model.onednn import Linear, onednn_available
+
 ROWS_HINT = 256  # rows oneDNN tunes the layout for: a decoding step's typical sentences x beams
-
-
-def packing_available() -> bool:
-    """Whether this torch has the oneDNN linear ops (a CPU build with mkldnn)."""
-    ops = torch.ops.mkldnn
-    return (
-        torch.backends.mkldnn.is_available()
-        and hasattr(ops, "_reorder_linear_weight")
-        and hasattr(ops, "_linear_pointwise")
-    )
 
 
 class PackedLinear(nn.Module):
@@ -54,12 +46,14 @@ def pack_linears(model: nn.Module) -> int:
 
     A no-op (0) where oneDNN is missing, fails, or disagrees with the original linear on a probe row.
     """
-    if not packing_available():
+    if not onednn_available():
         return 0
     targets = [
         (name, module)
         for name, module in model.named_modules()
-        if type(module) is nn.Linear and module.weight.dtype == torch.float32 and module.weight.device.type == "cpu"
+        if type(module) in (nn.Linear, Linear)
+        and module.weight.dtype == torch.float32
+        and module.weight.device.type == "cpu"
     ]
     packed: dict[str, PackedLinear] = {}
     with torch.no_grad():

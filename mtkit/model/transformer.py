@@ -26,6 +26,7 @@ from mtkit.model.layers import (
     init_embedding,
     init_linear,
 )
+from mtkit.model.onednn import Linear
 
 PRESETS: dict[str, dict[str, int | float]] = {
     "base": dict(d_model=512, n_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6, dropout=0.1),
@@ -355,7 +356,7 @@ class Transformer(nn.Module):
             tgt_tokens = nn.Embedding(cfg.target_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
         self.encoder = Stack(cfg, src_tokens, [EncoderLayer(cfg) for _ in range(cfg.encoder_layers)])
         self.decoder = Stack(cfg, tgt_tokens, [DecoderLayer(cfg) for _ in range(cfg.decoder_layers)])
-        self.output = nn.Linear(cfg.d_model, cfg.target_vocab_size, bias=cfg.output_bias)
+        self.output = Linear(cfg.d_model, cfg.target_vocab_size, bias=cfg.output_bias)
         if self.output.bias is not None:
             nn.init.zeros_(self.output.bias)
         for tokens in {id(src_tokens): src_tokens, id(tgt_tokens): tgt_tokens}.values():

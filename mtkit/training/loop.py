@@ -42,9 +42,13 @@ def resolve_train_precision(recipe: TrainRecipe, device: torch.device) -> TrainR
     return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, precision=precision))
 
 
-def set_threads(cfg: TrainConfig) -> None:
+def configure_cpu(cfg: TrainConfig) -> None:
+    """The process-wide CPU settings of a run: its threads and its float32 products' library."""
+    from mtkit.model.onednn import set_cpu_matmul
+
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
+    set_cpu_matmul(cfg.cpu_matmul)
 
 
 def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
@@ -56,7 +60,7 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
     from mtkit.training.data import batch_resampler, open_training_data
 
     ctx = setup_distributed(recipe.train.device, recipe.train.dist_timeout_minutes)
-    set_threads(recipe.train)
+    configure_cpu(recipe.train)
     recipe = resolve_train_precision(recipe, ctx.device)
     configure_cuda_kernels(ctx.device)
     data_dir, run_dir = Path(data_dir), Path(run_dir)

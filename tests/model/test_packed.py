@@ -15,7 +15,7 @@ from mtkit.model.packed import PackedLinear, pack_linears
 from mtkit.model.transformer import ModelConfig, Transformer
 from tests.conftest import read_gz_lines
 
-needs_onednn = pytest.mark.skipif(not packed.packing_available(), reason="this torch has no oneDNN linear ops")
+needs_onednn = pytest.mark.skipif(not packed.onednn_available(), reason="this torch has no oneDNN linear ops")
 
 
 @needs_onednn
@@ -56,9 +56,9 @@ def test_pack_linears_keeps_weights_ties_and_outputs() -> None:
     model = tiny_model()
     reference = copy.deepcopy(model)
     before = model.state_dict()
-    n_linear = sum(type(m) is nn.Linear for m in model.modules())
+    n_linear = sum(isinstance(m, nn.Linear) for m in model.modules())
     assert pack_linears(model) == n_linear > 0
-    assert not any(type(m) is nn.Linear for m in model.modules())
+    assert not any(isinstance(m, nn.Linear) for m in model.modules())
     after = model.state_dict()
     assert list(after) == list(before) and all(torch.equal(after[k], before[k]) for k in before)
     assert model.output.weight is model.decoder.embed.tokens.weight  # the tie survives
@@ -71,11 +71,11 @@ def test_pack_linears_keeps_weights_ties_and_outputs() -> None:
 
 
 def test_pack_linears_is_a_no_op_without_onednn(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(packed, "packing_available", lambda: False)
+    monkeypatch.setattr(packed, "onednn_available", lambda: False)
     model = tiny_model()
     assert pack_linears(model) == 0
     # per encoder layer qkv, out, 2 FFN; per decoder layer qkv, out, cross q, kv, out, 2 FFN; the output
-    assert sum(type(m) is nn.Linear for m in model.modules()) == 2 * 4 + 2 * 7 + 1
+    assert sum(isinstance(m, nn.Linear) for m in model.modules()) == 2 * 4 + 2 * 7 + 1
 
 
 def test_pack_linears_leaves_bf16_alone() -> None:

@@ -104,7 +104,8 @@ def test_dense_gpu_path_equals_the_cpu_path(epsilon: float) -> None:
     torch.testing.assert_close(dense_nll, nll, rtol=1e-5, atol=0)
     assert hidden.grad[~keep].abs().max() == 0  # pad rows get no gradient
     torch.testing.assert_close(hidden.grad, expected[0], rtol=0, atol=1e-5)
-    torch.testing.assert_close(weight.grad, expected[1], rtol=0, atol=1e-5)
+    # relative too: the CPU path's products are oneDNN's, the dense path's autograd's (MKL), summed in other orders
+    torch.testing.assert_close(weight.grad, expected[1], rtol=1e-5, atol=1e-5)
 
 
 def test_compiling_the_model_leaves_the_loss_out_of_the_graph() -> None:

@@ -1,0 +1,119 @@
+"""Training's float32 CPU matrix products through oneDNN instead of MKL's sgemm: the linears (forward and both
+gradients) and the loss's vocabulary products.
+
+PyTorch sends a float32 product on CPU to MKL, which takes its AVX-512 kernels on Intel CPUs only: on an AMD
+Zen 5 (AVX-512) its sgemm runs the AVX2 kernels, about 200 GFLOP/s on 2 cores for the demo model's shapes, where
+oneDNN's own kernels reach 380-480 (the same product forced to AVX2 on both: oneDNN 1.05-1.1x MKL; BENCHMARKS.md).
+bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per product, so each
+gradient is written in the orientation measured fastest for it.
+
+Training only: a product here is not batch-independent, and inference has mtkit.model.packed. Results differ from
+MKL's in the last bits; a run is deterministic either way for one machine, kernel path and thread count, which is
+what resume exactness needs. `set_cpu_matmul("mkl")` (the recipe's `train.cpu_matmul`) turns it off.
+Imports torch only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+CPU_MATMULS = ("onednn", "mkl")
+_backend = "onednn"
+
+
+def onednn_available() -> bool:
+    """Whether this torch has the oneDNN linear ops (a CPU build with mkldnn)."""
+    ops = torch.ops.mkldnn
+    return (
+        torch.backends.mkldnn.is_available()
+        and hasattr(ops, "_reorder_linear_weight")
+        and hasattr(ops, "_linear_pointwise")
+    )
+
+
+def set_cpu_matmul(name: str) -> None:
+    """Which library training's float32 CPU products use from now on in this process: "onednn" or "mkl"."""
+    global _backend
+    if name not in CPU_MATMULS:
+        raise ValueError(f"cpu_matmul must be one of {', '.join(CPU_MATMULS)}, not {name!r}")
+    _backend = name
+
+
+def cpu_matmul() -> str:
+    """The library in use: "onednn" where set and available, else "mkl"."""
+    return "onednn" if _backend == "onednn" and onednn_available() else "mkl"
+
+
+def takes(*tensors: Tensor | None) -> bool:
+    """Whether a product of these operands goes to oneDNN: float32 on CPU, outside autocast, oneDNN chosen."""
+    return (
+        cpu_matmul() == "onednn"
+        and not torch.is_autocast_enabled("cpu")
+        and all(t is None or (t.device.type == "cpu" and t.dtype == torch.float32) for t in tensors)
+    )
+
+
+def _nt(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Tensor:
+    """a [m, k] @ b [n, k]^T (+ bias [n]) -> [m, n]; either operand may be a strided view."""
+    return torch.ops.mkldnn._linear_pointwise(a, b, bias, "none", [], "")
+
+
+def forward_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x [N, in] @ weight [out, in]^T (+ bias) -> [N, out]."""
+    return _nt(x, weight, bias)
+
+
+def input_grad(grad: Tensor, weight: Tensor) -> Tensor:
+    """grad [N, out] @ weight [out, in] -> [N, in]."""
+    return _nt(grad, weight.t())
+
+
+def weight_grad(grad: Tensor, x: Tensor) -> Tensor:
+    """grad [N, out]^T @ x [N, in] -> [out, in], contiguous.
+
+    Both operands are read transposed; oneDNN runs that about 1.5-2.5x faster when the wider of out and in is its
+    output's columns (measured on the demo's shapes), so a narrow-out product is computed transposed."""
+    if grad.size(1) >= x.size(1):
+        return _nt(x.t(), grad.t()).t().contiguous()
+    return _nt(grad.t(), x.t())
+
+
+class _Linear(torch.autograd.Function):
+    """F.linear with oneDNN products each way; 2-D and higher inputs alike (rows are flattened)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        rows = x.reshape(-1, x.size(-1))
+        ctx.save_for_backward(rows, weight)
+        ctx.has_bias, ctx.shape = bias is not None, x.shape
+        return forward_product(rows, weight, bias).view(*x.shape[:-1], weight.size(0))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        rows, weight = ctx.saved_tensors
+        grad = grad.reshape(-1, grad.size(-1))
+        grad_x = input_grad(grad, weight).view(ctx.shape) if ctx.needs_input_grad[0] else None
+        grad_w = weight_grad(grad, rows) if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """F.linear, through oneDNN where it is training's float32 CPU product (gradients wanted); F.linear otherwise,
+    and inside torch.compile, whose graphs choose their own kernels."""
+    if torch.compiler.is_compiling():
+        return F.linear(x, weight, bias)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad) and takes(x, weight, bias):
+        return _Linear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """nn.Linear whose training products on CPU in float32 go through oneDNN; the same parameters and state_dict."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias)
