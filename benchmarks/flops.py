@@ -12,8 +12,10 @@ from pathlib import Path
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "multi30k-en-de" / "small.toml"
 
 
-def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "cpu") -> float:
-    """Sustained torch.matmul GFLOP/s of n x n matrices (2 n^3 FLOPs each): n 2048 on CPU threads, 8192 on GPU."""
+def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "cpu", library: str = "torch") -> float:
+    """Sustained GFLOP/s of n x n matrix products (2 n^3 FLOPs each): n 2048 on CPU threads, 8192 on GPU; by
+    torch.matmul (MKL for float32 on CPU), or with `library` "onednn" by oneDNN's op, as mtkit's training runs
+    float32 products on CPU (mtkit.model.onednn)."""
     import torch
 
     torch.set_num_threads(threads)
@@ -22,12 +24,19 @@ def matmul_gflops(dtype_name: str, threads: int, seconds: float, device: str = "
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     out = torch.empty(n, n, device=device, dtype=dtype)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def product() -> None:
+        if library == "onednn":
+            torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
+        else:
+            torch.matmul(a, b, out=out)
+
     for _ in range(2):  # warm-up: thread pool, oneDNN / cuBLAS kernel selection
-        torch.matmul(a, b, out=out)
+        product()
     sync()
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        torch.matmul(a, b, out=out)
+        product()
         sync()
         count += 1
     return 2 * n**3 * count / (time.perf_counter() - start) / 1e9

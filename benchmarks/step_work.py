@@ -51,6 +51,7 @@ OPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "aten::matmul",
             "aten::linear",
             "mkldnn::_linear_pointwise",
+            "_LinearBackward",
             "MmBackward",
             "AddmmBackward",
         ),
@@ -267,9 +268,12 @@ def window_figures(records: list[dict[str, float]], compiled: bool, warmup: Sequ
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from mtkit.model.onednn import cpu_matmul
     from mtkit.model.precision import native_bf16
 
     matmul = {"fp32": round(matmul_gflops("fp32", args.threads, args.matmul_seconds), 1)}
+    if cpu_matmul() == "onednn":  # the library the update's float32 products run on
+        matmul["fp32_onednn"] = round(matmul_gflops("fp32", args.threads, args.matmul_seconds, library="onednn"), 1)
     if native_bf16("cpu") or args.precision == "bf16":
         matmul["bf16"] = round(matmul_gflops("bf16", args.threads, args.matmul_seconds), 1)
     with tempfile.TemporaryDirectory(prefix="step-flops-") as tmp:

@@ -157,7 +157,8 @@ def row(name: str, rounds: list[dict[str, Any]], peak: dict[str, Any], relative:
     issue's yardstick) and against the bf16 matmul peak measured in its process; the peak's basis and clock source
     are in the JSON (`peaks`)."""
     first, mid = rounds[0], medians(rounds)
-    matmul = mid.get(f"matmul_{first['precision']}_gflops")
+    # float32 updates run their products on oneDNN where the worker measured it (mtkit.model.onednn), else MKL
+    matmul = mid.get(f"matmul_{first['precision']}_onednn_gflops") or mid.get(f"matmul_{first['precision']}_gflops")
     line: dict[str, Any] = {
         "program": name,
         "ISA": first["capability"],

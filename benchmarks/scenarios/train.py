@@ -38,7 +38,7 @@ def peer_missing(peer: str, peers: Path = PEERS) -> str | None:
     return f"{peer}: not installed and prepared under {peers}: {how}"
 
 
-def mtkit_program(precision: str, updates: int, skip: int, matmul: str = "onednn"):
+def mtkit_program(precision: str, updates: int, skip: int, matmul: str = "auto"):
     """`mtkit train` in `precision`, its float32 CPU products by `matmul` (train.cpu_matmul)."""
 
     def once(round_: int) -> dict[str, float]:

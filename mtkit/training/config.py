@@ -109,10 +109,11 @@ class TrainConfig:
     )
     threads: int = field(default=0, metadata={"help": "CPU threads (0: torch's default, OMP_NUM_THREADS)."})
     cpu_matmul: str = field(
-        default="onednn",
+        default="auto",
         metadata={
-            "help": "float32 matrix products of training on CPU: onednn (about 2x MKL's on AMD CPUs with AVX-512, "
-            "where MKL runs its AVX2 kernels) or mkl (torch's own)."
+            "help": "float32 matrix products of training on CPU: onednn (1.5x MKL's update on an AMD CPU with "
+            "AVX-512, where MKL runs its AVX2 kernels, in more memory), mkl (torch's own) or auto (onednn on "
+            "AVX-512 kernels, mkl on AVX2 ones)."
         },
     )
     max_bad_steps: int = field(

@@ -116,6 +116,8 @@ def test_ops_are_grouped_by_region_first_then_by_the_nearest_op(work: ModuleType
     cases = {
         (update, "aten::linear", "aten::addmm"): "matmul",
         (update, "aten::linear", "aten::t", "aten::transpose"): "matmul",
+        (update, "mkldnn::_linear_pointwise"): "matmul",  # mtkit.model.onednn's float32 training products
+        (update, "autograd::engine::evaluate_function: _LinearBackward", "_LinearBackward", "aten::sum"): "matmul",
         (update, "autograd::engine::evaluate_function: MmBackward0", "MmBackward0", "aten::mm"): "matmul",
         (update, work.ATTENTION, "aten::matmul", "aten::bmm"): "attention",
         (update, work.ATTENTION, "aten::softmax", "aten::_softmax"): "softmax",

@@ -15,8 +15,9 @@ needs_onednn = pytest.mark.skipif(not onednn.onednn_available(), reason="this to
 
 @pytest.fixture(autouse=True)
 def _restore_backend():
+    onednn.set_cpu_matmul("onednn")  # whatever kernels this CPU runs: "auto" takes MKL on AVX2 ones
     yield
-    onednn.set_cpu_matmul("onednn")
+    onednn.set_cpu_matmul("auto")
 
 
 def _grads(layer: torch.nn.Linear, x: torch.Tensor, grad: torch.Tensor, forward) -> list[torch.Tensor]:
@@ -76,7 +77,7 @@ def test_inference_other_dtypes_and_mkl_are_f_linear_exactly() -> None:
 
 
 def test_an_unknown_library_is_refused() -> None:
-    with pytest.raises(ValueError, match="onednn, mkl"):
+    with pytest.raises(ValueError, match="auto, onednn, mkl"):
         onednn.set_cpu_matmul("blis")
 
 
@@ -95,3 +96,25 @@ def test_the_loss_vocabulary_products_agree_across_libraries() -> None:
         results.append((loss.detach(), nll, h.grad, w.grad))
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-4)
+
+
+def test_a_runs_recipe_sets_the_library() -> None:
+    """`mtkit train` applies train.cpu_matmul before its first update (mtkit.training.loop.configure_cpu)."""
+    from mtkit.training.config import TrainConfig
+    from mtkit.training.loop import configure_cpu
+
+    configure_cpu(TrainConfig(cpu_matmul="mkl"))
+    assert onednn.cpu_matmul() == "mkl"
+    configure_cpu(TrainConfig(cpu_matmul="onednn"))
+    assert onednn.cpu_matmul() == ("onednn" if onednn.onednn_available() else "mkl")
+
+
+@needs_onednn
+@pytest.mark.parametrize(("avx512", "expected"), [(True, "onednn"), (False, "mkl")])
+def test_auto_takes_onednn_on_avx512_kernels_only(monkeypatch: pytest.MonkeyPatch, avx512: bool, expected: str) -> None:
+    from mtkit.training.config import TrainConfig
+    from mtkit.training.loop import configure_cpu
+
+    monkeypatch.setattr(onednn, "_avx512_kernels", lambda: avx512)
+    configure_cpu(TrainConfig())  # the default: auto
+    assert onednn.cpu_matmul() == expected

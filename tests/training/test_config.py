@@ -130,6 +130,7 @@ def test_the_average_takes_the_budgets_end() -> None:
         ({"decay_fraction": 0.0}, "train.decay_fraction must be in \\(0, 1\\]"),
         ({"lr_floor": 1.0}, "train.lr_floor must be in \\[0, 1\\)"),
         ({"decay_shape": "step"}, "train.decay_shape must be one of linear, cosine, sqrt, got 'step'"),
+        ({"cpu_matmul": "blis"}, "train.cpu_matmul must be one of auto, onednn, mkl, got 'blis'"),
     ],
 )
 def test_budget_schedules_refuse_in_one_line(values: dict, message: str) -> None:
