@@ -29,6 +29,7 @@ CPU_MATMULS = ("auto", "onednn", "mkl")
 _backend = "auto"
 
 
+@functools.cache
 def onednn_available() -> bool:
     """Whether this torch has the oneDNN linear ops (a CPU build with mkldnn)."""
     ops = torch.ops.mkldnn

@@ -55,12 +55,24 @@ def test_overfits_64_pairs(overfit_run: Path) -> None:
 
 
 @pytest.mark.exactness
-def test_resume_is_exact(tmp_path: Path, small_data: Path) -> None:
-    """20 steps straight == 10 steps, stop, resume to 20 (dropout on, float32 CPU: bit-identical)."""
-    common = ("train.save_interval_steps=5", "train.keep_last=3", "train.average_last=2")
-    train(small_data, tmp_path / "straight", tiny_recipe(*common, "train.max_steps=20"))
-    train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=10"))
-    train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=20"))
+@pytest.mark.parametrize("library", ["onednn", "mkl"])
+def test_resume_is_exact(tmp_path: Path, small_data: Path, library: str) -> None:
+    """20 steps straight == 10 steps, stop, resume to 20 (dropout on, float32 CPU: bit-identical), with the float32
+    products on either library (train.cpu_matmul), whichever kernels this CPU runs."""
+    from mtkit.model.onednn import set_cpu_matmul
+
+    common = (
+        "train.save_interval_steps=5",
+        "train.keep_last=3",
+        "train.average_last=2",
+        f"train.cpu_matmul='{library}'",
+    )
+    try:
+        train(small_data, tmp_path / "straight", tiny_recipe(*common, "train.max_steps=20"))
+        train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=10"))
+        train(small_data, tmp_path / "split", tiny_recipe(*common, "train.max_steps=20"))
+    finally:
+        set_cpu_matmul("auto")  # the process-wide default the other tests' runs expect
     a = model_params(list_checkpoints(tmp_path / "straight")[-1])
     b = model_params(list_checkpoints(tmp_path / "split")[-1])
     assert a.keys() == b.keys()
