@@ -3,8 +3,8 @@ gradients) and the loss's vocabulary products.
 
 PyTorch sends a float32 product on CPU to MKL, which takes its AVX-512 kernels on Intel CPUs only: on an AMD
 Zen 5 (AVX-512) its sgemm runs the AVX2 kernels, about 200 GFLOP/s on 2 cores for the demo model's shapes, where
-oneDNN's own kernels reach 380-480 (the same product forced to AVX2 on both: oneDNN 1.05-1.1x MKL; BENCHMARKS.md).
-bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per product, so each
+oneDNN's own kernels reach 380-480 forward (the whole update: 1.50x; with both forced to AVX2, the same speed;
+BENCHMARKS.md). bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per product, so each
 gradient is written in the orientation measured fastest for it.
 
 Training only: a product here is not batch-independent, and inference has mtkit.model.packed. Results differ from
@@ -89,8 +89,8 @@ def input_grad(grad: Tensor, weight: Tensor) -> Tensor:
 def weight_grad(grad: Tensor, x: Tensor) -> Tensor:
     """grad [N, out]^T @ x [N, in] -> [out, in], contiguous.
 
-    Both operands are read transposed; oneDNN runs that about 1.5-2.5x faster when the wider of out and in is its
-    output's columns (measured on the demo's shapes), so a narrow-out product is computed transposed."""
+    Both operands are read transposed; oneDNN runs that 1.3-2.8x faster when the wider of out and in is its
+    output's columns (the demo model's shapes on a Zen 5), so a narrow-out product is computed transposed."""
     if grad.size(1) >= x.size(1):
         return _nt(x.t(), grad.t()).t().contiguous()
     return _nt(grad.t(), x.t())
