@@ -4,8 +4,8 @@ gradients) and the loss's vocabulary products.
 PyTorch sends a float32 product on CPU to MKL, which takes its AVX-512 kernels on Intel CPUs only: on an AMD
 Zen 5 (AVX-512) its sgemm runs the AVX2 kernels, about 200 GFLOP/s on 2 cores for the demo model's shapes, where
 oneDNN's own kernels reach 380-480 forward (the whole update: 1.50x; with both forced to AVX2, the same speed;
-BENCHMARKS.md). bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per product, so each
-gradient is written in the orientation measured fastest for it.
+BENCHMARKS.md). bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per
+product, so each gradient is written in the orientation measured fastest for it.
 
 Training only: a product here is not batch-independent, and inference has mtkit.model.packed. Results differ from
 MKL's in the last bits; a run is deterministic either way for one machine, kernel path and thread count, which is
