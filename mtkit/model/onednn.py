@@ -1,8 +1,8 @@
 """Training's float32 CPU matrix products through oneDNN instead of MKL's sgemm: the linears (forward and both
 gradients) and the loss's vocabulary products.
 
-PyTorch sends a float32 product on CPU to MKL, which takes its AVX-512 kernels on Intel CPUs only: on an AMD
-Zen 5 (AVX-512) its sgemm runs the AVX2 kernels, about 200 GFLOP/s on 2 cores for the demo model's shapes, where
+PyTorch sends a float32 product on CPU to MKL, whose sgemm ran at its AVX2 kernels' speed on an AMD Zen 5 with
+AVX-512 (the same with AVX2 forced): about 200 GFLOP/s on 2 cores for the demo model's shapes, where
 oneDNN's own kernels reach 380-480 forward (the whole update: 1.50x; with both forced to AVX2, the same speed;
 BENCHMARKS.md). bfloat16 products already go to oneDNN. Which operand orientation oneDNN runs fast differs per
 product, so each gradient is written in the orientation measured fastest for it.

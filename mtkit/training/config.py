@@ -111,9 +111,9 @@ class TrainConfig:
     cpu_matmul: str = field(
         default="auto",
         metadata={
-            "help": "float32 matrix products of training on CPU: onednn (1.5x MKL's update on an AMD CPU with "
-            "AVX-512, where MKL runs its AVX2 kernels, in more memory), mkl (torch's own) or auto (onednn on "
-            "AVX-512 kernels, mkl on AVX2 ones)."
+            "help": "float32 matrix products of training on CPU: onednn (1.5x MKL's update on an AMD Zen 5, "
+            "where MKL ran at its AVX2 speed, in more memory), mkl (torch's own) or auto (onednn on AVX-512 "
+            "kernels, mkl on AVX2 ones)."
         },
     )
     max_bad_steps: int = field(
