@@ -71,19 +71,15 @@ def takes(*tensors: Tensor | None) -> bool:
     )
 
 
-def _nt(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Tensor:
-    """a [m, k] @ b [n, k]^T (+ bias [n]) -> [m, n]; either operand may be a strided view."""
-    return torch.ops.mkldnn._linear_pointwise(a, b, bias, "none", [], "")
-
-
 def forward_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x [N, in] @ weight [out, in]^T (+ bias) -> [N, out]."""
-    return _nt(x, weight, bias)
+    """x [N, in] @ weight [out, in]^T (+ bias) -> [N, out]; either operand may be a strided view (the gradients
+    below pass transposed ones)."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
 def input_grad(grad: Tensor, weight: Tensor) -> Tensor:
     """grad [N, out] @ weight [out, in] -> [N, in]."""
-    return _nt(grad, weight.t())
+    return forward_product(grad, weight.t())
 
 
 def weight_grad(grad: Tensor, x: Tensor) -> Tensor:
@@ -92,8 +88,8 @@ def weight_grad(grad: Tensor, x: Tensor) -> Tensor:
     Both operands are read transposed; oneDNN runs that 1.3-2.8x faster when the wider of out and in is its
     output's columns (the demo model's shapes on a Zen 5), so a narrow-out product is computed transposed."""
     if grad.size(1) >= x.size(1):
-        return _nt(x.t(), grad.t()).t().contiguous()
-    return _nt(grad.t(), x.t())
+        return forward_product(x.t(), grad.t()).t().contiguous()
+    return forward_product(grad.t(), x.t())
 
 
 class _Linear(torch.autograd.Function):

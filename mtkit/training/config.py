@@ -170,8 +170,12 @@ class TrainConfig:
         from mtkit.model.onednn import CPU_MATMULS
         from mtkit.model.precision import PRECISIONS
 
-        named = (("precision", PRECISIONS), ("lr_schedule", SCHEDULES), ("decay_shape", DECAY_SHAPES))
-        named += (("cpu_matmul", CPU_MATMULS),)
+        named = (
+            ("precision", PRECISIONS),
+            ("lr_schedule", SCHEDULES),
+            ("decay_shape", DECAY_SHAPES),
+            ("cpu_matmul", CPU_MATMULS),
+        )
         for name, choices in (*named, ("sampling", SAMPLINGS)):
             value = getattr(self, name)
             check(value in choices, f"train.{name} must be one of {', '.join(choices)}, got {value!r}")
