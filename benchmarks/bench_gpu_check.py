@@ -50,9 +50,13 @@ PAPER_P100_TOK_PER_S = {"base": 50_000 / 8 / 0.4, "big": 50_000 / 8 / 1.0}
 def run_quiet(cmd: list[str]) -> str:
     """A subprocess from the project root; its stderr passes through, its stdout is returned."""
     print(f"$ {' '.join(cmd)}", file=sys.stderr, flush=True)
-    return subprocess.run(
-        cmd, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
-    ).stdout
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=checkout_env()).stdout
+
+
+def checkout_env() -> dict[str, str]:
+    """This checkout first on PYTHONPATH, what was there kept (a machine may carry mtkit's dependencies there)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def stage_data(args: argparse.Namespace) -> dict:
