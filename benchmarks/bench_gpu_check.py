@@ -457,17 +457,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--big-steps", type=int, default=300)
     parser.add_argument("--compile-minutes", type=float, default=1.0)
     parser.add_argument("--compile-steps", type=int, default=400)
+    parser.add_argument(
+        "--runs", default="base,big,base-compiled", help="comma-separated subset of the training runs (train stage)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe override for every training run, after the benchmark's own (e.g. train.max_tokens=25000)",
+    )
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model, toy sizes: checks the harness only")
     args = parser.parse_args(argv)
     args.stages = [s for s in args.stages.split(",") if s]
     if unknown := set(args.stages) - set(STAGES):
         parser.error(f"unknown stages {sorted(unknown)}")
-    args.device, args.arch_override, args.archs, args.train_sets = "cuda", None, ["base", "big"], []
+    args.device, args.arch_override, args.archs, args.train_sets = "cuda", None, ["base", "big"], list(args.sets)
     if args.smoke:
         args.device, args.arch_override, args.archs = "cpu", "tiny", ["tiny"]
         args.pairs, args.lines, args.vocab, args.workers, args.valid_pairs = 2000, 60, 1000, 2, 200
         args.base_steps = args.big_steps = args.compile_steps = 6
-        args.train_sets = ["train.max_tokens=1000", "train.update_freq=2"]
+        args.train_sets = ["train.max_tokens=1000", "train.update_freq=2", *args.sets]
     elif not torch.cuda.is_available() and not args.summary_only:
         parser.error("no CUDA device (use --smoke to check the harness on the CPU)")
     args.train_runs = [
@@ -475,8 +486,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ("big", "big", args.big_steps, args.big_minutes, False),
         ("base-compiled", "base", args.compile_steps, args.compile_minutes, True),
     ]
+    runs = [r for r in args.runs.split(",") if r]
+    if unknown := set(runs) - {run[0] for run in args.train_runs}:
+        parser.error(f"unknown runs {sorted(unknown)}")
     if args.smoke:
-        args.train_runs = args.train_runs[:2]  # torch.compile on a CPU needs minutes and a C++ compiler
+        runs = [r for r in runs if r != "base-compiled"]  # torch.compile on a CPU needs minutes and a C++ compiler
+    args.train_runs = [run for run in args.train_runs if run[0] in runs]
     args.translate_dtypes = ["bf16", "fp32"]
     args.data = args.work / "data"
     return args
