@@ -15,9 +15,11 @@ Stages:
   translate  the base run of `train` (its lr warm-up shortened so a short run translates), beam 4, the 3,000
              test sentences in bf16 and fp32 at the recipe's batch size; sent/s, target tokens/s, BLEU against
              the joined references, peak GPU memory
-Sizes are chosen so that all stages should take about 8 minutes on an H100 (estimated, never run: the device
-tool runs a command for at most 10; `--stages` splits the work over several calls, and --work keeps the data
-and runs between them). --smoke runs every stage on the CPU with toy sizes to check the harness.
+On an H200 (2026-11-28, BENCHMARKS.md "GPU") the data stage took 11-15 s, model 27 s, the base and big runs 68 and
+47 s at 1 and 0.5 minutes' caps, and the compiled run's first update 184 s (compiling for each new batch shape),
+hence its 4.5-minute cap: all stages at the defaults come to about 10 minutes. `--stages` and `--runs` split the
+work over several commands (--work keeps the data and runs between them). --smoke runs every stage on the CPU with
+toy sizes to check the harness.
 """
 
 from __future__ import annotations
@@ -455,7 +457,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--base-steps", type=int, default=1500)
     parser.add_argument("--big-minutes", type=float, default=1.0)
     parser.add_argument("--big-steps", type=int, default=300)
-    parser.add_argument("--compile-minutes", type=float, default=1.0)
+    parser.add_argument("--compile-minutes", type=float, default=4.5)
     parser.add_argument("--compile-steps", type=int, default=400)
     parser.add_argument(
         "--runs", default="base,big,base-compiled", help="comma-separated subset of the training runs (train stage)"

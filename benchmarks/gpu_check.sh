@@ -28,7 +28,9 @@ status=0
 
 if [ "$PART" != bench ]; then
   rm -f "$OUT/tests.jsonl" "$OUT/tests.xml"
-  GPU_CHECK_RECORD="$OUT/tests.jsonl" "$PY" -m pytest tests/gpu -v -rA -p no:cacheprovider --durations=0 \
+  # 3 workers where pytest-xdist is there: the two compiled tests compile for minutes on the host's cores.
+  workers=$("$PY" -c "import xdist" 2>/dev/null && echo "-n 3")
+  GPU_CHECK_RECORD="$OUT/tests.jsonl" "$PY" -m pytest tests/gpu -v -rA -p no:cacheprovider --durations=0 $workers \
       --junitxml="$OUT/tests.xml" 2>&1 | tee "$OUT/tests.log"
   tests_rc=${PIPESTATUS[0]}
   echo "gpu-check: tests/gpu $([ "$tests_rc" = 0 ] && echo passed || echo "FAILED (pytest exit $tests_rc)")"
