@@ -196,7 +196,7 @@ class Terms:
         from mtkit.engines.splitting import outputs_of
         from mtkit.engines.streaming import CHUNK_LINES, settled_lines
         from mtkit.text.glossary import glossary_from_mapping
-        from mtkit.text.line_path import prepare_line
+        from mtkit.text.line_path import line_terms, prepare_line
 
         glossaries = glossaries or {}
         options = dataclasses.replace(self.options, term_method=method or self.options.term_method)
@@ -209,7 +209,10 @@ class Terms:
             chunk = lines[first : first + CHUNK_LINES]
             prepared = [prepare_line(x, made.get(first + k, options)) for k, x in enumerate(chunk)]
             asked = time.perf_counter()
-            results = self.translator.translate_hypotheses([p.asked for p in prepared], first_lineno=first + 1)
+            terms = line_terms(prepared)
+            results = self.translator.translate_hypotheses(
+                [p.asked for p in prepared], first_lineno=first + 1, terms=terms
+            )
             prepared, results = settled_lines(self.translator, prepared, results, strict=False)
             model += time.perf_counter() - asked
             for line, output in zip(prepared, outputs_of(self.translator.tokenizer, results), strict=True):
@@ -258,7 +261,7 @@ def applied_row(name: str, terms: Sequence[Term], outputs: Sequence[str], report
 
 def method_counts(methods: Counter[str]) -> str:
     """How many sentences each way took, as "model 610, inline 350, placeholder 30" ("hint" for a hinted model)."""
-    ways = ("model", "inline", "hint", "placeholder")
+    ways = ("model", "guided", "inline", "hint", "placeholder")
     return ", ".join(f"{name} {methods[name]}" for name in ways if methods[name])
 
 

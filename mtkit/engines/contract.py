@@ -30,6 +30,7 @@ class Decoding(Protocol):
     cfg: TranslateConfig
     device: Any  # where it decodes: "cpu"/"cuda" (ctranslate2) or a torch.device; str() of either names it
     info: dict[str, Any]  # what the model says of itself (checkpoint, configs, manifest; engine and dtype)
+    guides_terms: bool  # whether search_ids places glossary terms itself (mtkit's search does, CTranslate2's not)
 
     def describe(self) -> dict[str, Any]:
         """{"arch": preset or None, "parameters": count or None, "dtype": the precision it runs in}."""
@@ -45,9 +46,15 @@ class Decoding(Protocol):
         empty or over max_source_tokens): what the search would add up for that hypothesis."""
         ...
 
-    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+    def search_ids(
+        self,
+        ids: list[list[int]],
+        prefixes: list[list[int]] | None = None,
+        terms: list[list[list[int]]] | None = None,
+    ) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
-        sequence, [] for none) are forced at the start of each translation."""
+        sequence, [] for none) are forced at the start of each translation; `terms` (per sequence, the target ids of
+        each glossary term it must hold) guide the search where `guides_terms`, and are ignored elsewhere."""
         ...
 
 
@@ -71,6 +78,7 @@ class Translating(Decoding, Protocol):
         first_lineno: int = 1,
         strict: bool = False,
         prefixes: list[str] | None = None,
+        terms: list[tuple[str, ...]] | None = None,
     ) -> list[list[Hypothesis]]:
         """n-best hypotheses per line, in input order (line_hypotheses)."""
         ...
@@ -97,11 +105,25 @@ def line_hypotheses(
     first_lineno: int = 1,
     strict: bool = False,
     prefixes: list[str] | None = None,
+    terms: list[tuple[str, ...]] | None = None,
 ) -> list[list[Hypothesis]]:
     """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order; `prefixes`
-    (one per line, "" for none): text each translation must begin with. Both engines' `translate_hypotheses`."""
+    (one per line, "" for none): text each translation must begin with; `terms` (one tuple per line): glossary
+    targets the search places itself where the engine `guides_terms`. Both engines' `translate_hypotheses`."""
     ids = encode_lines(translator, lines, first_lineno, strict)
-    return translator.search_ids(ids, encode_prefixes(translator.tokenizer, prefixes))
+    return translator.search_ids(
+        ids, encode_prefixes(translator.tokenizer, prefixes), encode_terms(translator.tokenizer, terms)
+    )
+
+
+def encode_terms(tokenizer: Tokenizer, terms: list[tuple[str, ...]] | None) -> list[list[list[int]]] | None:
+    """Each line's glossary targets as target ids (each encoded alone, so it begins a word), or None when no line
+    has one."""
+    if not terms or not any(terms):
+        return None
+    flat = tokenizer.encode_target([target for line in terms for target in line])
+    places = iter(flat)
+    return [[next(places) for _ in line] for line in terms]
 
 
 def encode_lines(

@@ -115,6 +115,7 @@ class CT2Translator:
     native: bool = False  # CTranslate2's own search (_search_native) instead of mtkit's
     shortlist: bool = False  # search only the model's vocabulary map's candidates (use_vmap)
     suppressed: tuple[str, ...] = ()  # pieces never emitted: a run's reserved term-hint pieces (suppress_sequences)
+    guides_terms: bool = field(default=False, init=False)  # no glossary terms placed by the search (search_ids)
 
     @classmethod
     def load(
@@ -201,8 +202,14 @@ class CT2Translator:
     encode_lines = encode_lines
     workers = property(decode_workers)
 
-    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order.
+    def search_ids(
+        self,
+        ids: list[list[int]],
+        prefixes: list[list[int]] | None = None,
+        terms: list[list[list[int]]] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` are ignored: neither
+        search here places glossary terms (guides_terms is False; the glossary's other ways apply them).
 
         Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
         batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded

@@ -12,7 +12,7 @@ from mtkit.search.config import Hypothesis
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
 from mtkit.text.sentences import Count
-from mtkit.text.translation import Output, SplitOptions, TextTranslation, plan_translation, run_plan
+from mtkit.text.translation import Output, SplitOptions, TextTranslation, asked_terms, plan_translation, run_plan
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -52,6 +52,7 @@ def split_options(
         glossary=glossary,
         term_method=term_method,
         term_pieces=term_pieces(translator.tokenizer),
+        term_guide=translator.guides_terms,
     )
 
 
@@ -77,6 +78,7 @@ def translate_split(
     """Texts translated sentence by sentence, every sentence of them batched together, the guard applied."""
 
     def translate(sentences: list[str]) -> list[Output]:
-        return outputs_of(translator.tokenizer, translator.translate_hypotheses(sentences, strict=strict))
+        terms = asked_terms(sentences)
+        return outputs_of(translator.tokenizer, translator.translate_hypotheses(sentences, strict=strict, terms=terms))
 
     return run_plan(plan_translation(texts, options, token_counter(translator.tokenizer)), translate)

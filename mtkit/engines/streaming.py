@@ -21,7 +21,7 @@ from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
 from mtkit.search.config import Hypothesis, length_penalty
-from mtkit.text.line_path import Line, prepare_line, retried_lines
+from mtkit.text.line_path import Line, line_terms, prepare_line, retried_lines
 from mtkit.text.translation import GUARD_LABELS, SplitOptions, TextTranslation, guard_counts, term_counts, text_logprob
 
 if TYPE_CHECKING:
@@ -127,7 +127,9 @@ def translate_lines(
     glossary terms (source, target, applied), `ways` a count of the way each line with terms took."""
     forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
     asked = chunk if lines is None else [line.asked for line in lines]
-    results = translator.translate_hypotheses(asked, first_lineno=done + 1, strict=strict, **forced)
+    results = translator.translate_hypotheses(
+        asked, first_lineno=done + 1, strict=strict, terms=line_terms(lines), **forced
+    )
     if lines is not None:
         lines, results = settled_lines(translator, lines, results, strict, forced.get("prefixes"))
         asked = [line.asked for line in lines]
@@ -159,7 +161,8 @@ def settled_lines(
     lines, results = list(lines), list(results)
     while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
         again = None if prefixes is None else [prefixes[i] for i in retried]
-        more = translator.translate_hypotheses([line.asked for line in retried.values()], strict=strict, prefixes=again)
+        asked = [line.asked for line in retried.values()]
+        more = translator.translate_hypotheses(asked, strict=strict, prefixes=again, terms=line_terms(retried.values()))
         for i, hyps in zip(retried, more, strict=True):
             lines[i], results[i] = retried[i], hyps
     return lines, results

@@ -37,6 +37,7 @@ from mtkit.runs.model import load_model
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
 from mtkit.search.step import ModelDecoder, combine
+from mtkit.search.terms import TermGuide, term_table
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
 # Streaming, output formats and length batching moved to torch-free modules; the names stay importable from here.
@@ -83,6 +84,8 @@ class TorchTranslator:
     device: torch.device
     # What the checkpoint says of itself (its path, resolved recipe, data manifest), for mtkit serve's /info.
     info: dict[str, Any] = field(default_factory=dict)
+    guides_terms: bool = field(default=True, init=False)  # mtkit's search places glossary terms (search_ids)
+    _word_continuations: Tensor | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -148,9 +151,15 @@ class TorchTranslator:
     encode_lines = encode_lines
     workers = property(decode_workers)
 
-    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+    def search_ids(
+        self,
+        ids: list[list[int]],
+        prefixes: list[list[int]] | None = None,
+        terms: list[list[list[int]]] | None = None,
+    ) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
-        `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation.
+        `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation; `terms` (the
+        target ids of each glossary term a sequence must hold) guide the search (mtkit.search.terms).
 
         On CPU `workers` batches are decoded at once, each on its share of torch's threads, as CTranslate2's
         inter_threads; each sentence's output is the same either way (tests/engines/test_torch_engine.py).
@@ -165,7 +174,11 @@ class TorchTranslator:
             batches = split_tail(batches, workers)
 
         def run(batch: list[int]) -> list[list[Hypothesis]]:
-            return self._search([ids[i] for i in batch], [prefixes[i] for i in batch] if prefixes else None)
+            return self._search(
+                [ids[i] for i in batch],
+                [prefixes[i] for i in batch] if prefixes else None,
+                [terms[i] for i in batch] if terms else None,
+            )
 
         with decode_threads(workers) as map_batches:
             for batch, hyps in zip(batches, map_batches(run, batches)):
@@ -198,8 +211,11 @@ class TorchTranslator:
         return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
 
     @torch.inference_mode()
-    def _search(self, ids: list[list[int]], prefixes: list[list[int]] | None) -> list[list[Hypothesis]]:
+    def _search(
+        self, ids: list[list[int]], prefixes: list[list[int]] | None, terms: list[list[list[int]]] | None = None
+    ) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
+        table = None if terms is None else term_table(terms, self.device)
         c = self.model_cfg
         # Search's bos is what rows start from and never emit: the decoder's start token (for mtkit's models: bos).
         return search(
@@ -212,7 +228,18 @@ class TorchTranslator:
             eos_id=c.eos_id,
             max_positions=c.max_positions,
             prefixes=prefix_batch(prefixes, self.device),
+            terms=None if table is None else TermGuide(table, self._continues_word()),
         )
+
+    def _continues_word(self) -> Tensor:
+        """[V] bool: the target pieces that continue a word (no word-start mark, a letter or digit first), which
+        may not follow a glossary term's last piece."""
+        if self._word_continuations is None:
+            pieces = self.tokenizer.target_pieces()
+            flags = [piece[:1].isalnum() for piece in pieces]
+            flags += [False] * (self.model_cfg.target_vocab_size - len(flags))  # the model's rows past the pieces
+            self._word_continuations = torch.tensor(flags, dtype=torch.bool, device=self.device)
+        return self._word_continuations
 
 
 def prefix_batch(prefixes: list[list[int]] | None, device: torch.device) -> Tensor | None:

@@ -24,6 +24,7 @@ from mtkit.search.step import (
     prefix_step,
     with_prefixes,
 )
+from mtkit.search.terms import TermGuide
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
 
@@ -130,10 +131,13 @@ def _candidates(
     eos_id: int,
     prefix: Tensor | None = None,
     early: Tensor | None = None,
+    terms: TermGuide | None = None,
+    t: int = 0,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """_top_candidates of every sentence [b, count] from its rows' log-probs (scores [b, rows per sentence]),
     made and searched in equal chunks of whole sentences of at most LOGITS_CHUNK_ROWS rows on CPU; `prefix` [b]:
-    each sentence's forced token (-1: none); `early` [b]: sentences that may not end yet (None: none)."""
+    each sentence's forced token (-1: none); `early` [b]: sentences that may not end yet (None: none); `terms`:
+    the glossary terms each sentence's translation must hold (guided first, so that a forced end still ends)."""
     b, width = scores.shape
     n_chunks = -(-b * width // LOGITS_CHUNK_ROWS) if scores.device.type == "cpu" else 1
     per_chunk = max(-(-b // n_chunks), 1)
@@ -141,6 +145,8 @@ def _candidates(
     for first in range(0, b, per_chunk):
         last = min(first + per_chunk, b)
         logp = decoder.log_probs(output, slice(first * width, last * width)).view(last - first, width, -1)
+        if terms is not None:
+            logp = terms.mask(logp, slice(first, last), eos_id, t)
         part = None if early is None else early[first:last]
         logp = mask_logprobs(logp, forced[first:last], pad_id=pad_id, bos_id=bos_id, eos_id=eos_id, early=part)
         logp = force_tokens(logp, None if prefix is None else prefix[first:last])
@@ -173,15 +179,18 @@ def _finish_eos(
     history: Tensor,
     alpha: float,
     eos_id: int,
+    terms: TermGuide | None = None,
 ) -> None:
-    """Set aside the eos candidates ranked within the top K (fairseq: lower ones were never in the beam)."""
+    """Set aside the eos candidates ranked within the top K (fairseq: lower ones were never in the beam). Guided
+    by `terms`, a hypothesis ranks by its score with the terms' bonus and reports its log-prob without."""
     score, beam, token = (x[:, : history.size(1)] for x in cand)  # [b, K]
     is_eos = (token == eos_id) & torch.isfinite(score)
     if not bool(is_eos.any()):  # most steps: skip the merge
         return
-    logprob = score.masked_fill(~is_eos, -math.inf)
+    ranked = score.masked_fill(~is_eos, -math.inf)
+    logprob = ranked if terms is None else ranked - terms.gained(beam)
     # |Y| counts the eos, as fairseq does: history holds t tokens, the hypothesis has t + 1.
-    normalized = logprob / length_penalty(history.size(2) + 1, alpha)
+    normalized = ranked / length_penalty(history.size(2) + 1, alpha)
     tokens = history.gather(1, beam[:, :, None].expand(-1, -1, history.size(2)))  # [b, K, t]
     finished.add(active, normalized, logprob, tokens)
 
@@ -222,11 +231,13 @@ def beam_search(
     eos_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
+    terms: TermGuide | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first.
 
     `prefixes` [B, P] (-1 past a prefix's end): tokens forced at the first steps; while a sentence's prefix lasts
-    its one live beam extends it, and the search widens to K beams after it.
+    its one live beam extends it, and the search widens to K beams after it. `terms`: glossary terms each
+    translation must hold (mtkit.search.terms).
     """
     n, beam, device = src.size(0), cfg.beam, src.device
     max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
@@ -241,6 +252,8 @@ def beam_search(
     history = torch.zeros((n, beam, 0), dtype=torch.long, device=device)  # [b, K, t]
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
+    if terms is not None:
+        terms.start(src_lens)
     for t in range(int(max_len.max()) + 1 if n else 0):
         output = decoder.step(last, state)
         prefix = prefix_step(prefixes, active, t)
@@ -257,15 +270,21 @@ def beam_search(
             eos_id=eos_id,
             prefix=prefix,
             early=early,
+            terms=terms,
+            t=t,
         )
         if prefix_len is not None:
             cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, pad_id=pad_id, eos_id=eos_id)
-        _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id)
+        _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id, terms)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
+        if terms is not None:
+            terms.advance(origin, token)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
         keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg)).nonzero().squeeze(1)
         if len(keep) == 0:
             break
+        if terms is not None:
+            terms.keep(keep)
         # One reorder per step: pick each kept sentence's chosen origin beams; finished sentences go. After
         # step 0 every beam's origin is its sentence's single row.
         rows = (keep[:, None] * beam + origin[keep]).view(-1) if t else keep.repeat_interleave(beam)
@@ -285,9 +304,24 @@ def search(
     eos_id: int,
     max_positions: int | None = None,
     prefixes: Tensor | None = None,
+    terms: TermGuide | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; `prefixes` [B, P]
-    (-1 past a prefix's end, None for none): tokens each translation must begin with."""
+    (-1 past a prefix's end, None for none): tokens each translation must begin with; `terms`: glossary terms each
+    must hold, which only beam search honours (a greedy search guided is beam search of 1)."""
+    if terms is not None and not cfg.sampling:
+        return beam_search(
+            decoder,
+            src,
+            src_lens,
+            cfg,
+            pad_id=pad_id,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            max_positions=max_positions,
+            prefixes=prefixes,
+            terms=terms,
+        )
     if cfg.sampling:
         run = sample_search
     elif cfg.beam == 1 and cfg.early_stop:

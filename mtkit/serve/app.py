@@ -35,7 +35,7 @@ from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router
 from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
-from mtkit.text.line_path import Line, prepare_line, retried_lines
+from mtkit.text.line_path import Line, line_terms, prepare_line, retried_lines
 from mtkit.text.translation import guard_counts, text_logprob
 
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
@@ -140,12 +140,15 @@ async def translate_request(data: Any, router: Router, cfg: ServeConfig) -> dict
         lines = [prepare_line(line, options, parsed.prefixes is None) for line in parsed.lines]  # as the CLI's
         prefixes = encode_prefix_lines(translator, parsed.prefixes)
         asked = [line.asked for line in lines]
-        results = await model.decode(asked, parsed.search, cfg.strict, warnings, prefixes, parsed.target)
+        results = await model.decode(
+            asked, parsed.search, cfg.strict, warnings, prefixes, parsed.target, line_terms(lines)
+        )
         while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
             # a line whose output lacks a glossary term goes again by the glossary's next method
             again = None if prefixes is None else [prefixes[i] for i in retried]
             asked = [line.asked for line in retried.values()]
-            more = await model.decode(asked, parsed.search, cfg.strict, warnings, again, parsed.target)
+            terms = line_terms(retried.values())
+            more = await model.decode(asked, parsed.search, cfg.strict, warnings, again, parsed.target, terms)
             for i, hyps in zip(retried, more, strict=True):
                 lines[i], results[i] = retried[i], hyps
         answer = {"translations": format_translations(translator, results, parsed.search.nbest, lines)}

@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mtkit.corpus.language_pairs import language_pairs
-from mtkit.engines.contract import Translating, encode_texts, source_codes
+from mtkit.engines.contract import Translating, encode_terms, encode_texts, source_codes
 from mtkit.engines.output import best_lines
 from mtkit.engines.splitting import outputs_of, token_counter
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.worker import BatchWorker, WorkerJob
-from mtkit.text.translation import Output, SplitOptions, TextTranslation, plan_translation, run_plan_async
+from mtkit.text.translation import (
+    Output,
+    SplitOptions,
+    TextTranslation,
+    asked_terms,
+    plan_translation,
+    run_plan_async,
+)
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
@@ -59,6 +66,7 @@ class ServedModel:
         warnings: list[str],
         prefixes: list[list[int]] | None = None,
         target: str | None = None,
+        terms: list[tuple[str, ...]] | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best of each line, decoded with whatever else is queued: 400 a target the model lacks (or none for a
         multilingual model, whose lines then begin with their codes), 413 over-long (strict), 503 queue full.
@@ -83,7 +91,7 @@ class ServedModel:
             )
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
-        job = WorkerJob(ids, search, prefixes=prefixes)
+        job = WorkerJob(ids, search, prefixes=prefixes, terms=encode_terms(translator.tokenizer, terms))
         if not self.worker.submit(job):
             raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
         if self.observer is not None:
@@ -117,7 +125,8 @@ class ServedModel:
         tokenizer = self.translator.tokenizer
 
         async def translate(sentences: list[str]) -> list[Output]:
-            return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, target=target))
+            terms = asked_terms(sentences)
+            return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, None, target, terms))
 
         done = await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
         if self.observer is not None:

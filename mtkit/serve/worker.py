@@ -31,6 +31,7 @@ class WorkerJob:
     search: SearchOverrides
     future: Future = field(default_factory=Future)
     prefixes: list[list[int]] | None = None  # forced target ids per line ([] for none)
+    terms: list[list[list[int]]] | None = None  # per line, the target ids of each glossary term the search places
 
     @property
     def tokens(self) -> int:
@@ -137,7 +138,8 @@ class BatchWorker:
         translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
         error: Exception | None = None
         try:
-            results = translator.search_ids([seq for job in jobs for seq in job.ids], joined_prefixes(jobs))
+            ids = [seq for job in jobs for seq in job.ids]
+            results = translator.search_ids(ids, joined_prefixes(jobs), joined_terms(jobs))
         except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
             warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
             error = exc
@@ -164,6 +166,13 @@ class BatchWorker:
         with self._lock:
             self._pending -= 1
         self._slots.release()
+
+
+def joined_terms(jobs: list[WorkerJob]) -> list[list[list[int]]] | None:
+    """The jobs' glossary terms for the search, one list per line, or None when no job has any."""
+    if not any(job.terms for job in jobs):
+        return None
+    return [line for job in jobs for line in (job.terms or [[] for _ in job.ids])]
 
 
 def joined_prefixes(jobs: list[WorkerJob]) -> list[list[int]] | None:

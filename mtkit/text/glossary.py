@@ -20,29 +20,37 @@ FORMATS = ("tsv", "csv")
 # ("model"), the source term replaced by its target ("inline"), or by a stand-in with the target put back after
 # ("placeholder", which writes every target by construction); for a model trained with term hints, the source term
 # followed by its target between the model's reserved pieces (`__source__ term __target__ target __done__`, "hint"),
-# which takes the place of "inline" in every method.
-MODEL, INLINE, PLACEHOLDER, HINT = "model", "inline", "placeholder", "hint"
+# which takes the place of "inline" in every method; or the source term left as it is and its target placed by the
+# search itself ("guided", mtkit.search.terms; an engine whose search cannot, CTranslate2's, leaves it to the model).
+MODEL, INLINE, PLACEHOLDER, HINT, GUIDED = "model", "inline", "placeholder", "hint", "guided"
 # How a glossary is applied to a model trained without term hints (SplitOptions.term_method): the ways tried in
 # order, a term whose target the translation lacks taking the next way, one it holds keeping its own: "placeholder"
 # alone; "inline", then placeholders; "check-first", the model's own translation, then placeholders;
-# "check-first-inline", the model's own, then inline, then placeholders.
+# "check-first-inline", the model's own, then inline, then placeholders; "guided", the search places each target,
+# then placeholders.
 CHECK_FIRST, CHECK_FIRST_INLINE = "check-first", "check-first-inline"
 TERM_METHODS: dict[str, tuple[str, ...]] = {
     PLACEHOLDER: (PLACEHOLDER,),
     INLINE: (INLINE, PLACEHOLDER),
     CHECK_FIRST: (MODEL, PLACEHOLDER),
     CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
+    GUIDED: (GUIDED, PLACEHOLDER),
 }
 # The method a model takes a glossary by unless one is asked (docs/terminology.md: the terms benchmark's figures): a
-# model without term hints checks its own translation first; one trained with them takes its hints first, one model
-# pass where it carries them (check-first-inline translates a sentence whose target the model misses twice).
+# model trained with term hints takes its hints first, one model pass where it carries them; one without, on an
+# engine whose search places terms, the guided search (one pass, and the best BLEU with reference terms); elsewhere
+# it checks its own translation first (check-first-inline translates a sentence whose target the model misses twice).
 DEFAULT_TERM_METHOD = CHECK_FIRST
+GUIDED_TERM_METHOD = GUIDED
 HINTED_TERM_METHOD = INLINE
 
 
-def default_term_method(hints: bool) -> str:
-    """The term method of a model trained with term hints (`hints`) or without, where none is asked."""
-    return HINTED_TERM_METHOD if hints else DEFAULT_TERM_METHOD
+def default_term_method(hints: bool, guides: bool = False) -> str:
+    """The term method of a model trained with term hints (`hints`) or without, on an engine whose search places
+    terms (`guides`) or not, where none is asked."""
+    if hints:
+        return HINTED_TERM_METHOD
+    return GUIDED_TERM_METHOD if guides else DEFAULT_TERM_METHOD
 
 
 def checked_term_method(method: str, name: str = "term_method") -> str:
@@ -51,9 +59,11 @@ def checked_term_method(method: str, name: str = "term_method") -> str:
     return method
 
 
-def term_ways(method: str, hints: bool) -> tuple[str, ...]:
-    """The ways `method` tries, in order: TERM_METHODS', "inline" as "hint" for a model trained with term hints."""
-    return tuple(HINT if hints and way == INLINE else way for way in TERM_METHODS[method])
+def term_ways(method: str, hints: bool, guides: bool = True) -> tuple[str, ...]:
+    """The ways `method` tries, in order: TERM_METHODS', "inline" as "hint" for a model trained with term hints,
+    "guided" as "model" where the engine's search does not place terms (`guides` False)."""
+    renamed = {INLINE: HINT if hints else INLINE, GUIDED: GUIDED if guides else MODEL}
+    return tuple(renamed.get(way, way) for way in TERM_METHODS[method])
 
 
 def hinted(source: str, target: str, pieces: tuple[str, ...]) -> str:

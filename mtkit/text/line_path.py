@@ -6,6 +6,7 @@ term go again by the next method. Sentences and the guard are mtkit.text.transla
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,11 @@ class Line:
     def method(self) -> str:
         return self.prepared.method
 
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The glossary targets the search is to place in this line's translation (its "guided" terms)."""
+        return () if self.prepared.whole else self.prepared.targets
+
     def fallback(self, text: str) -> Line | None:
         """The line by its next method where `text` (the model's best output for it) lacks a glossary term and a
         method is left; else None."""
@@ -45,6 +51,12 @@ class Line:
             return None
         later = self.prepared.fallback(restored(text, self.case), self.case)
         return None if later is None else Line(self.source, later, self.case)
+
+
+def line_terms(lines: Iterable[Line] | None) -> list[tuple[str, ...]] | None:
+    """Each line's targets for the search to place (one tuple a line), or None where no line has any."""
+    terms = [] if lines is None else [line.targets for line in lines]
+    return terms if any(terms) else None
 
 
 def retried_lines(lines: list[Line], texts: list[str]) -> dict[int, Line]:

@@ -27,6 +27,7 @@ from typing import Any
 from mtkit.errors import check
 from mtkit.text.casing import case_of, normalised, restored
 from mtkit.text.glossary import (
+    GUIDED,
     HINT,
     INLINE,
     MODEL,
@@ -96,6 +97,22 @@ class TextTranslation:
     alternatives: list[str]  # the text again with each sentence's next-best translations, rank by rank
 
 
+class Asked(list[str]):
+    """Sentences a plan sends to the model, in order, with the glossary targets each translation must hold that
+    the search is to place itself (`terms`, one tuple a sentence; empty for most): a list of str to any caller
+    that has no use for them."""
+
+    def __init__(self, texts: list[str], terms: list[tuple[str, ...]] | None = None) -> None:
+        super().__init__(texts)
+        self.terms = terms if terms is not None else [() for _ in texts]
+
+
+def asked_terms(sentences: list[str]) -> list[tuple[str, ...]] | None:
+    """The targets the search is to place for each of `sentences` (what a plan yielded), or None for none."""
+    terms = sentences.terms if isinstance(sentences, Asked) else None
+    return terms if terms and any(terms) else None
+
+
 @dataclass(frozen=True)
 class SplitOptions:
     """How texts are cut before translation: `split` sentences of `language` (else only line breaks cut), each
@@ -114,10 +131,12 @@ class SplitOptions:
     # The model's reserved term-hint pieces (a run trained with term hints; mtkit.corpus.term_hints.TERM_PIECES): its
     # "inline" way is a hint, and no output holds a piece. (): a model without them.
     term_pieces: tuple[str, ...] = ()
+    # Whether the engine's search places glossary targets itself (its `guides_terms`): the "guided" way's.
+    term_guide: bool = False
 
     def __post_init__(self) -> None:
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
-        method = self.term_method or default_term_method(bool(self.term_pieces))
+        method = self.term_method or default_term_method(bool(self.term_pieces), self.term_guide)
         object.__setattr__(self, "term_method", checked_term_method(method))
         # A reserved piece the text itself holds is kept as written: the model reads no hint the text did not mean.
         # Added once: dataclasses.replace runs this again on options that already have it.
@@ -142,7 +161,8 @@ def plan_translation(
     pending = sources
     while pending:
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
-        done, outputs, cases = yield from _plan_sentences(wanted, options, count)
+        guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
+        done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided)
         again = []
         for s in pending:
             ready = current[s]
@@ -178,12 +198,13 @@ def plan_translation(
 
 
 def _plan_sentences(
-    wanted: list[str], options: SplitOptions, count: Count
+    wanted: list[str], options: SplitOptions, count: Count, guided: dict[str, tuple[str, ...]]
 ) -> Generator[list[str], list[Output], tuple[dict[str, Sentence], dict[str, Output], dict[str, str]]]:
-    """plan_translation's part over the sentences the model gets: each translated in its sentence case, and the
-    guard's retries; returns each one's Sentence, its Output and its case."""
+    """plan_translation's part over the sentences the model gets: each translated in its sentence case, with the
+    targets `guided` gives it for the search to place, and the guard's retries (whose pieces carry none, their
+    terms checked after as any); returns each one's Sentence, its Output and its case."""
     cases = {s: case_of(s) if options.case else "" for s in wanted}
-    asked = [normalised(s, cases[s]) for s in wanted]
+    asked = Asked([normalised(s, cases[s]) for s in wanted], [guided.get(s, ()) for s in wanted])
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
     sizes = dict(zip(wanted, count(asked))) if wanted else {}
     verdicts = {s: _verdict(options.guard, s, outputs[s], sizes[s]) for s in wanted}
@@ -251,6 +272,12 @@ class Prepared:
         return sum(not span.term for span in self.masked.spans)
 
     @property
+    def targets(self) -> tuple[str, ...]:
+        """The targets the search is to place itself (the terms whose way is "guided"), as the glossary writes
+        them: the model writes in sentence case, and the translation takes the source's case after."""
+        return tuple(target for (_, _, _, target), way in zip(self.found, self.ways) if way == GUIDED)
+
+    @property
     def method(self) -> str:
         """How the sentence's terms reached the model: the last of the chain any of them took ("" for none)."""
         return max(self.ways, key=self.chain.index, default="")
@@ -285,7 +312,7 @@ def _by_ways(prepared: Prepared, ways: tuple[str, ...]) -> Prepared:
     spans = [
         (low, high, _term_span(prepared, low, high, term, target, way))
         for (low, high, term, target), way in zip(prepared.found, ways)
-        if way != MODEL
+        if way not in (MODEL, GUIDED)
     ]
     masked = mask(prepared.masked.source, list(prepared.places) + spans)
     return dataclasses.replace(prepared, masked=masked, ways=ways)
@@ -313,7 +340,7 @@ def prepare(source: str, options: SplitOptions) -> Prepared:
         found = options.glossary.find(source, [(low, high) for low, high, _ in places])
     if not found:
         return Prepared(mask(source, places), pieces=options.term_pieces)
-    chain = term_ways(options.term_method, bool(options.term_pieces))
+    chain = term_ways(options.term_method, bool(options.term_pieces), options.term_guide)
     first = Prepared(
         Masked(source, source), found=tuple(found), chain=chain, places=tuple(places), pieces=options.term_pieces
     )

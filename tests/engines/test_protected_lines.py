@@ -105,6 +105,7 @@ def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
     hinted = SimpleNamespace(
         info={},
         max_source_tokens=256,
+        guides_terms=False,
         tokenizer=SimpleNamespace(pieces=lambda: ["▁a", *TERM_PIECES], target_pieces=lambda: ["▁a", *TERM_PIECES]),
     )
     assert split_options(hinted).term_method == "inline"  # its hints first: one pass where it carries them
@@ -127,7 +128,7 @@ def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(o
         result = run_mtkit_in_process(*command, "--glossary", glossary, "--term-method", "hint", stdin=lines)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.strip().splitlines() == [
-            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline; got 'hint'"
+            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided; got 'hint'"
         ]
 
 

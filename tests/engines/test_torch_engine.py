@@ -276,7 +276,9 @@ class RecordingTranslator:
         self.cfg = TranslateConfig()
         self.tokenizer = None
 
-    def translate_hypotheses(self, lines: list[str], first_lineno: int = 1, strict: bool = False) -> list[list]:
+    def translate_hypotheses(
+        self, lines: list[str], first_lineno: int = 1, strict: bool = False, terms: object = None
+    ) -> list[list]:
         self.calls.append((first_lineno, len(lines)))
         return [[] for _ in lines]
 

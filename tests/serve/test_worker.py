@@ -29,7 +29,9 @@ class RecordingTranslator:
     cfg: TranslateConfig = field(default_factory=TranslateConfig)
     searches: list = field(default_factory=list)
 
-    def search_ids(self, ids: list[list[int]], prefixes: list[list[int]] | None = None) -> list[list[Hypothesis]]:
+    def search_ids(
+        self, ids: list[list[int]], prefixes: list[list[int]] | None = None, terms=None
+    ) -> list[list[Hypothesis]]:
         self.searches.append((ids, self.cfg.beam, self.cfg.nbest, prefixes))
         if any(seq[:1] == [-1] for seq in ids):
             raise RuntimeError("search failed")
@@ -122,7 +124,7 @@ def test_stop_answers_every_queued_job_first() -> None:
     release = threading.Event()
 
     class Slow(RecordingTranslator):
-        def search_ids(self, ids, prefixes=None):
+        def search_ids(self, ids, prefixes=None, terms=None):
             release.wait(TIMEOUT_S)
             return super().search_ids(ids, prefixes)
 

@@ -1,0 +1,135 @@
+"""Glossary terms honoured inside beam search (a guided search): each sentence's terms are target token sequences,
+and every hypothesis keeps which of them it holds. While a term is unmet its first token gets a bonus; once a
+hypothesis emits that token the rest of the term is forced; the word the term ends may not run on; and a hypothesis
+may not end while a term is unmet (except at its maximum length, where every hypothesis must end). The model places
+each term where it fits, in one search, with no second translation: a light form of lexically constrained
+decoding (Hokamp and Liu 2017, Post and Vilar 2018) that keeps one beam.
+
+The bonus counts towards ranking (a hypothesis that holds its terms beats one that ran out of length without them)
+but not towards the log-probability a hypothesis reports. Imports torch only: never the model, IO or data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+# Shape letters: B sentences, b sentences still searching, W rows per sentence (1 at the first step, then the
+# beam), C terms per sentence, T tokens per term, V vocab.
+
+# Added to the log-prob of an unmet term's first token, and taken from the end of sentence's for each unmet term:
+# chosen on Multi30k val with the demo model (BENCHMARKS.md, "Glossaries"): at 6 the guided translations scored
+# higher with reference terms, but more of a dense glossary's lines fell back to stand-ins (0.70x the speed without
+# a glossary against 0.89x at 8); at 10 the translations scored below those without a glossary.
+TERM_BONUS = 8.0
+END_PENALTY = 8.0
+# Ending is held back for this many target tokens per source token, plus the terms' own tokens and 2 (German runs
+# about as long as its English source in tokens).
+PATIENCE = 1.2
+
+
+@dataclass
+class TermGuide:
+    """The terms of a batch [B, C, T] (-1 past a term's end; a sentence with fewer terms pads with empty ones) and
+    the pieces that continue a word [V] (they may not follow a term's last token). Use `start`, then per step
+    `mask` (on each chunk of log-probs), `gained` (for finished hypotheses), `advance` and `keep`."""
+
+    terms: Tensor  # [B, C, T] long
+    continues_word: Tensor  # [V] bool
+    bonus: float = TERM_BONUS
+    end_penalty: float = END_PENALTY
+
+    def __post_init__(self) -> None:
+        self.lengths = (self.terms >= 0).sum(dim=2)  # [B, C]; 0: no term
+        self.first = self.terms[:, :, 0].clamp(min=0)  # [B, C]
+        self.continuations = self.continues_word.nonzero().squeeze(1)  # ids of the pieces that continue a word
+
+    def start(self, src_lens: Tensor) -> None:
+        """State for the first step: one row per sentence, no term begun or met (empty terms count as met); how
+        long each sentence's ending is held back while a term is unmet (PATIENCE of its source length, plus its
+        terms' tokens)."""
+        n = len(src_lens)
+        # Per sentence still searching (kept in step with it by `keep`): its index, terms' first tokens and lengths,
+        # and the step up to which its ending is held back.
+        self.sentence = torch.arange(n, device=self.terms.device)  # [b]
+        self.first_of, self.lengths_of = self.first, self.lengths  # [b, C]
+        self.patience = (src_lens.to(self.terms.device) * PATIENCE).ceil().long() + self.lengths.sum(dim=1) + 2
+        self.met = (self.lengths == 0)[:, None, :]  # [b, W, C]
+        self.current = torch.full((n, 1), -1, dtype=torch.long, device=self.terms.device)  # [b, W] term begun
+        self.position = torch.zeros((n, 1), dtype=torch.long, device=self.terms.device)  # [b, W] its next token
+        self.ended = torch.zeros((n, 1), dtype=torch.bool, device=self.terms.device)  # [b, W] a term just ended
+        self.bonuses = torch.zeros((n, 1), device=self.terms.device)  # [b, W] bonus in the row's score
+
+    def mask(self, logp: Tensor, rows: slice, eos_id: int, t: int) -> Tensor:
+        """The log-probs [r, W, V] at step `t` of the still-searching sentences `rows`, guided: writes into logp
+        (fresh each step)."""
+        met, current = self.met[rows], self.current[rows]
+        begun = current >= 0  # [r, W]
+        flat = logp.view(-1, logp.size(2))  # rows of [r, W, V]; only the rows that need it are written
+        taken = begun.view(-1).nonzero().squeeze(1)
+        if len(taken):  # the next token of a begun term, at the model's own log-prob
+            of = self.sentence[rows][:, None].expand_as(current).reshape(-1)[taken]
+            token = self.terms[of, current.view(-1)[taken], self.position[rows].view(-1)[taken]]
+            value = flat[taken, token]
+            flat[taken] = -math.inf
+            flat[taken, token] = value
+        unmet = ~met  # [r, W, C]
+        first = self.first_of[rows][:, None, :].expand_as(unmet)  # [r, W, C]
+        logp.scatter_add_(2, first, (unmet & ~begun[:, :, None]).to(logp.dtype) * self.bonus)
+        ended = self.ended[rows].view(-1).nonzero().squeeze(1)  # rows whose term just ended (none begun)
+        if len(ended):
+            flat[ended[:, None], self.continuations[None, :]] = -math.inf
+        # Ending with terms unmet costs `end_penalty` each until the sentence's patience runs out (past it a
+        # translation that has found no place for a term would only wander on); a term begun may not end at all.
+        held = (self.patience[rows] > t).to(logp.dtype)[:, None]  # [r, 1]
+        unmet_count = unmet.sum(dim=2).to(logp.dtype) * held  # [r, W]
+        end = logp[..., eos_id] - unmet_count * self.end_penalty
+        logp[..., eos_id] = end.masked_fill(begun, -math.inf)
+        return logp
+
+    def gained(self, origin: Tensor) -> Tensor:
+        """The bonus in the score of each candidate's origin row [b, n]."""
+        return self.bonuses.gather(1, origin)
+
+    def advance(self, origin: Tensor, token: Tensor) -> None:
+        """The new rows [b, K]: each from its origin row, extended by its token."""
+        met = self.met.gather(1, origin[:, :, None].expand(-1, -1, self.met.size(2)))  # [b, K, C]
+        current, position = self.current.gather(1, origin), self.position.gather(1, origin)
+        bonuses = self.bonuses.gather(1, origin)
+        lengths = self.lengths_of[:, None, :].expand_as(met)  # [b, K, C]
+        first = self.first_of[:, None, :].expand_as(met)
+        begun = current >= 0
+        # A free row whose token begins unmet terms: the first of them is begun (the bonus went to each).
+        starts = ~begun[:, :, None] & ~met & (first == token[:, :, None]) & (lengths > 0)  # [b, K, C]
+        bonuses = bonuses + starts.sum(dim=2).to(bonuses.dtype) * self.bonus
+        started = starts.any(dim=2)
+        current = torch.where(started, starts.to(torch.int8).argmax(dim=2), current)
+        position = torch.where(started, torch.ones_like(position), torch.where(begun, position + 1, position))
+        length = lengths.gather(2, current.clamp(min=0)[:, :, None])[:, :, 0]  # [b, K]
+        done = (current >= 0) & (position >= length)
+        met = met | (done[:, :, None] & (torch.arange(met.size(2), device=met.device) == current[:, :, None]))
+        self.met, self.ended, self.bonuses = met, done, bonuses
+        self.current = torch.where(done, torch.full_like(current, -1), current)
+        self.position = torch.where(done, torch.zeros_like(position), position)
+
+    def keep(self, keep: Tensor) -> None:
+        """Only the sentences `keep` [b'] (indices into the current ones) search on."""
+        self.sentence, self.met, self.current = self.sentence[keep], self.met[keep], self.current[keep]
+        self.position, self.ended, self.bonuses = self.position[keep], self.ended[keep], self.bonuses[keep]
+        self.first_of, self.lengths_of, self.patience = self.first_of[keep], self.lengths_of[keep], self.patience[keep]
+
+
+def term_table(terms: list[list[list[int]]], device: torch.device) -> Tensor | None:
+    """Each sentence's terms as token ids [B, C, T] (-1 padded), or None when no sentence has a term."""
+    wide = max((len(sentence) for sentence in terms), default=0)
+    long = max((len(term) for sentence in terms for term in sentence), default=0)
+    if wide == 0 or long == 0:
+        return None
+    table = torch.full((len(terms), wide, long), -1, dtype=torch.long)
+    for row, sentence in enumerate(terms):
+        for column, term in enumerate(sentence):
+            table[row, column, : len(term)] = torch.tensor(term, dtype=torch.long)
+    return table.to(device)

@@ -1,0 +1,104 @@
+"""The guided search (mtkit.search.terms) over fake decoders whose next-token log-probs are fixed random tables: every
+hypothesis holds every term of its sentence as consecutive tokens, a term's word does not run on, the log-prob a
+hypothesis reports is the table's (no bonus in it), and a sentence without terms decodes as unguided search does."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import Tensor
+
+from mtkit.search.beam import beam_search, search
+from mtkit.search.config import Hypothesis, TranslateConfig
+from mtkit.search.terms import TermGuide, term_table
+from tests.search.test_beam import BOS, EOS, PAD, FakeDecoder, make_batch
+
+VOCAB = 12
+CONTINUES = (9, 10, 11)  # pieces that continue a word (no leading ▁)
+
+
+def table_of(seed: int):
+    cache: dict[tuple, Tensor] = {}
+
+    def table(source: tuple[int, ...], prefix: tuple[int, ...]) -> Tensor:
+        key = (seed, source, prefix)
+        if key not in cache:
+            generator = torch.Generator().manual_seed(hash(key) % 2**61)
+            logits = torch.randn(VOCAB, generator=generator) * 2.0
+            logits[PAD] = logits[BOS] = -math.inf
+            cache[key] = logits.log_softmax(0)
+        return cache[key]
+
+    return table
+
+
+def guided(seed: int, sources: list[list[int]], terms: list[list[list[int]]], cfg: TranslateConfig):
+    table = table_of(seed)
+    src, src_lens = make_batch(sources)
+    continues = torch.zeros(VOCAB, dtype=torch.bool)
+    continues[list(CONTINUES)] = True
+    table_ids = term_table(terms, torch.device("cpu"))
+    guide = None if table_ids is None else TermGuide(table_ids, continues)
+    results = search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, terms=guide)
+    return table, results
+
+
+def holds(tokens: list[int], term: list[int]) -> bool:
+    return any(tokens[i : i + len(term)] == term for i in range(len(tokens) - len(term) + 1))
+
+
+def table_logprob(table, source: tuple[int, ...], tokens: list[int]) -> float:
+    total = torch.zeros(())
+    for i, token in enumerate(tokens + [EOS]):
+        total = total + table(source, tuple(tokens[:i]))[token]
+    return float(total)
+
+
+TERM_SETS = [
+    [[3]],  # one token
+    [[4, 9]],  # a word and its continuation
+    [[3, 10], [5]],  # two terms
+    [[6, 9, 10], [6]],  # the same first token: the longer, then the shorter is begun by its own token again
+    [[7, 3], [8]],
+]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize("seed", range(6))
+def test_every_hypothesis_holds_its_terms_and_reports_the_tables_logprob(seed: int, beam: int) -> None:
+    sources = [[3, 4, 5, 6, 7], [4, 5], [6, 7, 8, 3], [5, 5, 5, 5, 5, 5], [8, 3, 4]]
+    cfg = TranslateConfig(beam=beam, nbest=beam, max_len_a=1.0, max_len_b=8)
+    table, results = guided(seed, sources, TERM_SETS, cfg)
+    for source, terms, hyps in zip(sources, TERM_SETS, results):
+        assert hyps
+        for hyp in hyps:
+            assert all(holds(hyp.tokens, term) for term in terms), (hyp.tokens, terms)
+            assert hyp.logprob == pytest.approx(table_logprob(table, tuple(source), hyp.tokens), abs=1e-4)
+            for term in terms:  # the term's word does not run on
+                ends = [i + len(term) for i in range(len(hyp.tokens)) if hyp.tokens[i : i + len(term)] == term]
+                assert any(end == len(hyp.tokens) or hyp.tokens[end] not in CONTINUES for end in ends), hyp.tokens
+
+
+def test_a_sentence_without_terms_decodes_as_unguided_search_in_the_same_batch() -> None:
+    sources = [[3, 4, 5], [6, 7, 8, 3], [4, 4]]
+    cfg = TranslateConfig(beam=4, nbest=2)
+    table, results = guided(7, sources, [[[5, 9]], [], [[8]]], cfg)
+    src, src_lens = make_batch([sources[1]])
+    alone = beam_search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    assert [(h.tokens, h.logprob) for h in results[1]] == [(h.tokens, h.logprob) for h in alone[0]]
+    assert all(holds(h.tokens, [5, 9]) for h in results[0]) and all(8 in h.tokens for h in results[2])
+
+
+def test_no_terms_is_unguided_search() -> None:
+    assert term_table([[], []], torch.device("cpu")) is None
+    assert term_table([[[]], []], torch.device("cpu")) is None
+
+
+def test_terms_that_cannot_fit_still_end_at_the_maximum_length() -> None:
+    """Three terms of three tokens in at most 4 tokens: every sentence still gets an output, cut at its maximum."""
+    cfg = TranslateConfig(beam=4, max_len_a=0.0, max_len_b=4)
+    _, results = guided(3, [[3, 4]], [[[3, 9, 10], [4, 10, 9], [5, 9, 9]]], cfg)
+    assert results[0] and all(len(h.tokens) <= 4 for h in results[0])
+    assert isinstance(results[0][0], Hypothesis)
