@@ -79,7 +79,10 @@ def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_p
         out = result.stdout.splitlines()
         assert out[0].count("Rothemd") == 1 and out[1].count("ACME-12") == 1
         # the summary counts the terms and names the method and the way each sentence's terms went
-        assert "glossary (check-first): 1 of 1 terms in the output; sentences by way: placeholder 1" in result.stderr
+        # the default of a model without term hints on mtkit's engine: the guided search, then stand-ins
+        assert re.search(
+            r"glossary \(guided\): 1 of 1 terms in the output; sentences by way: (guided|placeholder) 1", result.stderr
+        )
     bad = tmp_path / "bad.tsv"
     bad.write_text("red shirt\tRothemd\nno tab here\n", encoding="utf-8")
     result = run_mtkit_in_process("translate", old_run, "--glossary", bad, stdin=lines)
@@ -95,13 +98,26 @@ def test_a_term_the_models_own_translation_holds_is_counted_as_the_models(old_ru
     glossary = tmp_path / "terms.tsv"
     glossary.write_text(f"man\t{word}\n", encoding="utf-8")
     for options in (["--no-guard"], []):
-        result = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *options, stdin=line + "\n")
+        method = ("--term-method", "check-first")
+        result = run_mtkit_in_process(
+            "translate", old_run, "--glossary", glossary, *method, *options, stdin=line + "\n"
+        )
         assert result.returncode == 0, result.stderr
         assert "glossary (check-first): 1 of 1 terms in the output; sentences by way: model 1" in result.stderr
+        guided = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *options, stdin=line + "\n")
+        assert guided.stdout == plain.stdout  # the search placed a word the model writes anyway where it wrote it
+        assert "glossary (guided): 1 of 1 terms in the output; sentences by way: guided 1" in guided.stderr
 
 
 def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
-    assert split_options(load_translator(old_run)).term_method == "check-first"  # trained without term hints
+    assert split_options(load_translator(old_run)).term_method == "guided"  # no term hints; mtkit's search
+    ct2_like = SimpleNamespace(
+        info={},
+        max_source_tokens=256,
+        guides_terms=False,
+        tokenizer=SimpleNamespace(pieces=lambda: ["▁a"], target_pieces=lambda: ["▁a"]),
+    )
+    assert split_options(ct2_like).term_method == "check-first"  # a search that does not place terms
     hinted = SimpleNamespace(
         info={},
         max_source_tokens=256,
@@ -128,7 +144,8 @@ def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(o
         result = run_mtkit_in_process(*command, "--glossary", glossary, "--term-method", "hint", stdin=lines)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.strip().splitlines() == [
-            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided; got 'hint'"
+            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided; "
+            "got 'hint'"
         ]
 
 

@@ -118,7 +118,8 @@ def test_a_term_method_is_read_with_a_422_naming_the_field() -> None:
             parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
         assert refused.value.status == 422
         assert str(refused.value) == (
-            f"term_method must be one of placeholder, inline, check-first, check-first-inline, guided; got {json.dumps(value)}"
+            "term_method must be one of placeholder, inline, check-first, check-first-inline, guided; "
+            f"got {json.dumps(value)}"
         )
 
 

@@ -17,7 +17,7 @@ from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary
 from mtkit.text.line_path import prepare_line, retried_lines
 from mtkit.text.protect import Span, mask, unmask
-from mtkit.text.translation import Output, SplitOptions, plan_translation, run_plan
+from mtkit.text.translation import Asked, Output, SplitOptions, asked_terms, plan_translation, run_plan
 
 GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
 SOURCE = "A red dog runs in the park."
@@ -148,6 +148,8 @@ def test_an_unknown_method_is_refused_and_the_default_is_the_models() -> None:
     assert SplitOptions("en", term_pieces=TERM_PIECES).term_method == "inline"  # its hints first
     assert SplitOptions("en", term_method="placeholder", term_pieces=TERM_PIECES).term_method == "placeholder"
     assert dataclasses.replace(SplitOptions("en"), glossary=GLOSSARY).term_method == "check-first"
+    assert SplitOptions("en", term_guide=True).term_method == "guided"  # an engine whose search places terms
+    assert SplitOptions("en", term_guide=True, term_pieces=TERM_PIECES).term_method == "inline"
     with pytest.raises(UserError, match="term_method must be one of placeholder, inline, check-first, check-first-in"):
         SplitOptions("en", term_method="constrained")
 
@@ -231,3 +233,46 @@ def test_stand_ins_never_appear_in_the_output_whatever_the_model_does() -> None:
         assert not re.search(r"\d", done), (" ".join(pieces), done)
         for target in terms.values():
             assert done.count(target) == 1, (" ".join(pieces), done)
+
+
+def guided_run(texts: list[str], model, guide: bool = True) -> tuple[list, list[list[str]], list]:
+    """The texts by the "guided" method, with the targets each batch gave the search recorded beside it."""
+    asked: list[list[str]] = []
+    terms: list = []
+
+    def recorded(wanted: list[str]) -> list[Output]:
+        asked.append(list(wanted))
+        terms.append(asked_terms(wanted))
+        return [Output(model(text), -1.0, 3) for text in wanted]
+
+    options = SplitOptions("en", limit=64, glossary=GLOSSARY, term_method="guided", term_guide=guide)
+    return run_plan(plan_translation(texts, options, count), recorded), asked, terms
+
+
+def test_guided_sends_the_sentence_as_written_with_its_targets_for_the_search() -> None:
+    def places(text: str) -> str:  # a search that placed both targets
+        return "Ein Rotfuchs rennt im Park." if text == SOURCE else "Der Park ist grün."
+
+    done, asked, terms = guided_run([SOURCE, "The park is green.", "Nothing here."], places)
+    assert asked == [[SOURCE, "The park is green.", "Nothing here."]]
+    assert terms == [[("Rotfuchs", "Park"), ("Park",), ()]]
+    assert [s.method for text in done for s in text.sentences] == ["guided", "guided", ""]
+    assert all(term["applied"] for term in done[0].sentences[0].terms)
+
+
+def test_a_target_the_guided_search_missed_goes_by_stand_ins_and_without_a_guide_the_model_has_it() -> None:
+    def misses(text: str) -> str:  # the search placed "Park" and not "Rotfuchs"; stand-ins are carried
+        return copies(text).replace("red dog", "roter Hund").replace("park", "Park")
+
+    done, asked, terms = guided_run([SOURCE], misses)
+    # the term the search placed stays guided (its target given again), the one it missed goes as a stand-in
+    assert asked == [[SOURCE], ["A 1 runs in the park."]] and terms == [[("Rotfuchs", "Park")], [("Park",)]]
+    assert done[0].sentences[0].method == "placeholder" and done[0].sentences[0].translation.count("Rotfuchs") == 1
+    done, asked, terms = guided_run([SOURCE], copies, guide=False)  # CTranslate2: the model's own translation first
+    assert terms == [None, None] and done[0].sentences[0].method == "placeholder"
+
+
+def test_asked_is_a_list_of_its_texts() -> None:
+    batch = Asked(["a", "b"], [("x",), ()])
+    assert batch == ["a", "b"] and asked_terms(batch) == [("x",), ()]
+    assert asked_terms(["a"]) is None and asked_terms(Asked(["a"])) is None
