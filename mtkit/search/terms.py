@@ -118,9 +118,7 @@ class TermGuide:
         lengths = self.lengths_of[:, None, :].expand_as(met)  # [b, K, C]
         begun = current >= 0
         # A free row whose token begins unmet terms: the first of them is begun (the bonus went to each).
-        starts = (self.first_of[:, None, :] == token[:, :, None]) & (
-            self.bonus_of.gather(1, origin[:, :, None].expand(-1, -1, met.size(2))) > 0
-        )  # [b, K, C]
+        starts = ~begun[:, :, None] & ~met & (self.first_of[:, None, :] == token[:, :, None])  # [b, K, C]
         if bool(starts.any()):
             bonuses = bonuses + starts.sum(dim=2).to(bonuses.dtype) * self.bonus
             started = starts.any(dim=2)
