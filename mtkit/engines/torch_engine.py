@@ -215,6 +215,11 @@ class TorchTranslator:
         self, ids: list[list[int]], prefixes: list[list[int]] | None, terms: list[list[list[int]]] | None = None
     ) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
+        if (
+            terms is not None and self.decoder.suppressed
+        ):  # a target the search may never write is left to the stand-ins
+            never = set(self.decoder.suppressed)
+            terms = [[term for term in line if never.isdisjoint(term)] for line in terms]
         table = None if terms is None else term_table(terms, self.device)
         c = self.model_cfg
         # Search's bos is what rows start from and never emit: the decoder's start token (for mtkit's models: bos).

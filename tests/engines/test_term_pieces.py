@@ -58,3 +58,15 @@ def test_ctranslate2_suppresses_its_pieces(tiny_run: Path) -> None:
     found = dataclasses.replace(translator, suppressed=pieces).translate_hypotheses(LINES)
     assert all(hyps for hyps in found)
     assert not {token for hyps in found for h in hyps for token in h.tokens} & set(favourite)
+
+
+def test_the_guided_search_never_writes_a_suppressed_id_even_as_a_glossary_target(tiny_run: Path) -> None:
+    translator = TorchTranslator.load(tiny_run, beam=4, nbest=4)
+    favourite = sorted(wanted_ids(translator.translate_hypotheses(LINES)))[:6]
+    translator.decoder.suppressed = favourite
+    pieces = translator.tokenizer.target_pieces()
+    forbidden = "".join(pieces[i] for i in favourite[:2]).replace("▁", " ").strip()  # a target made of them
+    allowed = translator.tokenizer.decode([[i for i in range(5, 400) if i not in favourite][:1]])[0]
+    found = translator.translate_hypotheses(LINES, terms=[(forbidden, allowed)] * len(LINES))
+    assert all(hyps for hyps in found)  # a target the search may not write is left out, not a dead search
+    assert not {token for hyps in found for h in hyps for token in h.tokens} & set(favourite)
