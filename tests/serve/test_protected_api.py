@@ -90,3 +90,19 @@ def test_the_term_method_asked_is_the_one_used_and_a_bad_one_is_refused_naming_t
     assert status == 422 and answer["error"].startswith("term_method must be one of placeholder, inline,")
     status, _, answer = post(server, "/translate", libre | {"term_method": "best"})
     assert status == 400 and answer["error"].startswith("Invalid request: term_method must be one of")
+
+
+def test_the_server_gives_glossary_targets_to_its_search(server: Server, multi30k: Path) -> None:
+    """A target the model would not write (every line's "a" as "Straße") reaches the worker's search: most lines say
+    the search placed it ("guided"); a worker that dropped the targets would leave them all to stand-ins."""
+    from tests.conftest import read_gz_lines
+
+    lines = [line for line in read_gz_lines(multi30k / "test_2016_flickr.en.gz", 40) if " a " in line][:12]
+    glossary = {"a": "Straße"}
+    status, _, answer = server.translate({"text": lines, "glossary": glossary, "split_sentences": False})
+    assert status == 200, answer
+    assert all(text.count("Straße") >= 1 for text in answer["translations"])
+    methods = [text[0]["method"] for text in answer["sentences"]]  # one segment a line
+    assert methods.count("guided") >= 0.75 * len(lines), methods
+    status, _, answer = server.translate({"text": lines, "glossary": glossary, "term_method": "check-first"})
+    assert status == 200 and not any(s["method"] == "guided" for text in answer["sentences"] for s in text)
