@@ -1,12 +1,13 @@
 """Glossary terms honoured inside beam search (a guided search): each sentence's terms are target token sequences,
 and every hypothesis keeps which of them it holds. While a term is unmet its first token gets a bonus; once a
-hypothesis emits that token the rest of the term is forced; the word the term ends may not run on; and a hypothesis
-may not end while a term is unmet (except at its maximum length, where every hypothesis must end). The model places
-each term where it fits, in one search, with no second translation: a light form of lexically constrained
-decoding (Hokamp and Liu 2017, Post and Vilar 2018) that keeps one beam.
+hypothesis emits that token the rest of the term is forced; the word the term ends may not run on; and ending costs
+a penalty for each unmet term until the sentence's patience runs out (after which a translation that found no place
+for a term ends as any would, and the caller gives that term another way). The model places each term where it
+fits, in one search, with no second translation: a light form of lexically constrained decoding (Hokamp and Liu
+2017, Post and Vilar 2018) that keeps one beam.
 
-The bonus counts towards ranking (a hypothesis that holds its terms beats one that ran out of length without them)
-but not towards the log-probability a hypothesis reports. Imports torch only: never the model, IO or data.
+The bonus counts towards ranking (a hypothesis that holds its terms beats one that ended without them) but not
+towards the log-probability a hypothesis reports. Imports torch only: never the model, IO or data.
 """
 
 from __future__ import annotations
