@@ -62,7 +62,7 @@ class TermGuide:
         self.first_of, self.lengths_of = self.first, self.lengths  # [b, C]
         self.patience = (src_lens.to(device) * PATIENCE).ceil().long() + self.lengths.sum(dim=1) + 2
         # Per row [b, W]: which terms it holds, the term begun (-1: none) and its next position, whether a term
-        # ended at its last token, the bonus in its score; and what `mask` adds, made by `_derive`.
+        # ended at its last token, the bonus in its score; and what `mask` adds, made by `_set`.
         met = (self.lengths == 0)[:, None, :]
         current = torch.full((n, 1), -1, dtype=torch.long, device=device)
         zeros = torch.zeros((n, 1), dtype=torch.long, device=device)
@@ -75,6 +75,7 @@ class TermGuide:
         [b, W] (-1: none)."""
         self.met, self.current, self.position, self.ended, self.bonuses = met, current, position, ended, bonuses
         unmet = ~met
+        self.pending = bool(unmet.any())  # else no bonus or end cost anywhere: most rows late in a search
         self.bonus_of = (unmet & (current < 0)[:, :, None]).to(bonuses.dtype) * self.bonus
         self.end_cost = unmet.sum(dim=2).to(bonuses.dtype) * self.end_penalty
         begun = current >= 0
@@ -88,12 +89,13 @@ class TermGuide:
     def mask(self, logp: Tensor, rows: slice, eos_id: int, t: int) -> Tensor:
         """The log-probs [r, W, V] at step `t` of the still-searching sentences `rows`, guided: writes into logp
         (fresh each step)."""
-        bonus = self.bonus_of[rows]
-        logp.scatter_add_(2, self.first_of[rows][:, None, :].expand_as(bonus), bonus)
-        # Ending with terms unmet costs `end_penalty` each until the sentence's patience runs out (past it a
-        # translation that has found no place for a term would only wander on).
-        held = self.patience[rows] > t  # [r]
-        logp[..., eos_id] -= self.end_cost[rows] * held[:, None]
+        if self.pending:
+            bonus = self.bonus_of[rows]
+            logp.scatter_add_(2, self.first_of[rows][:, None, :].expand_as(bonus), bonus)
+            # Ending with terms unmet costs `end_penalty` each until the sentence's patience runs out (past it a
+            # translation that has found no place for a term would only wander on).
+            held = self.patience[rows] > t  # [r]
+            logp[..., eos_id] -= self.end_cost[rows] * held[:, None]
         flat = logp.view(-1, logp.size(2))  # rows of [r, W, V]; only the rows that need it are written
         forced = self.forced[rows].reshape(-1)
         taken = (forced >= 0).nonzero().squeeze(1)
