@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import decode
@@ -58,3 +60,14 @@ def test_ctranslate2_does_not_guide_and_checks_first(old_run: Path) -> None:  # 
     translator = load_translator(old_run, EngineConfig(engine="ctranslate2"))
     assert not translator.guides_terms and split_options(translator).term_method == "check-first"
     assert load_translator(old_run).guides_terms and split_options(load_translator(old_run)).term_method == "guided"
+
+
+@pytest.mark.exactness
+def test_a_guided_line_translates_alone_as_in_its_batch(old_run: Path, multi30k: Path) -> None:  # noqa: F811
+    translator = load_translator(old_run, search=SearchOverrides(nbest=2))
+    lines = read_gz_lines(multi30k / "test_2016_flickr.en.gz", 12)
+    terms = [(TARGETS[n % 3], TARGETS[(n + 1) % 3]) if n % 3 else () for n in range(len(lines))]
+    together = translator.translate_hypotheses(lines, terms=terms)
+    for line, line_terms, hyps in zip(lines, terms, together):
+        alone = translator.translate_hypotheses([line], terms=[line_terms])[0]
+        assert [(h.tokens, h.logprob) for h in alone] == [(h.tokens, h.logprob) for h in hyps]

@@ -102,3 +102,13 @@ def test_terms_that_cannot_fit_still_end_at_the_maximum_length() -> None:
     _, results = guided(3, [[3, 4]], [[[3, 9, 10], [4, 10, 9], [5, 9, 9]]], cfg)
     assert results[0] and all(len(h.tokens) <= 4 for h in results[0])
     assert isinstance(results[0][0], Hypothesis)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_guided_sentence_decodes_alone_as_in_its_batch(seed: int) -> None:
+    sources = [[3, 4, 5, 6, 7], [4, 5], [6, 7, 8, 3], [5, 5, 5, 5, 5, 5], [8, 3, 4]]
+    cfg = TranslateConfig(beam=4, nbest=4, max_len_a=1.0, max_len_b=8)
+    _, together = guided(seed, sources, TERM_SETS, cfg)
+    for source, terms, hyps in zip(sources, TERM_SETS, together):
+        _, alone = guided(seed, [source], [terms], cfg)
+        assert [(h.tokens, h.logprob, h.score) for h in alone[0]] == [(h.tokens, h.logprob, h.score) for h in hyps]
