@@ -8,6 +8,7 @@ mtkit.engines.streaming.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -85,7 +86,6 @@ class TorchTranslator:
     # What the checkpoint says of itself (its path, resolved recipe, data manifest), for mtkit serve's /info.
     info: dict[str, Any] = field(default_factory=dict)
     guides_terms: bool = field(default=True, init=False)  # mtkit's search places glossary terms (search_ids)
-    _word_continuations: Tensor | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -215,10 +215,8 @@ class TorchTranslator:
         self, ids: list[list[int]], prefixes: list[list[int]] | None, terms: list[list[list[int]]] | None = None
     ) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
-        if (
-            terms is not None and self.decoder.suppressed
-        ):  # a target the search may never write is left to the stand-ins
-            never = set(self.decoder.suppressed)
+        if terms is not None and self.decoder.suppressed:
+            never = set(self.decoder.suppressed)  # a target the search may never write is left to the stand-ins
             terms = [[term for term in line if never.isdisjoint(term)] for line in terms]
         table = None if terms is None else term_table(terms, self.device)
         c = self.model_cfg
@@ -233,18 +231,18 @@ class TorchTranslator:
             eos_id=c.eos_id,
             max_positions=c.max_positions,
             prefixes=prefix_batch(prefixes, self.device),
-            terms=None if table is None else TermGuide(table, self._continues_word()),
+            terms=None
+            if table is None
+            else TermGuide(table, continues_word(self.tokenizer, c.target_vocab_size, self.device)),
         )
 
-    def _continues_word(self) -> Tensor:
-        """[V] bool: the target pieces that continue a word (no word-start mark, a letter or digit first), which
-        may not follow a glossary term's last piece."""
-        if self._word_continuations is None:
-            pieces = self.tokenizer.target_pieces()
-            flags = [piece[:1].isalnum() for piece in pieces]
-            flags += [False] * (self.model_cfg.target_vocab_size - len(flags))  # the model's rows past the pieces
-            self._word_continuations = torch.tensor(flags, dtype=torch.bool, device=self.device)
-        return self._word_continuations
+
+@functools.lru_cache(maxsize=8)  # per model: the server makes a translator per batch, the tokenizer stays
+def continues_word(tokenizer: Tokenizer | TableTokenizer, size: int, device: torch.device) -> Tensor:
+    """[size] bool: the target pieces that continue a word (no word-start mark, a letter or digit first), which may
+    not follow a glossary term's last piece; the model's rows past the pieces continue none."""
+    flags = [piece[:1].isalnum() for piece in tokenizer.target_pieces()]
+    return torch.tensor(flags + [False] * (size - len(flags)), dtype=torch.bool, device=device)
 
 
 def prefix_batch(prefixes: list[list[int]] | None, device: torch.device) -> Tensor | None:
