@@ -204,12 +204,22 @@ def _continue_beams(cand: tuple[Tensor, Tensor, Tensor], beam: int, eos_id: int)
     return score[:, :beam], origin.gather(1, pick), token.gather(1, pick)
 
 
-def _sentences_done(finished_score: Tensor, scores: Tensor, t: int, max_len: Tensor, cfg: TranslateConfig) -> Tensor:
+def _sentences_done(
+    finished_score: Tensor, scores: Tensor, t: int, max_len: Tensor, cfg: TranslateConfig, ahead: Tensor | None = None
+) -> Tensor:
     """[b] bool: at max length, or (early_stop) K finished, or no live beam can enter the best K."""
     kth = finished_score[:, -1]  # [b] K-th best finished; -inf until K have finished
     best_live = scores.max(dim=1).values  # [b] raw log-prob <= 0, only decreases from here
     if cfg.early_stop:
         done = (kth > -math.inf) | (best_live == -math.inf)
+        if ahead is not None and cfg.nbest == 1:
+            # The best finished already beats what any live beam can still reach (its score, plus the bonuses
+            # `ahead` of it, over the kindest length penalty): the first of K finished could only be that one.
+            reach = scores + ahead  # [b, K]
+            shortest = length_penalty(t + 2, cfg.length_penalty)
+            longest = length_penalty(max_len + 1, cfg.length_penalty)[:, None]
+            bound = torch.maximum(reach / shortest, reach / longest).max(dim=1).values
+            done = done | (finished_score[:, 0] >= bound)
     else:
         # A live hypothesis (t + 1 tokens) ends with |Y| in [t + 2, max_len + 1]; lp is monotonic in |Y|,
         # so its normalized score is at most raw / the larger lp of the two ends (any sign of alpha).
@@ -280,7 +290,8 @@ def beam_search(
         if terms is not None:
             terms.advance(origin, token)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
-        keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg)).nonzero().squeeze(1)
+        ahead = None if terms is None else terms.ahead()
+        keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg, ahead)).nonzero().squeeze(1)
         if len(keep) == 0:
             break
         if terms is not None:

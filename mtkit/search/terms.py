@@ -109,6 +109,10 @@ class TermGuide:
             flat.index_copy_(0, ended, flat.index_select(0, ended).add_(self.word_end))
         return logp
 
+    def ahead(self) -> Tensor:
+        """[b, W]: the most bonus each row can still gain (its unmet terms not begun)."""
+        return self.bonus_of.sum(dim=2)
+
     def gained(self, origin: Tensor) -> Tensor:
         """The bonus in the score of each candidate's origin row [b, n]."""
         return self.bonuses.gather(1, origin)

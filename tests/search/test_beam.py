@@ -224,7 +224,9 @@ def test_no_early_stop_equals_searching_to_max_length(alpha: float, monkeypatch:
         decoder = FakeDecoder(table)
         stopped = beam_search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
         with monkeypatch.context() as patch:
-            patch.setattr(search_module, "_sentences_done", lambda fin, scores, t, max_len, cfg: max_len <= t)
+            patch.setattr(
+                search_module, "_sentences_done", lambda fin, scores, t, max_len, cfg, ahead=None: max_len <= t
+            )
             full_decoder = FakeDecoder(table)
             full = beam_search(full_decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
         assert stopped == full

@@ -112,3 +112,42 @@ def test_a_guided_sentence_decodes_alone_as_in_its_batch(seed: int) -> None:
     for source, terms, hyps in zip(sources, TERM_SETS, together):
         _, alone = guided(seed, [source], [terms], cfg)
         assert [(h.tokens, h.logprob, h.score) for h in alone[0]] == [(h.tokens, h.logprob, h.score) for h in hyps]
+
+
+def test_the_guided_bound_stops_sentences_early_with_the_same_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one hypothesis asked, a sentence stops once its best finished beats what any live beam can still reach,
+    bonuses included: the same best as waiting for K finished, in fewer decoder rows."""
+    import mtkit.search.beam as search_module
+
+    sources = [[3, 4, 5, 6, 7], [4, 5], [6, 7, 8, 3], [5, 5, 5, 5, 5, 5], [8, 3, 4]]
+    cfg = TranslateConfig(beam=4, nbest=1, max_len_a=1.0, max_len_b=8)
+    src, src_lens = make_batch(sources)
+    continues = torch.zeros(VOCAB, dtype=torch.bool)
+    continues[list(CONTINUES)] = True
+    done = search_module._sentences_done
+    saved = 0
+    for seed in range(12):
+        runs = []
+        for bounded in (True, False):
+            decoder = FakeDecoder(table_of(seed))
+            guide = TermGuide(term_table(TERM_SETS, torch.device("cpu")), continues)
+            with monkeypatch.context() as patch:
+                if not bounded:  # only K finished stops a sentence
+                    patch.setattr(search_module, "_sentences_done", lambda *args, ahead=None: done(*args[:5]))
+                found = search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, terms=guide)
+            runs.append(([(h.tokens, h.logprob, h.score) for hyps in found for h in hyps], sum(decoder.step_rows)))
+        assert runs[0][0] == runs[1][0]
+        saved += runs[1][1] - runs[0][1]
+    assert saved > 0
+
+
+def test_a_live_beam_with_bonuses_ahead_keeps_its_sentence_searching() -> None:
+    from mtkit.search.beam import _sentences_done
+
+    cfg = TranslateConfig(beam=2, nbest=1, length_penalty=0.0)
+    finished = torch.tensor([[-1.0, -math.inf]])  # one finished hypothesis, normalized score -1
+    live = torch.tensor([[-3.0, -4.0]])  # raw scores of the live beams
+    max_len = torch.tensor([10])
+    assert bool(_sentences_done(finished, live, 3, max_len, cfg, torch.zeros(1, 2)))  # nothing can beat -1
+    assert not bool(_sentences_done(finished, live, 3, max_len, cfg, torch.tensor([[8.0, 0.0]])))  # -3 + 8 can
+    assert not bool(_sentences_done(finished, live, 3, max_len, cfg))  # unguided: K finished, as before
