@@ -24,7 +24,8 @@ from torch import Tensor
 # Added to the log-prob of an unmet term's first token, and taken from the end of sentence's for each unmet term:
 # chosen on Multi30k val with the demo model (BENCHMARKS.md, "Glossaries"): at 6 the guided translations scored
 # higher with reference terms, but more of a dense glossary's lines fell back to stand-ins (0.70x the speed without
-# a glossary against 0.89x at 8); at 10 the translations scored below those without a glossary.
+# a glossary against 0.89x at 8, both before the stopping rule of mtkit.search.beam); at 10 the translations scored
+# below those without a glossary.
 TERM_BONUS = 8.0
 END_PENALTY = 8.0
 # Ending is held back for this many target tokens per source token, plus the terms' own tokens and 2 (German runs
