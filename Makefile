@@ -95,7 +95,8 @@ bench-peers: $(INSTALLED) bench-peers-install
 
 # On a machine with CUDA: tests/gpu, then the GPU benchmark; results in bench-out/gpu-check/summary.md (or
 # GPU_CHECK_OUT). Without CUDA: one line, exit 0. Uses .venv when there is one, else python3 (a CUDA torch).
-# Its two halves on an H200 (2026-11-28): gpu-check-tests 3 minutes (3 workers), gpu-check-bench about 10.
+# Its two halves on an H200 (2026-11-28): gpu-check-tests 3 minutes (3 workers), gpu-check-bench about 10 (summed
+# from its stages' measured times).
 GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 
 gpu-check:

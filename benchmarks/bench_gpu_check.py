@@ -17,7 +17,8 @@ Stages:
              the joined references, peak GPU memory
 On an H200 (2026-11-28, BENCHMARKS.md "GPU") the data stage took 11-15 s, model 27 s, the base and big runs 68 and
 47 s at 1 and 0.5 minutes' caps, and the compiled run's first update 184 s (compiling for each new batch shape),
-hence its 4.5-minute cap: all stages at the defaults come to about 10 minutes. `--stages` and `--runs` split the
+hence its 4.5-minute cap: all stages at the defaults should come to about 10 minutes (summed from those times;
+never run at the defaults). `--stages` and `--runs` split the
 work over several commands (--work keeps the data and runs between them). --smoke runs every stage on the CPU with
 toy sizes to check the harness.
 """
