@@ -6,6 +6,7 @@ Nothing that decides a sentence's output depends on the other rows of its batch 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -320,21 +321,10 @@ def search(
     """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; `prefixes` [B, P]
     (-1 past a prefix's end, None for none): tokens each translation must begin with; `terms`: glossary terms each
     must hold, which only beam search honours (a greedy search guided is beam search of 1)."""
-    if terms is not None and not cfg.sampling:
-        return beam_search(
-            decoder,
-            src,
-            src_lens,
-            cfg,
-            pad_id=pad_id,
-            bos_id=bos_id,
-            eos_id=eos_id,
-            max_positions=max_positions,
-            prefixes=prefixes,
-            terms=terms,
-        )
     if cfg.sampling:
         run = sample_search
+    elif terms is not None:
+        run = functools.partial(beam_search, terms=terms)
     elif cfg.beam == 1 and cfg.early_stop:
         run = greedy_search
     else:

@@ -37,7 +37,8 @@ PATIENCE = 1.2
 class TermGuide:
     """The terms of a batch [B, C, T] (-1 past a term's end; a sentence with fewer terms pads with empty ones) and
     the pieces that continue a word [V] (they may not follow a term's last token). Use `start`, then per step
-    `mask` (on each chunk of log-probs), `gained` (for finished hypotheses), `advance` and `keep`."""
+    `mask` (on each chunk of log-probs), `gained` (for finished hypotheses), `advance`, `ahead` (for the stopping
+    rule) and `keep`."""
 
     terms: Tensor  # [B, C, T] long
     continues_word: Tensor  # [V] bool

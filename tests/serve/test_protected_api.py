@@ -106,3 +106,32 @@ def test_the_server_gives_glossary_targets_to_its_search(server: Server, multi30
     assert methods.count("guided") >= 0.75 * len(lines), methods
     status, _, answer = server.translate({"text": lines, "glossary": glossary, "term_method": "check-first"})
     assert status == 200 and not any(s["method"] == "guided" for text in answer["sentences"] for s in text)
+
+
+def test_one_sentence_with_a_glossary_comes_back_alike_on_every_path(server: Server, tmp_path: Path) -> None:
+    """The guided search's sentence through `mtkit translate` (whole and split), mtkit's and LibreTranslate's APIs and
+    `translate-file`: the same text on each, never empty."""
+    from tests.conftest import run_mtkit_in_process
+
+    sentence = "A dog runs down the street."
+    entries = {"dog": "Hund", "street": "Straße"}
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("".join(f"{s}\t{t}\n" for s, t in entries.items()), encoding="utf-8")
+    run = server.log.parent / "run"  # the fixture's copy of the model the server serves
+    outputs = {}
+    for name, options in (("translate", ["--no-guard"]), ("translate, split", ["--split-sentences"])):
+        done = run_mtkit_in_process("translate", run, "--glossary", glossary, *options, stdin=sentence + "\n")
+        assert done.returncode == 0, done.stderr
+        outputs[name] = done.stdout.strip()
+    status, _, answer = server.translate({"text": [sentence], "glossary": entries})
+    assert status == 200, answer
+    outputs["POST /translate"] = answer["translations"][0]
+    status, _, answer = post(server, "/translate", {"q": sentence, "source": "en", "target": "de", "glossary": entries})
+    assert status == 200, answer
+    outputs["LibreTranslate /translate"] = answer["translatedText"]
+    (tmp_path / "one.txt").write_text(sentence + "\n", encoding="utf-8")
+    done = run_mtkit_in_process("translate-file", run, tmp_path / "one.txt", "--glossary", glossary)
+    assert done.returncode == 0, done.stderr
+    outputs["translate-file"] = (tmp_path / "one.de.txt").read_text(encoding="utf-8").strip()
+    assert len(set(outputs.values())) == 1 and all(outputs.values()), outputs
+    assert all(target in outputs["translate"] for target in entries.values()), outputs
