@@ -130,6 +130,11 @@ def main() -> None:
         "cpu_models: the ensemble's, chosen on val (the teacher and each student get theirs on val in the run)",
     )
     parser.add_argument("--teacher-minutes", type=float, default=30.0, help="distill: the teacher's training budget")
+    parser.add_argument(
+        "--programs",
+        help="step_flops: only these programs, named as in its table and separated by ';' "
+        "('AVX2, fp32;AVX2, fp32, compiled')",
+    )
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
     parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")
     parser.add_argument(

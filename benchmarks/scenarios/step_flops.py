@@ -104,9 +104,11 @@ def theoretical_peak(capability: str, threads: int, cpuinfo: str, lscpu: str) ->
     }
 
 
-def programs(native_bf16: bool) -> dict[str, dict[str, Any]]:
+def programs(native_bf16: bool, native_avx2: bool) -> dict[str, dict[str, Any]]:
     """Name -> (path, precision, threads, optimizer, compile): fp32 on both kernel paths, the recipe's precision
-    where it differs (bf16 where native; forced AVX2 has none), and the levers at the recipe's precision."""
+    where it differs (bf16 where native; forced AVX2 has none), and the levers at the recipe's precision; on a CPU
+    with more than AVX2, the levers again in fp32 on the forced AVX2 kernels, the path of an AVX2-only CPU, where the
+    recipe trains in fp32."""
     recipe = "bf16" if native_bf16 else "fp32"
     found = {"native, fp32": {"path": "native", "precision": "fp32"}}
     if native_bf16:
@@ -115,7 +117,22 @@ def programs(native_bf16: bool) -> dict[str, dict[str, Any]]:
     found[f"native, {recipe}, fused Adam"] = {"path": "native", "precision": recipe, "optimizer": "fused"}
     found[f"native, {recipe}, 1 thread"] = {"path": "native", "precision": recipe, "threads": 1}
     found[f"native, {recipe}, compiled"] = {"path": "native", "precision": recipe, "compile": True}
+    if not native_avx2:
+        found["AVX2, fp32, fused Adam"] = {"path": "AVX2", "precision": "fp32", "optimizer": "fused"}
+        found["AVX2, fp32, compiled"] = {"path": "AVX2", "precision": "fp32", "compile": True}
     return {name: {"threads": 2, "optimizer": "mtkit", "compile": False, **p} for name, p in found.items()}
+
+
+def chosen(plan: dict[str, dict[str, Any]], names: str | None) -> dict[str, dict[str, Any]]:
+    """The programs named in a ";"-separated list (their names hold commas; all when None), in the plan's order; an
+    unknown name stops the run with the names there are."""
+    if not names:
+        return plan
+    wanted = [n.strip() for n in names.split(";") if n.strip()]
+    unknown = [n for n in wanted if n not in plan]
+    if unknown:
+        raise SystemExit(f"step_flops: no program {unknown[0]!r}; the programs: {'; '.join(plan)}")
+    return {name: p for name, p in plan.items() if name in wanted}
 
 
 def worker_command(data_dir: Path, program: dict[str, Any], size: str) -> list[str]:
@@ -180,13 +197,15 @@ def row(name: str, rounds: list[dict[str, Any]], peak: dict[str, Any], relative:
 
 
 def run(args: argparse.Namespace) -> None:
+    import torch
+
     from mtkit.model.precision import native_bf16
 
     data_dir = data()
     model = flop_model(data_dir, None)
     per_token = (model.per_src_token, model.per_tgt_token)
     size = "small" if args.small else "full"
-    plan = programs(native_bf16("cpu"))
+    plan = chosen(programs(native_bf16("cpu"), torch.backends.cpu.get_cpu_capability() == "AVX2"), args.programs)
     runners = {
         name: program_runner(
             name,
