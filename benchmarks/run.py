@@ -133,7 +133,7 @@ def main() -> None:
     parser.add_argument(
         "--programs",
         help="step_flops: only these programs, named as in its table and separated by ';' "
-        "('AVX2, fp32;AVX2, fp32, compiled')",
+        "('AVX2, fp32;AVX2, fp32, fused Adam')",
     )
     parser.add_argument("--budgets", default="15,30", help="subword: training minutes at which both runs are scored")
     parser.add_argument("--alpha", type=float, default=0.1, help="subword: the BPE-dropout rate against none")

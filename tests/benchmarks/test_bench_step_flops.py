@@ -97,15 +97,14 @@ def test_programs_measure_both_paths_and_the_levers_at_the_recipes_precision(sce
         "native, bf16, 1 thread",
         "native, bf16, compiled",
         "AVX2, fp32, fused Adam",
-        "AVX2, fp32, compiled",
     ]
     emulated = scenario.programs(native_bf16=False, native_avx2=True)
     assert "native, bf16" not in emulated and "native, fp32, compiled" in emulated
-    assert "AVX2, fp32, compiled" not in emulated  # on an AVX2-only CPU the native levers are those
+    assert "AVX2, fp32, fused Adam" not in emulated  # on an AVX2-only CPU the native levers are those
     compiled = scenario.worker_command(Path("data"), native["native, bf16, compiled"], "small")
     assert compiled[-1] == "--compile" and compiled[compiled.index("--precision") + 1] == "bf16"
-    avx2 = native["AVX2, fp32, compiled"]
-    assert avx2["path"] == "AVX2" and scenario.worker_command(Path("data"), avx2, "small")[-1] == "--compile"
+    avx2 = scenario.worker_command(Path("data"), native["AVX2, fp32, fused Adam"], "small")
+    assert native["AVX2, fp32, fused Adam"]["path"] == "AVX2" and avx2[avx2.index("--optimizer") + 1] == "fused"
     one = scenario.worker_command(Path("data"), native["native, bf16, 1 thread"], "full")
     assert one[one.index("--threads") + 1] == "1" and one[one.index("--updates") + 1] == "60"
     assert scenario.PATHS["AVX2"]["ATEN_CPU_CAPABILITY"] == "avx2"
@@ -113,7 +112,7 @@ def test_programs_measure_both_paths_and_the_levers_at_the_recipes_precision(sce
 
 def test_programs_can_be_chosen_by_name(scenario: ModuleType) -> None:
     plan = scenario.programs(native_bf16=True, native_avx2=False)
-    assert list(scenario.chosen(plan, "AVX2, fp32, compiled; AVX2, fp32")) == ["AVX2, fp32", "AVX2, fp32, compiled"]
+    assert list(scenario.chosen(plan, "AVX2, fp32, fused Adam; AVX2, fp32")) == ["AVX2, fp32", "AVX2, fp32, fused Adam"]
     assert scenario.chosen(plan, None) == plan
     with pytest.raises(SystemExit, match="no program 'AVX2, bf16'"):
         scenario.chosen(plan, "AVX2, bf16")
