@@ -97,6 +97,7 @@ def test_programs_measure_both_paths_and_the_levers_at_the_recipes_precision(sce
         "native, bf16, 1 thread",
         "native, bf16, compiled",
         "AVX2, fp32, fused Adam",
+        "AVX2, fp32, compiled",
     ]
     emulated = scenario.programs(native_bf16=False, native_avx2=True)
     assert "native, bf16" not in emulated and "native, fp32, compiled" in emulated
@@ -108,6 +109,11 @@ def test_programs_measure_both_paths_and_the_levers_at_the_recipes_precision(sce
     one = scenario.worker_command(Path("data"), native["native, bf16, 1 thread"], "full")
     assert one[one.index("--threads") + 1] == "1" and one[one.index("--updates") + 1] == "60"
     assert scenario.PATHS["AVX2"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    # inductor's kernels of the forced path apart from the native path's (it reused those: NaN)
+    assert (
+        "TORCHINDUCTOR_CACHE_DIR" in scenario.PATHS["AVX2"]
+        and "TORCHINDUCTOR_CACHE_DIR" not in scenario.PATHS["native"]
+    )
 
 
 def test_programs_can_be_chosen_by_name(scenario: ModuleType) -> None:
