@@ -124,6 +124,14 @@ def test_programs_can_be_chosen_by_name(scenario: ModuleType) -> None:
         scenario.chosen(plan, "AVX2, bf16")
 
 
+def test_a_rows_speed_ratio_names_the_program_it_is_against(scenario: ModuleType) -> None:
+    rounds = [{"capability": "AVX2", "precision": "fp32", "src_tgt_tok_per_s": 100.0, "gflops": 50.0}]
+    peak = {"gflops": 100.0, "cores": 2, "ghz": 2.5, "flops_per_cycle_per_core": 32}
+    line = scenario.row("AVX2, fp32, compiled", rounds, peak, {"src_tgt_tok_per_s": 0.75}, "AVX2, fp32")
+    assert line["tok/s vs AVX2, fp32"] == 0.75 and "tok/s vs native fp32" not in line
+    assert line["% of fp32 peak"] == 50.0
+
+
 def test_a_workers_nested_figures_become_medians(scenario: ModuleType) -> None:
     result = {"seconds": 2.0, "matmul_gflops": {"fp32": 50.0}, "shares": {"matmul": 0.5}, "other_top_us": {"x": 1}}
     assert scenario.flat(result) == {"seconds": 2.0, "matmul_fp32_gflops": 50.0, "share_matmul": 0.5}
