@@ -6,7 +6,7 @@ more, not a stop word, once in its sentence on either side) aligned one-to-one a
 data (one-off links are mostly the aligner's errors), at most 2 a sentence. Random terms: for 200 sentences
 (100 with --small), the sentence's first reference term's source word paired with another sentence's German noun
 that the reference does not hold. Each sentence gets its own glossary, on the path of `mtkit translate --glossary
---no-guard` (mtkit.text.line_path.prepare_line, the lines translated in one batch, the run's beam, a line whose
+--no-guard` (mtkit.text.line_plan.prepare_line, the lines translated in one batch, the run's beam, a line whose
 output lacks a term translated again by the method's next way), once for each of the glossary's methods
 (mtkit.text.glossary.TERM_METHODS).
 
@@ -182,7 +182,7 @@ class Terms:
 
     def __init__(self, run: Path) -> None:
         from mtkit.engines.factory import load_translator
-        from mtkit.engines.splitting import split_options
+        from mtkit.engines.plans import split_options
 
         self.translator = load_translator(run)
         self.options = split_options(self.translator, split=False)  # the run's default term method
@@ -193,10 +193,10 @@ class Terms:
         """Outputs, each line's terms as mtkit reports them, how many lines each way took (mtkit's `method`), the
         seconds (lines prepared, translated, finished, again by the next way where a term is missing) and the
         model's share of them. `method` "": the run's default."""
-        from mtkit.engines.splitting import outputs_of
+        from mtkit.engines.plans import outputs_of
         from mtkit.engines.streaming import CHUNK_LINES, settled_lines
         from mtkit.text.glossary import glossary_from_mapping
-        from mtkit.text.line_path import line_terms, prepare_line
+        from mtkit.text.line_plan import line_terms, prepare_line
 
         glossaries = glossaries or {}
         options = dataclasses.replace(self.options, term_method=method or self.options.term_method)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from mtkit.documents.formats import detect_format, open_job
 from mtkit.documents.job import Translate, run_jobs
 from mtkit.documents.safety import Limits
-from mtkit.engines.splitting import split_options, translate_split
+from mtkit.engines.plans import split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import GUARD_LABELS, TextTranslation, guard_counts
+from mtkit.text.sentence_plan import GUARD_LABELS, TextTranslation, guard_counts
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating

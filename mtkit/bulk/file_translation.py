@@ -14,14 +14,14 @@ from mtkit.bulk.resumable import ResumableOutputs, translator_identity
 from mtkit.bulk.shard_sets import Shard
 from mtkit.bulk.shards import ShardSpec, chunked, read_line_range
 from mtkit.console import log, progress
-from mtkit.engines.splitting import translate_split
+from mtkit.engines.plans import translate_split
 from mtkit.engines.streaming import split_line, translate_lines
 from mtkit.files import count_lines
-from mtkit.text.line_path import prepare_line
+from mtkit.text.line_plan import prepare_line
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
-    from mtkit.text.translation import SplitOptions
+    from mtkit.text.sentence_plan import SplitOptions
 
 
 def translate_shard(

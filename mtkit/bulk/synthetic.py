@@ -3,7 +3,7 @@ lines as they were). Back-translation (Sennrich et al. 2016, `mtkit back-transla
 a reverse model, sampled by default (Edunov et al. 2018), a Y->X training corpus. Sequence-level distillation (Kim
 and Rush 2016, `mtkit distill`): training sources translated by a teacher, one model or an ensemble, with beam
 search, an X->Y corpus for a student. With a glossary or patterns to protect, each line goes as `mtkit translate
---no-guard --no-case` sends it (mtkit.text.line_path). Resumable and exact after a kill: chunks are
+--no-guard --no-case` sends it (mtkit.text.line_plan). Resumable and exact after a kill: chunks are
 recorded whole (mtkit.bulk.resumable) and a chunk's random draws depend only on the seed and its index. Torch-free:
 the engine factory loads either engine.
 """
@@ -25,16 +25,16 @@ from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating, language_pair
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import best_lines
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.engines.streaming import translate_lines
 from mtkit.errors import check
 from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
 from mtkit.files import DirectoryLock, count_lines, file_identity
 from mtkit.search.config import SearchOverrides, TranslateConfig
 from mtkit.text.glossary import Glossary
-from mtkit.text.line_path import prepare_line
+from mtkit.text.line_plan import prepare_line
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import SplitOptions, term_counts
+from mtkit.text.sentence_plan import SplitOptions, term_counts
 
 # The TranslateConfig fields only sampling reads: any of them off its default asks for sampling.
 SAMPLING_FIELDS = ("sampling", "top_k", "top_p", "temperature")
@@ -82,7 +82,7 @@ class SyntheticCorpusConfig:
 
     @property
     def takes_terms(self) -> bool:
-        """Whether the lines go through the line path (mtkit.text.line_path; a glossary or a pattern asked)."""
+        """Whether the lines go through the line path (mtkit.text.line_plan; a glossary or a pattern asked)."""
         return self.glossary is not None or bool(self.protect.patterns)
 
     @property

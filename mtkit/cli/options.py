@@ -128,7 +128,7 @@ def text_options(
     glossary: Path | None, protect: list[str], protect_default: bool, term_method: str | None = None
 ) -> dict[str, Any]:
     """The glossary read, the patterns compiled and the term method checked (a one-line error naming the file's line,
-    the pattern or --term-method), as mtkit.engines.splitting.split_options takes them."""
+    the pattern or --term-method), as mtkit.engines.plans.split_options takes them."""
     from mtkit.text.glossary import checked_term_method, load_glossary
     from mtkit.text.protect import ProtectConfig
 

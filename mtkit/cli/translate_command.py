@@ -122,7 +122,7 @@ def translate(
     terms = text_options(glossary, protect, protect_default, term_method) | {"case": case}
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
-        from mtkit.engines.splitting import split_options
+        from mtkit.engines.plans import split_options
         from mtkit.engines.streaming import translate_stream
         from mtkit.files import read_lines
 

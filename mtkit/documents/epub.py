@@ -12,8 +12,8 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from mtkit.documents.format_runs import Paragraph, RunsTranslation, element_paragraph, has_words
 from mtkit.documents.job import DocumentError, Job
-from mtkit.documents.runs import Paragraph, RunsTranslation, element_paragraph, has_words
 from mtkit.documents.safety import Limits, open_zip, parse_xml, read_member, rezip, write_xml
 from mtkit.text.markup import HtmlTranslation
 

@@ -1,5 +1,5 @@
 """Word (.docx), PowerPoint (.pptx) and OpenDocument (.odt, .odp) files as XML in a zip, read and written with lxml:
-the parts that hold the document's text are parsed, their paragraphs translated run by run (mtkit.documents.runs)
+the parts that hold the document's text are parsed, their paragraphs translated run by run (mtkit.documents.format_runs)
 and written back; every other member is copied byte for byte. The title in the document's properties is
 translated too; no chart, SmartArt, slide layout or master, or alternative text is."""
 
@@ -10,8 +10,7 @@ from collections.abc import Callable
 
 from lxml import etree
 
-from mtkit.documents.job import DocumentError, Job
-from mtkit.documents.runs import (
+from mtkit.documents.format_runs import (
     TEXT,
     A,
     Paragraph,
@@ -23,6 +22,7 @@ from mtkit.documents.runs import (
     odf_paragraph,
     pptx_paragraph,
 )
+from mtkit.documents.job import DocumentError, Job
 from mtkit.documents.safety import Limits, open_zip, parse_xml, read_member, rezip, write_xml
 
 CONTENT_TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"

@@ -41,7 +41,7 @@ def scored_texts(tokenizer: Tokenizer, hyps: list[Hypothesis]) -> list[tuple[str
 
 
 def confidence(hypothesis: Hypothesis) -> float:
-    """Mean log-prob per token of a hypothesis, eos counted (mtkit.text.translation.Sentence.confidence)."""
+    """Mean log-prob per token of a hypothesis, eos counted (mtkit.text.sentence_plan.Sentence.confidence)."""
     return hypothesis.logprob / (len(hypothesis.tokens) + 1)
 
 

@@ -16,13 +16,20 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from mtkit.console import log, progress
 from mtkit.engines.output import best_lines, confidence, format_output, output_line, scored_rows
-from mtkit.engines.splitting import translate_split
+from mtkit.engines.plans import translate_split
 from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
 from mtkit.search.config import Hypothesis, length_penalty
-from mtkit.text.line_path import Line, line_terms, prepare_line, retried_lines
-from mtkit.text.translation import GUARD_LABELS, SplitOptions, TextTranslation, guard_counts, term_counts, text_logprob
+from mtkit.text.line_plan import Line, line_terms, prepare_line, retried_lines
+from mtkit.text.sentence_plan import (
+    GUARD_LABELS,
+    SplitOptions,
+    TextTranslation,
+    guard_counts,
+    term_counts,
+    text_logprob,
+)
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -50,9 +57,9 @@ def translate_stream(
 
     `prefixes` (lines of the file `prefix_name`, one per input line, empty for none): text each translation must
     begin with; a count that differs from the input's is a one-line error. `split`: each line translated sentence
-    by sentence (mtkit.text.translation, best only), the guard's counts logged at the end. `plain`: without
+    by sentence (mtkit.text.sentence_plan, best only), the guard's counts logged at the end. `plain`: without
     `split`, each line keeps its protected spans and glossary terms and is translated in sentence case
-    (mtkit.text.line_path.prepare_line); None sends the lines as they are.
+    (mtkit.text.line_plan.prepare_line); None sends the lines as they are.
     """
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
@@ -156,7 +163,7 @@ def settled_lines(
     prefixes: list[str] | None = None,
 ) -> tuple[list[Line], list[list[Hypothesis]]]:
     """Lines whose best output lacks a glossary term translated again by the glossary's next method
-    (mtkit.text.line_path.retried_lines), until each holds its terms or has no method left: the lines as last
+    (mtkit.text.line_plan.retried_lines), until each holds its terms or has no method left: the lines as last
     asked and their results."""
     lines, results = list(lines), list(results)
     while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):

@@ -21,7 +21,7 @@ from mtkit.console import log
 from mtkit.documents.safety import Limits
 from mtkit.engines.contract import Translating, encode_prefixes
 from mtkit.engines.output import best_lines, confidence, output_line, scored_texts
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.search.config import Hypothesis
 from mtkit.serve.api_keys import KeyLimiter
 from mtkit.serve.config import ServeConfig
@@ -35,8 +35,8 @@ from mtkit.serve.redis_state import RedisFiles, RedisState
 from mtkit.serve.request import ClientGone, RequestError, check_request, language_codes
 from mtkit.serve.router import Router
 from mtkit.serve.uploads import FileStore, download_response, file_upload, translate_file
-from mtkit.text.line_path import Line, line_terms, prepare_line, retried_lines
-from mtkit.text.translation import guard_counts, text_logprob
+from mtkit.text.line_plan import Line, line_terms, prepare_line, retried_lines
+from mtkit.text.sentence_plan import guard_counts, text_logprob
 
 RETRY_AFTER_S = 1  # a full queue drains within about one batch; clients retry after this
 # GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
@@ -47,7 +47,7 @@ def format_translations(
     translator: Translating, results: list[list[Hypothesis]], nbest: int, lines: list[Line] | None = None
 ) -> list[Any]:
     """nbest 1: one string per line; else a list per line of up to nbest {"text", "score"}, best first. `lines`:
-    each text given its line's case and kept spans back (mtkit.text.line_path.prepare_line)."""
+    each text given its line's case and kept spans back (mtkit.text.line_plan.prepare_line)."""
     back = [line.finish for line in lines] if lines else [lambda text: (text, [])] * len(results)
     if nbest == 1:
         return [finish(text)[0] for finish, text in zip(back, best_lines(translator.tokenizer, results))]

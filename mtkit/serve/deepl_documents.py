@@ -21,7 +21,7 @@ from mtkit.console import log
 from mtkit.documents.formats import SAME, open_job
 from mtkit.documents.job import DocumentError, Job
 from mtkit.documents.safety import Limits
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.serve.deepl_endpoints import DeepLService
 from mtkit.serve.deepl_request import language, string_field
 from mtkit.serve.request import RequestError

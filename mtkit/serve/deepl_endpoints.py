@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.serve.api_keys import KeyLimiter
 from mtkit.serve.config import ServeConfig
 from mtkit.serve.deepl_request import (

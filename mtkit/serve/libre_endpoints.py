@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.serve.libre_request import (
     LibreRequest,
     detection,
@@ -25,7 +25,7 @@ from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.router import Router, ServedModel
 from mtkit.serve.uploads import supported_formats
 from mtkit.text.markup import HtmlTranslation
-from mtkit.text.translation import Sentence, SplitOptions
+from mtkit.text.sentence_plan import Sentence, SplitOptions
 
 
 class Detecting(Protocol):

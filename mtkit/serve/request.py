@@ -13,7 +13,7 @@ from typing import Any
 from mtkit.errors import UserError
 from mtkit.text.glossary import TERM_METHODS, Glossary, glossary_from_mapping
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import SplitOptions
+from mtkit.text.sentence_plan import SplitOptions
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class TranslateRequest:
     prefixes: list[str] | None = None  # text each line's translation must begin with ("" for none)
     source: str | None = None  # language codes that pick the model of a server of several
     target: str | None = None
-    split: bool = True  # each text translated sentence by sentence (mtkit.text.translation)
+    split: bool = True  # each text translated sentence by sentence (mtkit.text.sentence_plan)
     glossary: Glossary | None = None  # terms the translation takes (mtkit.text.glossary)
     protect: ProtectConfig = dataclasses.field(default_factory=ProtectConfig)  # kept as written besides the defaults
     term_method: str = ""  # how the glossary is applied (mtkit.text.glossary.TERM_METHODS); "": the model's default

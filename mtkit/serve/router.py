@@ -15,12 +15,12 @@ from typing import Any, Protocol
 from mtkit.corpus.language_pairs import language_pairs
 from mtkit.engines.contract import Translating, encode_terms, encode_texts, source_codes
 from mtkit.engines.output import best_lines
-from mtkit.engines.splitting import outputs_of, token_counter
+from mtkit.engines.plans import outputs_of, token_counter
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis
 from mtkit.serve.request import RequestError, SearchOverrides
 from mtkit.serve.worker import BatchWorker, WorkerJob
-from mtkit.text.translation import (
+from mtkit.text.sentence_plan import (
     Output,
     SplitOptions,
     TextTranslation,
@@ -120,7 +120,7 @@ class ServedModel:
         warnings: list[str],
         target: str | None = None,
     ) -> list[TextTranslation]:
-        """Texts translated sentence by sentence (mtkit.text.translation): every sentence of them decoded in one
+        """Texts translated sentence by sentence (mtkit.text.sentence_plan): every sentence of them decoded in one
         job, the guard's retries in a second."""
         tokenizer = self.translator.tokenizer
 

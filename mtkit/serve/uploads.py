@@ -22,7 +22,7 @@ from typing import Any
 from mtkit.documents.formats import FORMATS, open_job
 from mtkit.documents.job import DocumentError
 from mtkit.documents.safety import Limits, over_limit
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.serve.request import RequestError
 from mtkit.serve.router import Router
 

@@ -1,6 +1,6 @@
 """Glossaries: source terms and the target each must become, read from DeepL's entry formats (TSV, CSV) or a
 request's object, checked with one-line errors, and found in a sentence as a user expects (longest first, whole
-words, case-insensitive, never inside protected text). Applying them is mtkit.text.translation's: a found term
+words, case-insensitive, never inside protected text). Applying them is mtkit.text.sentence_plan's: a found term
 rides on mtkit.text.protect's stand-ins with its target put back. Pure functions of strings; `errors` only.
 """
 

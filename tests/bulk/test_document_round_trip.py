@@ -20,7 +20,7 @@ import pytest
 from lxml import etree
 
 from mtkit.bulk.document_translation import translate_documents
-from mtkit.documents.runs import W
+from mtkit.documents.format_runs import W
 from mtkit.engines.factory import load_translator
 from mtkit.language_id import LanguageDetector
 from mtkit.text.sentences import wordy

@@ -128,7 +128,7 @@ def test_translate_leaves_search_options_to_the_recipe_unless_given(monkeypatch:
     monkeypatch.setattr("mtkit.cli.translate_command.start_up_without_gc", contextlib.nullcontext)  # and its gc.freeze
     calls = fake("mtkit.engines.factory", "load_translator", monkeypatch)  # the CLI imports it from there when it runs
     monkeypatch.setattr("mtkit.engines.streaming.translate_stream", lambda *a, **k: None)
-    monkeypatch.setattr("mtkit.engines.splitting.split_options", lambda *a, **k: None)  # it reads the translator
+    monkeypatch.setattr("mtkit.engines.plans.split_options", lambda *a, **k: None)  # it reads the translator
     assert mtkit("translate", "run").exit_code == 0
     ((args, kwargs),) = calls
     assert args == (Path("run"), EngineConfig(), SearchOverrides(**CLI_DEFAULTS)) and kwargs == {}  # all defaults

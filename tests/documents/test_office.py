@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from lxml import etree
 
+from mtkit.documents.format_runs import TEXT, XML_SPACE, A, W
 from mtkit.documents.job import DocumentError, Job, run_jobs
 from mtkit.documents.office import docx_job, odp_job, odt_job, pptx_job
-from mtkit.documents.runs import TEXT, XML_SPACE, A, W
 from mtkit.documents.safety import Limits
 from mtkit.text.sentences import wordy
 

@@ -13,7 +13,7 @@ import pytest
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.factory import load_translator
 from mtkit.engines.output import decode
-from mtkit.engines.splitting import split_options
+from mtkit.engines.plans import split_options
 from mtkit.search.config import SearchOverrides
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.engines.test_protected_lines import old_run  # noqa: F401  (the fixture)

@@ -16,7 +16,7 @@ import pytest
 
 from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.engines.factory import load_translator
-from mtkit.engines.splitting import split_options, translate_split
+from mtkit.engines.plans import split_options, translate_split
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
 from tests.conftest import run_mtkit_in_process

@@ -16,7 +16,7 @@ from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.search.config import TranslateConfig
 from mtkit.serve.request import RequestError, SearchOverrides, TranslateRequest, check_request, decode_json
 from mtkit.text.glossary import Glossary
-from mtkit.text.translation import SplitOptions
+from mtkit.text.sentence_plan import SplitOptions
 
 
 def parse_request(body: bytes, max_lines: int, max_beam: int, default_beam: int) -> TranslateRequest:

@@ -1,4 +1,4 @@
-"""A glossary's methods through mtkit.text.translation, driven by fake translators that copy, drop or inflect the
+"""A glossary's methods through mtkit.text.sentence_plan, driven by fake translators that copy, drop or inflect the
 target terms written inline: a sentence whose translation lacks a term goes again by the next method, each
 sentence reports the method it took and every term with whether its target is in the translation; and stand-ins
 whose digits the model ran together ("21" for 2 and 1) leave none of their digits behind."""
@@ -15,9 +15,9 @@ import pytest
 from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary
-from mtkit.text.line_path import prepare_line, retried_lines
+from mtkit.text.line_plan import prepare_line, retried_lines
 from mtkit.text.protect import Span, mask, unmask
-from mtkit.text.translation import Asked, Output, SplitOptions, asked_terms, plan_translation, run_plan
+from mtkit.text.sentence_plan import Asked, Output, SplitOptions, asked_terms, plan_translation, run_plan
 
 GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
 SOURCE = "A red dog runs in the park."

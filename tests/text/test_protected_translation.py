@@ -1,4 +1,4 @@
-"""Protected text and glossaries through mtkit.text.translation and mtkit.text.markup: Multi30k sentences with a
+"""Protected text and glossaries through mtkit.text.sentence_plan and mtkit.text.markup: Multi30k sentences with a
 placeholder, URL, e-mail address or inline code between two words come back with it byte for byte and exactly
 once from a translator that drops, repeats, mangles and moves stand-ins; segments of numbers or URLs only are never
 sent; glossary terms are put back and reported."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from mtkit.text.glossary import Glossary
-from mtkit.text.line_path import prepare_line
+from mtkit.text.line_plan import prepare_line
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, run_plan
+from mtkit.text.sentence_plan import Output, SplitOptions, guard_counts, plan_translation, run_plan
 from tests.conftest import read_gz_lines
 from tests.text.html_translation import translate_html
 

@@ -13,9 +13,9 @@ import pytest
 from mtkit.corpus.term_hints import TERM_PIECES, hint
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary, hinted, without_pieces
-from mtkit.text.line_path import prepare_line, retried_lines
+from mtkit.text.line_plan import prepare_line, retried_lines
 from mtkit.text.protect import ProtectConfig
-from mtkit.text.translation import Output, SplitOptions, plan_translation, run_plan
+from mtkit.text.sentence_plan import Output, SplitOptions, plan_translation, run_plan
 
 GLOSSARY = Glossary((("red dog", "Rotfuchs"), ("park", "Park")))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.engines.factory import load_translator
-from mtkit.engines.splitting import split_options, translate_split
+from mtkit.engines.plans import split_options, translate_split
 from mtkit.search.config import SearchOverrides
 from mtkit.text.sentences import split_sentences
 from tests.conftest import run_mtkit_in_process

@@ -1,7 +1,7 @@
 """The line path: a line translated whole, without the guard (`mtkit translate --no-guard`, n-best and prefixes,
-the bulk jobs' lines): its protected spans and glossary terms as mtkit.text.translation prepares a sentence's, sent
+the bulk jobs' lines): its protected spans and glossary terms as mtkit.text.sentence_plan prepares a sentence's, sent
 in sentence case, each output given the line's case and spans back; the lines whose best output lacks a glossary
-term go again by the next method. Sentences and the guard are mtkit.text.translation's.
+term go again by the next method. Sentences and the guard are mtkit.text.sentence_plan's.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 from mtkit.text.casing import case_of, normalised, restored
 from mtkit.text.protect import Masked
+from mtkit.text.sentence_plan import Prepared, SplitOptions, prepare
 from mtkit.text.sentences import wordy
-from mtkit.text.translation import Prepared, SplitOptions, prepare
 
 
 @dataclass(frozen=True)

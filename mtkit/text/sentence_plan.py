@@ -5,7 +5,7 @@
 sentences whose translation the guard refused, and returns one TextTranslation per text. `run_plan` drives it with
 a synchronous translate function (`mtkit translate`), `run_plan_async` with an awaitable one (`mtkit serve`), so
 both batch every sentence of every text of a chunk or request together. Torch-free and engine-free. A line translated
-whole, without the guard, goes by the line path (mtkit.text.line_path).
+whole, without the guard, goes by the line path (mtkit.text.line_plan).
 
 The guard: a sentence with words whose translation comes back empty or runaway (mtkit.text.guard) has its loops
 cut to one occurrence when that brings it within the length bound ("tamed"), else is translated again cut in two

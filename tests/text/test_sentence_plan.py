@@ -1,4 +1,4 @@
-"""mtkit.text.translation and mtkit.text.guard with stand-in models: every sentence asked for once, white space as
+"""mtkit.text.sentence_plan and mtkit.text.guard with stand-in models: every sentence asked for once, white space as
 written, and nothing lost: an empty or runaway translation is retried in pieces, then kept or tamed, and counted."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from mtkit.errors import UserError
 from mtkit.text.guard import Guard
-from mtkit.text.translation import Output, SplitOptions, guard_counts, plan_translation, run_plan
+from mtkit.text.sentence_plan import Output, SplitOptions, guard_counts, plan_translation, run_plan
 
 OPTIONS = SplitOptions("en", limit=64)
 

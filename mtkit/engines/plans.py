@@ -1,4 +1,4 @@
-"""A translator seen by mtkit.text.translation: its source language and input limit as SplitOptions, its tokenizer
+"""A translator seen by mtkit.text.sentence_plan: its source language and input limit as SplitOptions, its tokenizer
 as a token counter, its hypotheses as Outputs, and texts translated sentence by sentence synchronously (what
 `mtkit translate --split-sentences` runs; mtkit serve drives the same plan on its worker). Imports no torch."""
 
@@ -11,8 +11,8 @@ from mtkit.engines.output import decode, output_line
 from mtkit.search.config import Hypothesis
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
+from mtkit.text.sentence_plan import Output, SplitOptions, TextTranslation, asked_terms, plan_translation, run_plan
 from mtkit.text.sentences import Count
-from mtkit.text.translation import Output, SplitOptions, TextTranslation, asked_terms, plan_translation, run_plan
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
