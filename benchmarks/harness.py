@@ -7,6 +7,9 @@ Stdlib only at import time, so its logic is tested in milliseconds; it knows no 
 from __future__ import annotations
 
 import datetime
+import gzip
+import http.client
+import itertools
 import json
 import os
 import platform
@@ -141,6 +144,66 @@ def ratios(results: dict[str, list[dict[str, float]]], baseline: str | None = No
         name: {k: round(v / base[k], 3) for k, v in medians(rounds).items() if base.get(k)}
         for name, rounds in results.items()
     }
+
+
+def read_lines(path: Path, count: int | None = None) -> list[str]:
+    """The lines of a text file (gzipped when its name ends in .gz) without their newlines: all, or the first
+    `count`."""
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in itertools.islice(f, count)]
+
+
+def write_lines(path: Path, lines: Sequence[str]) -> Path:
+    """`lines` written to `path`, one a line (its folder made): the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def output_lines(cmd: Sequence[str]) -> list[str]:
+    """The output of a translation command: the file after its `-o`, else its fifth word (a bare script's output
+    argument)."""
+    return Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[4]).read_text(encoding="utf-8").splitlines()
+
+
+def translation_program(name: str, cmd: Sequence[str], lines: int, log: Path) -> Callable[[int], dict[str, float]]:
+    """A round of a translation command (mtkit translate, or a bare script that logs as it does): its measured
+    figures and sentences/s over its own decode time, from its `translated N lines in S s` line."""
+
+    def once(round_: int) -> dict[str, float]:
+        m = checked(measure(cmd, log), name)
+        found = re.search(r"translated (\d+) lines in ([\d.]+) ?s", m.stderr)
+        return {**figures(m), "sent_per_s": round(lines / float(found.group(2)), 1) if found else float("nan")}
+
+    return once
+
+
+def post_json(port: int, body: dict[str, Any], path: str = "/translate", timeout_s: float = 600) -> Any:
+    """POST a JSON body to a local server: the JSON answer, or RuntimeError with the status and answer."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+    connection.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    if response.status != 200:
+        raise RuntimeError(f"HTTP {response.status} for {json.dumps(body)[:200]}: {answer}")
+    return answer
+
+
+def wait_healthy(log: Path, deadline_s: float = 300) -> int:
+    """The port of an `mtkit serve` from its log line, once its /health answers 200."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        found = re.search(r"on http://127\.0\.0\.1:(\d+) ", log.read_text(errors="replace") if log.is_file() else "")
+        if found:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=5)
+                connection.request("GET", "/health")
+                if connection.getresponse().status == 200:
+                    return int(found.group(1))
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise SystemExit(f"mtkit serve did not become healthy; see {log}")
 
 
 def identical_lines(a: Sequence[str], b: Sequence[str]) -> int:

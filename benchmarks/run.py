@@ -1,6 +1,6 @@
 """The one benchmark command: `python benchmarks/run.py <scenario> [--rounds N] [--small]`.
 
-Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, gpu, langid, multilingual,
+Scenarios (benchmarks/scenarios/): preprocess, train, translate, ct2search, serve, finetune, langid, multilingual,
 backtranslation, noisy, subword, distill, splitting, paragraphs, confidence, casing, documents, shards; `all` runs the
 CPU ones but ct2search, langid (a comparison of language detectors that `make install` does not install) and the ones
 that train models for many minutes: multilingual (45 minutes at its default budget), backtranslation (six models of
@@ -15,7 +15,8 @@ cpu_models (BLEU against sentences/s of a teacher, its ensemble and students wit
 step_flops (the demo recipe's training update in FLOP/s against the CPU's fp32 peak and a measured matmul peak, on
 native and forced-AVX2 kernels, where its time goes, and the levers: fused Adam, threads, train.compile); terms
 (--demo-run: term accuracy, BLEU and speed with per-sentence glossaries, term sets aligned by eflomal: '.[align]').
-Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py.
+Each writes benchmarks/results/<scenario>-<date>-<commit>.{json,md} through benchmarks/harness.py. The GPU check is
+`make gpu-check` (benchmarks/gpu_check.sh), not a scenario.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from scenarios import (
     distill,
     documents,
     finetune,
-    gpu,
     int8,
     langid,
     multilingual,
@@ -57,7 +57,6 @@ SCENARIOS = {
     "ct2search": ct2search.run,
     "serve": serve.run,
     "finetune": finetune.run,
-    "gpu": gpu.run,
     "langid": langid.run,
     "multilingual": multilingual.run,
     "backtranslation": backtranslation.run,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import hashlib
 import io
 import os
 import shutil
@@ -302,3 +303,12 @@ def _dead_here(holder: str) -> bool:
     except PermissionError:
         return False
     return False
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

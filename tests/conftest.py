@@ -108,7 +108,7 @@ def trained_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Cal
 @pytest.fixture(scope="session")
 def multi30k_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
     """A small joint en-de sentencepiece model (vocab 1000, first 3000 train pairs), trained once."""
-    from mtkit.tokenizer import train_tokenizer
+    from mtkit.corpus.tokenizer_training import train_tokenizer
 
     lines = read_gz_lines(multi30k / "train.en.gz", 3000) + read_gz_lines(multi30k / "train.de.gz", 3000)
     return train_tokenizer(lines, tmp_path_factory.mktemp("spm") / "spm.model", vocab_size=1000)
@@ -298,7 +298,7 @@ def multilingual_lines(multi30k: Path, n: int) -> dict[str, list[str]]:
 def en_de_fr_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
     """A vocabulary of 600 with the pieces >>de<< and >>fr<< (ids 4 and 5), trained on the first 300 Multi30k val
     captions in en, de and fr."""
-    from mtkit.tokenizer import train_tokenizer
+    from mtkit.corpus.tokenizer_training import train_tokenizer
 
     text = multilingual_lines(multi30k, 300)
     return train_tokenizer(

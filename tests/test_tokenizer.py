@@ -10,8 +10,10 @@ import pytest
 import sentencepiece as spm
 
 from mtkit import tokenizer as tokenizer_module
+from mtkit.corpus.tokenizer_training import train_tokenizer
 from mtkit.errors import UserError
-from mtkit.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, file_sha256, special_id_maps, train_tokenizer
+from mtkit.files import file_sha256
+from mtkit.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, special_id_maps
 from tests.conftest import read_gz_lines
 
 SPECIAL = {"<pad>", "<unk>", "<s>", "</s>"}

@@ -14,10 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness import WORK, write_results
+from harness import WORK, write_lines, write_results
 
 from scenarios.langid import read_lines
-from scenarios.texts import append_notes, bleu, demo_run, translate, write_lines
+from scenarios.texts import append_notes, bleu, demo_run, translate
 
 BEAM = "4"
 

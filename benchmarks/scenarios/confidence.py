@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import WORK, write_results
+from harness import WORK, write_lines, write_results
 
 from scenarios.langid import read_lines
-from scenarios.texts import append_notes, bleu, demo_run, post_all, served, translate, write_lines
+from scenarios.texts import append_notes, bleu, demo_run, post_all, served, translate
 
 BOTTOM_SHARE = 0.1
 

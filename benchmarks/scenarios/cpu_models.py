@@ -17,11 +17,10 @@ through matplotlib (`pip install -e '.[plots]'`).
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 from pathlib import Path
 
-from harness import ROOT, WORK, alternate, checked, figures, measure, medians, write_results
+from harness import ROOT, WORK, alternate, checked, figures, measure, medians, read_lines, write_results
 
 from mtkit.bulk.distill_clean import STUTTER
 from scenarios.workload import MULTI30K, mtkit
@@ -128,11 +127,6 @@ def programs(
     return found, scores
 
 
-def read_gz(path: Path) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return f.read().splitlines()
-
-
 def val_penalty(name: str, run: Path, source: Path, refs: list[str]) -> tuple[str, dict[str, float]]:
     """The run's length penalty of the best val sacreBLEU on CTranslate2 at beam 4 (a tie: the smaller), and the
     val sacreBLEU of each; `source` is val's English as a file, `refs` its German."""
@@ -211,12 +205,12 @@ def run(args: argparse.Namespace) -> None:
         if not (run_dir / "shortlist.txt").is_file():
             raise SystemExit(f"--model {name}: no shortlist; make one first: mtkit shortlist {run_dir} DATA_DIR")
     OUT.mkdir(parents=True, exist_ok=True)
-    sources = read_gz(MULTI30K / "test_2016_flickr.en.gz")
-    refs = read_gz(MULTI30K / "test_2016_flickr.de.gz")
+    sources = read_lines(MULTI30K / "test_2016_flickr.en.gz")
+    refs = read_lines(MULTI30K / "test_2016_flickr.de.gz")
     source = OUT / "test.en"
     source.write_text("\n".join(sources) + "\n", encoding="utf-8")
-    val, val_refs = OUT / "val.en", read_gz(MULTI30K / "val.de.gz")
-    val.write_text("\n".join(read_gz(MULTI30K / "val.en.gz")) + "\n", encoding="utf-8")
+    val, val_refs = OUT / "val.en", read_lines(MULTI30K / "val.de.gz")
+    val.write_text("\n".join(read_lines(MULTI30K / "val.en.gz")) + "\n", encoding="utf-8")
     runs = {"teacher": teacher, **students}
     on_val = {name: val_penalty(name, run_dir, val, val_refs) for name, run_dir in runs.items()}
     lp = {name: ("--length-penalty", chosen) for name, (chosen, _) in on_val.items()}

@@ -8,12 +8,23 @@ equal and BLEU at the recipes' alpha 0.6 too (one untimed run each).
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 import sys
 from pathlib import Path
 
-from harness import WORK, alternate, checked, figures, identical_lines, measure, medians, ratios, write_results
+from harness import (
+    WORK,
+    alternate,
+    checked,
+    identical_lines,
+    measure,
+    medians,
+    output_lines,
+    ratios,
+    read_lines,
+    translation_program,
+    write_results,
+)
 
 from scenarios.workload import MULTI30K, model, mtkit, test_source
 
@@ -69,19 +80,6 @@ def label(run: Path) -> str:
     return f"{run.parent.name}/{run.name}"
 
 
-def output(cmd: list[str]) -> list[str]:
-    return Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[4]).read_text(encoding="utf-8").splitlines()
-
-
-def program(name: str, cmd: list[str], lines: int):
-    def once(round_: int) -> dict[str, float]:
-        m = checked(measure(cmd, WORK / "logs" / ("ct2search-" + re.sub(r"\W+", "-", name))), name)
-        found = re.search(r"translated (\d+) lines in ([\d.]+) ?s", m.stderr)
-        return {**figures(m), "sent_per_s": round(lines / float(found.group(2)), 1) if found else float("nan")}
-
-    return once
-
-
 def compare(run: Path, source: Path, lines: int, rounds: int) -> list[dict]:
     """Rows of one model: timed rounds at alpha 0, then one untimed run of each mtkit search at alpha 0.6."""
     import sacrebleu
@@ -89,14 +87,14 @@ def compare(run: Path, source: Path, lines: int, rounds: int) -> list[dict]:
     warm = mtkit("translate", str(run), "--engine", "ctranslate2", "-i", str(test_source(1)))
     checked(measure(warm, WORK / "logs" / "ct2search-warm"), "mtkit translate --engine ctranslate2")  # the export
     cmds = commands(run, source, "0")
-    results = alternate({name: program(name, cmd, lines) for name, cmd in cmds.items()}, rounds)
-    with gzip.open(MULTI30K / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as f:
-        refs = [line.rstrip("\n") for _, line in zip(range(lines), f)]
-    outputs = {name: output(cmd) for name, cmd in cmds.items()}
+    logs = {name: WORK / "logs" / ("ct2search-" + re.sub(r"\W+", "-", name)) for name in cmds}
+    results = alternate({name: translation_program(name, cmd, lines, logs[name]) for name, cmd in cmds.items()}, rounds)
+    refs = read_lines(MULTI30K / "test_2016_flickr.de.gz", lines)
+    outputs = {name: output_lines(cmd) for name, cmd in cmds.items()}
     at_06 = commands(run, source, "0.6")
     for name in ("mtkit --ct2-search native", "mtkit --ct2-search exact"):
         checked(measure(at_06[name], WORK / "logs" / "ct2search-alpha-0.6"), name)
-    native, exact = output(at_06["mtkit --ct2-search native"]), output(at_06["mtkit --ct2-search exact"])
+    native, exact = output_lines(at_06["mtkit --ct2-search native"]), output_lines(at_06["mtkit --ct2-search exact"])
     rel = ratios(results)
     rows = [
         {

@@ -18,12 +18,11 @@ goes on.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 from pathlib import Path
 
-from harness import ROOT, WORK, alternate, checked, figures, measure, medians, ratios, write_results
+from harness import ROOT, WORK, alternate, checked, figures, measure, medians, ratios, read_lines, write_results
 
 from scenarios.multilingual import BILINGUAL, bleu, trained, updates
 from scenarios.workload import MULTI30K, mtkit
@@ -61,8 +60,7 @@ def speed(
     import sacrebleu
 
     test = (OUT / "test.en").read_text(encoding="utf-8")  # written by bleu()
-    with gzip.open(MULTI30K / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as f:
-        refs = f.read().splitlines()
+    refs = read_lines(MULTI30K / "test_2016_flickr.de.gz")
     programs, scores = {}, {}
     for repeat in REPEATS:
         source = OUT / f"test.x{repeat}.en"

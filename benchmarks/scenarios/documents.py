@@ -22,16 +22,15 @@ lines through `mtkit translate`, each with the run's own search settings.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import WORK, alternate, checked, measure, medians, write_results
+from harness import WORK, alternate, checked, measure, medians, read_lines, write_lines, write_results
 
-from scenarios.texts import append_notes, bleu, demo_run, guard_from_log, translate, write_lines
+from scenarios.texts import append_notes, bleu, demo_run, guard_from_log, translate
 from scenarios.workload import MULTI30K, mtkit
 
 WIDTH = 42  # characters a subtitle line holds; the cue text is put on two lines beyond it
@@ -41,9 +40,7 @@ _TIMING = re.compile(r"^\d+:\d\d:\d\d,\d{3} --> \d+:\d\d:\d\d,\d{3}$")
 
 
 def read_sentences(split: str, lang: str, count: int | None = None) -> list[str]:
-    with gzip.open(MULTI30K / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
-        lines = [line.strip() for line in f]
-    return lines[:count] if count is not None else lines
+    return [line.strip() for line in read_lines(MULTI30K / f"{split}.{lang}.gz", count)]
 
 
 def halves(text: str) -> tuple[str, str]:

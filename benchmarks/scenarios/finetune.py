@@ -7,7 +7,6 @@ per update, mtkit a token budget of `batch` x the mean padded pair length. Seq2S
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.util
 import io
 import json
@@ -18,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ROOT, WORK, alternate, child_program, medians, ratios, write_results
+from harness import ROOT, WORK, alternate, child_program, medians, ratios, read_lines, write_results
 
 OUT = WORK / "finetune"
 MULTI30K = ROOT / "data" / "multi30k"
@@ -26,11 +25,7 @@ VOCAB = 58101  # opus-mt-en-de's
 
 
 def read_pairs(n: int) -> tuple[list[str], list[str]]:
-    def read(lang: str) -> list[str]:
-        with gzip.open(MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
-            return [line.rstrip("\n") for _, line in zip(range(n), f)]
-
-    return read("en"), read("de")
+    return read_lines(MULTI30K / "train.en.gz", n), read_lines(MULTI30K / "train.de.gz", n)
 
 
 def build_marian(out: Path, pieces_per_side: int) -> None:

@@ -9,7 +9,6 @@ Candidates not installed are left out (`make install` installs only the one mtki
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
@@ -18,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness import ROOT, alternate, child_program, medians, write_results
+from harness import read_lines as harness_read_lines
 
 LANGS = ("en", "de", "fr", "cs")
 SOURCES = (ROOT / "data" / "multi30k",)  # the repository ships all four languages
@@ -114,8 +114,7 @@ def source() -> Path:
 
 
 def read_lines(lang: str, count: int) -> list[str]:
-    with gzip.open(source() / f"{SPLIT}.{lang}.gz", "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for _, line in zip(range(count), f)]
+    return harness_read_lines(source() / f"{SPLIT}.{lang}.gz", count)
 
 
 def installed_mib(package: str) -> float:

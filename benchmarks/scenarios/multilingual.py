@@ -14,13 +14,12 @@ trained for --minutes, scored in every direction the same way, beside the en -> 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import ROOT, WORK, checked, measure, write_results
+from harness import ROOT, WORK, checked, measure, read_lines, write_lines, write_results
 
 from scenarios.workload import MULTI30K, mtkit
 
@@ -61,26 +60,34 @@ def updates(run: Path) -> int:
 
 
 def bleu(
-    run: Path, target: str, multilingual: bool, source_lang: str = "en", out: Path = OUT, options: Sequence[str] = ()
+    run: Path,
+    target: str,
+    multilingual: bool,
+    source_lang: str = "en",
+    out: Path = OUT,
+    options: Sequence[str] = (),
+    split: str = "test_2016_flickr",
+    tag: str = "",
 ) -> float:
+    """sacreBLEU of the run's translation (beam 4) of a Multi30k split; `tag` tells apart the translations of one run
+    scored at several points of its training."""
     import sacrebleu
 
-    source = out / f"test.{source_lang}"
+    short = "test" if split == "test_2016_flickr" else split
+    source = out / f"{short}.{source_lang}"
     if not source.is_file():
-        with gzip.open(MULTI30K / f"test_2016_flickr.{source_lang}.gz", "rt", encoding="utf-8") as f:
-            source.write_text(f.read(), encoding="utf-8")
-    name = target if source_lang == "en" else f"{source_lang}-{target}"
-    hyp = run.parent / f"test.hyp.{name}"
+        write_lines(source, read_lines(MULTI30K / f"{split}.{source_lang}.gz"))
+    name = (target if source_lang == "en" else f"{source_lang}-{target}") + (f"-{tag}" if tag else "")
+    hyp = run.parent / f"{short}.hyp.{name}"
     lang = ["--target-lang", target] if multilingual else []
     checked(
         measure(
             mtkit("translate", str(run), "--beam", "4", *lang, *options, "-q", "-i", str(source), "-o", str(hyp)),
-            run.parent / f"translate-{name}",
+            run.parent / f"translate-{short}-{name}",
         ),
         "translate",
     )
-    with gzip.open(MULTI30K / f"test_2016_flickr.{target}.gz", "rt", encoding="utf-8") as f:
-        refs = f.read().splitlines()
+    refs = read_lines(MULTI30K / f"{split}.{target}.gz")
     return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
 
 

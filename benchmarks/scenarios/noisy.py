@@ -23,14 +23,13 @@ exists and finished scores are reused, so a killed run goes on. --lines N uses t
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import WORK, checked, measure, write_results
+from harness import WORK, checked, measure, read_lines, write_results
 
 from scenarios.multilingual import BILINGUAL, bleu, trained, updates
 from scenarios.workload import MULTI30K, mtkit
@@ -98,8 +97,7 @@ def noisy_corpus(
 
 
 def read_train(lang: str, lines: int | None) -> list[str]:
-    with gzip.open(MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
-        return f.read().splitlines()[:lines]
+    return read_lines(MULTI30K / f"train.{lang}.gz", lines)
 
 
 def write_corpora(out: Path, lines: int | None) -> tuple[Path, Path, list[str]]:

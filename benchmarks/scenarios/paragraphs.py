@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness import WORK, alternate, medians, write_results
+from harness import WORK, alternate, medians, post_json, write_lines, write_results
 
 from scenarios.langid import read_lines
 from scenarios.texts import (
@@ -40,11 +40,9 @@ from scenarios.texts import (
     group,
     guard_from_log,
     joined,
-    post,
     post_all,
     served,
     translate,
-    write_lines,
 )
 
 SIZES = (3, 5)
@@ -198,7 +196,7 @@ def splitting_cost(port: int, lines: list[str], rounds: int) -> tuple[list[dict]
         return once
 
     for split in (True, False):  # a first request each, untimed
-        post(port, {"text": lines[:16], "split_sentences": split})
+        post_json(port, {"text": lines[:16], "split_sentences": split})
     results = alternate({"split on": program(True), "split off": program(False)}, rounds)
     alike = sum(a == b for a, b in zip(outputs["split on"], outputs["split off"]))
     rows = [

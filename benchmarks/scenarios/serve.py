@@ -7,14 +7,24 @@ requests, and answers identical to the torch fp32 server's. Torch fp32 is the ba
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import WORK, alternate, checked, figures, finish, identical_lines, medians, ratios, start, write_results
+from harness import (
+    WORK,
+    alternate,
+    checked,
+    figures,
+    finish,
+    identical_lines,
+    medians,
+    post_json,
+    ratios,
+    start,
+    wait_healthy,
+    write_results,
+)
 
 from scenarios.workload import model, mtkit, test_source
 
@@ -23,32 +33,7 @@ CLIENTS, LINES_PER_REQUEST = 8, 8
 
 
 def post(port: int, lines: list[str]) -> list[str]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    connection.request(
-        "POST", "/translate", body=json.dumps({"text": lines, "beam": 4}), headers={"Content-Type": "application/json"}
-    )
-    response = connection.getresponse()
-    answer = json.loads(response.read())
-    if response.status != 200:
-        raise RuntimeError(f"HTTP {response.status}: {answer}")
-    return answer["translations"]
-
-
-def wait_healthy(log: Path, deadline_s: float = 300) -> int:
-    """The port from the server's log line, once /health answers 200."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        found = re.search(r"on http://127\.0\.0\.1:(\d+) ", log.read_text(errors="replace") if log.is_file() else "")
-        if found:
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=5)
-                connection.request("GET", "/health")
-                if connection.getresponse().status == 200:
-                    return int(found.group(1))
-            except OSError:
-                pass
-        time.sleep(0.05)
-    raise SystemExit(f"mtkit serve did not become healthy; see {log}")
+    return post_json(port, {"text": lines, "beam": 4}, timeout_s=300)["translations"]
 
 
 def program(run: Path, engine: str, dtype: str, lines: list[str], outputs: dict[str, list[str]]):

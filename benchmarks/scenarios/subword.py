@@ -13,13 +13,12 @@ Everything lives in bench-out/subword/; a (run, budget) already scored is reused
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from pathlib import Path
 
 from harness import WORK, checked, measure, write_results
 
-from scenarios.multilingual import BILINGUAL, updates
+from scenarios.multilingual import BILINGUAL, bleu, updates
 from scenarios.workload import MULTI30K, mtkit
 
 OUT = WORK / "subword"
@@ -42,26 +41,6 @@ def data() -> Path:
             "preprocess",
         )
     return out
-
-
-def sacrebleu_of(run: Path, split: str, tag: str) -> float:
-    import sacrebleu
-
-    source = OUT / f"{split}.en"
-    if not source.is_file():
-        with gzip.open(MULTI30K / f"{split}.en.gz", "rt", encoding="utf-8") as f:
-            source.write_text(f.read(), encoding="utf-8")
-    hyp = run.parent / f"{split}.{tag}.hyp.de"
-    checked(
-        measure(
-            mtkit("translate", str(run), "--beam", "4", "-q", "-i", str(source), "-o", str(hyp)),
-            run.parent / f"translate-{split}-{tag}",
-        ),
-        "translate",
-    )
-    with gzip.open(MULTI30K / f"{split}.de.gz", "rt", encoding="utf-8") as f:
-        refs = f.read().splitlines()
-    return round(sacrebleu.corpus_bleu(hyp.read_text(encoding="utf-8").splitlines(), [refs]).score, 2)
 
 
 def scored(data_dir: Path, alpha: float, minutes: float) -> dict:
@@ -95,7 +74,7 @@ def scored(data_dir: Path, alpha: float, minutes: float) -> dict:
         "training": f"BPE-dropout {alpha:g}" if alpha else "no subword regularization",
         "minutes": minutes,
         "updates": updates(run),
-        **{f"{name} sacreBLEU": sacrebleu_of(run, split, tag) for name, split in SPLITS.items()},
+        **{f"{name} sacreBLEU": bleu(run, "de", False, out=OUT, split=s, tag=tag) for name, s in SPLITS.items()},
     }
     row_file.write_text(json.dumps(row) + "\n", encoding="utf-8")
     return row

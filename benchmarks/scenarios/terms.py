@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import read_lines as harness_read_lines
 from harness import write_results
 
 from scenarios.langid import read_lines
 from scenarios.texts import append_notes, bleu, demo_run
+from scenarios.workload import MULTI30K
 
 WORD = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
 MIN_LETTERS = 4
@@ -228,22 +230,14 @@ def build_terms(src: list[str], refs: list[str], train_pairs: int) -> tuple[list
     (frequent_pairs), from one eflomal alignment of the test set and `train_pairs` training pairs."""
     from mtkit.corpus.alignments import align
 
-    train_src = [words(x) for x in read_lines_of("train", "en", train_pairs)]
-    train_tgt = [words(x) for x in read_lines_of("train", "de", train_pairs)]
+    train_src = [words(x) for x in harness_read_lines(MULTI30K / "train.en.gz", train_pairs)]
+    train_tgt = [words(x) for x in harness_read_lines(MULTI30K / "train.de.gz", train_pairs)]
     test_src, test_ref = [words(x) for x in src], [words(x) for x in refs]
     start = time.perf_counter()
     links = align([" ".join(w) for w in test_src + train_src], [" ".join(w) for w in test_ref + train_tgt])
     print(f"aligned {len(links)} pairs in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
     counts = one_to_one_counts(test_src + train_src, test_ref + train_tgt, links)
     return reference_terms(test_src, test_ref, links[: len(src)], counts), counts
-
-
-def read_lines_of(split: str, lang: str, count: int) -> list[str]:
-    import gzip
-
-    path = Path(__file__).resolve().parents[2] / "data" / "multi30k" / f"{split}.{lang}.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [line.rstrip("\n") for _, line in zip(range(count), handle)]
 
 
 def applied_row(name: str, terms: Sequence[Term], outputs: Sequence[str], reports: Sequence[list[dict]]) -> dict:

@@ -5,8 +5,6 @@ with its length ratio, and notes appended to a result's .md.
 
 from __future__ import annotations
 
-import http.client
-import json
 import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,9 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import WORK, checked, finish, measure, start
+from harness import WORK, checked, finish, measure, post_json, start, wait_healthy
 
-from scenarios.serve import wait_healthy
 from scenarios.workload import mtkit
 
 SENTENCE_END = (".", "!", "?")
@@ -36,12 +33,6 @@ def joined(groups: Sequence[Sequence[str]]) -> list[str]:
 def ends_sentence(sentence: str) -> bool:
     """Ends with . ! or ? (the only sentences a splitter can find the end of)."""
     return sentence.rstrip().endswith(SENTENCE_END)
-
-
-def write_lines(path: Path, lines: Sequence[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def demo_run(args: Any, scenario: str) -> Path:
@@ -83,23 +74,12 @@ def served(run: Path, name: str, *flags: str) -> Iterator[int]:
             checked(m, "mtkit serve")
 
 
-def post(port: int, body: dict[str, Any]) -> dict[str, Any]:
-    """POST /translate with a JSON body: the JSON answer, or RuntimeError with the status and answer."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    connection.request("POST", "/translate", body=json.dumps(body), headers={"Content-Type": "application/json"})
-    response = connection.getresponse()
-    answer = json.loads(response.read())
-    if response.status != 200:
-        raise RuntimeError(f"HTTP {response.status} for {json.dumps(body)[:200]}: {answer}")
-    return answer
-
-
 def post_all(port: int, texts: Sequence[str], body: dict[str, Any], field: str) -> list[dict[str, Any]]:
     """`texts` sent as `field` (a list) with the rest of `body`, TEXTS_PER_REQUEST a request, CLIENTS requests in
     flight: the answers in order."""
     chunks = [list(texts[i : i + TEXTS_PER_REQUEST]) for i in range(0, len(texts), TEXTS_PER_REQUEST)]
     with ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(lambda chunk: post(port, {**body, field: chunk}), chunks))
+        return list(pool.map(lambda chunk: post_json(port, {**body, field: chunk}), chunks))
 
 
 def bleu(hyps: Sequence[str], refs: Sequence[str], lowercase: bool = False) -> tuple[float, float]:

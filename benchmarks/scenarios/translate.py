@@ -8,11 +8,21 @@ identical to the baseline's output.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
-from harness import WORK, alternate, checked, figures, identical_lines, measure, medians, ratios, write_results
+from harness import (
+    WORK,
+    alternate,
+    checked,
+    identical_lines,
+    measure,
+    medians,
+    output_lines,
+    ratios,
+    translation_program,
+    write_results,
+)
 
 from scenarios.workload import model, mtkit, test_source
 
@@ -74,15 +84,6 @@ def commands(run: Path, source: Path) -> dict[str, list[str]]:
     }
 
 
-def program(name: str, cmd: list[str], lines: int):
-    def once(round_: int) -> dict[str, float]:
-        m = checked(measure(cmd, WORK / "logs" / name.replace(" ", "-")), name)
-        found = re.search(r"translated (\d+) lines in ([\d.]+) ?s", m.stderr)
-        return {**figures(m), "sent_per_s": round(lines / float(found.group(2)), 1) if found else float("nan")}
-
-    return once
-
-
 def run(args: argparse.Namespace) -> None:
     lines = 200 if args.small else 1000
     run_dir, source = model(100 if args.small else 1000), test_source(lines)
@@ -90,11 +91,12 @@ def run(args: argparse.Namespace) -> None:
         warm = mtkit("translate", str(run_dir), "--engine", "ctranslate2", "--dtype", dtype, "-i", str(test_source(1)))
         checked(measure(warm, WORK / "logs" / f"warm-{dtype}"), "mtkit translate --engine ctranslate2")
     cmds = commands(run_dir, source)
-    results = alternate({name: program(name, cmd, lines) for name, cmd in cmds.items()}, args.rounds)
-    outputs = {
-        name: Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[4]).read_text().splitlines()
+    programs = {
+        name: translation_program(name, cmd, lines, WORK / "logs" / name.replace(" ", "-"))
         for name, cmd in cmds.items()
     }
+    results = alternate(programs, args.rounds)
+    outputs = {name: output_lines(cmd) for name, cmd in cmds.items()}
     rel = ratios(results)
     rows = [
         {

@@ -20,9 +20,12 @@ def import_model(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Import a Marian model as a run directory that translate, serve, export and train --init-from use."""
-    from mtkit.exports.huggingface import import_huggingface
+    import dataclasses
 
-    result = import_huggingface(source, out)
+    from mtkit.exports.huggingface import import_huggingface
+    from mtkit.training.config import TrainConfig
+
+    result = import_huggingface(source, out, dataclasses.asdict(TrainConfig()))
     emit(
         result,
         as_json,

@@ -31,17 +31,11 @@ from mtkit.corpus.plan import Plan, Split, plan_splits, shard_plan
 from mtkit.corpus.sharding import shard_path
 from mtkit.corpus.term_alignments import carry_alignments, ensure_alignments
 from mtkit.corpus.term_hints import TERM_PIECES, term_pieces
+from mtkit.corpus.tokenizer_training import train_tokenizer
 from mtkit.errors import check
 from mtkit.file_names import MANIFEST_NAME, SPM_NAME
-from mtkit.files import atomic_directory, atomic_write, write_text
-from mtkit.tokenizer import (
-    TableTokenizer,
-    Tokenizer,
-    file_sha256,
-    load_tokenizer,
-    tokenizer_from_bytes,
-    train_tokenizer,
-)
+from mtkit.files import atomic_directory, atomic_write, file_sha256, write_text
+from mtkit.tokenizer import TableTokenizer, Tokenizer, load_tokenizer, tokenizer_from_bytes
 
 DROP_REASONS = ("empty", "too_short", "too_long", "ratio", *FILTER_REASONS, "duplicate")  # in the order tried
 CHUNK_PAIRS = 10_000  # pairs per worker task: large enough to amortize pickling, small enough to stream

@@ -19,7 +19,8 @@ import numpy as np
 from mtkit.corpus.shortlist_record import read_shortlist, write_shortlist
 from mtkit.errors import check
 from mtkit.file_names import SPM_NAME
-from mtkit.tokenizer import file_sha256, load_tokenizer
+from mtkit.files import file_sha256
+from mtkit.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
     from mtkit.corpus.binarized import ParallelData

@@ -22,8 +22,8 @@ from mtkit.corpus.binarized import ParallelData, data_paths, training_corpora
 from mtkit.corpus.term_hints import TOKEN, aligned_text
 from mtkit.errors import check
 from mtkit.file_names import LINKS_NAME, SPM_NAME
-from mtkit.files import atomic_write, write_text
-from mtkit.tokenizer import Tokenizer, file_sha256
+from mtkit.files import atomic_write, file_sha256, write_text
+from mtkit.tokenizer import Tokenizer
 
 LINKS_FORMAT = 1
 

@@ -40,7 +40,6 @@ from mtkit.runs.checkpoint import WEIGHTS_KIND, save_checkpoint, step_path
 from mtkit.runs.checkpoint_files import run_directory
 from mtkit.search.config import TranslateConfig
 from mtkit.tokenizer import TableTokenizer
-from mtkit.training.config import TrainConfig
 
 
 def export_huggingface(path: str | Path, out: str | Path, score_json: str | Path | None = None) -> dict[str, Any]:
@@ -232,10 +231,11 @@ mtkit's own default is the GNMT penalty (alpha {configs.get("translate", {}).get
 """
 
 
-def import_huggingface(path: str | Path, out: str | Path) -> dict[str, Any]:
+def import_huggingface(path: str | Path, out: str | Path, train: dict[str, Any]) -> dict[str, Any]:
     """A local MarianMTModel directory (a downloaded opus-mt model) as an mtkit run directory, written atomically:
     config.json and recipe.toml (the model's settings, for `train -c ... --init-from`), spm.model (its tokenizer,
-    for `preprocess --spm-model`) and the weights as the step 0 checkpoint."""
+    for `preprocess --spm-model`) and the weights as the step 0 checkpoint. `train`: the recipe's [train] section
+    the run carries, as data (`mtkit import` gives TrainConfig's defaults), so that exports stay below training."""
     transformers = import_transformers()
     path, out = Path(path), Path(out)
     check(
@@ -257,7 +257,7 @@ def import_huggingface(path: str | Path, out: str | Path) -> dict[str, Any]:
     recipe = {
         "preprocess": {},
         "model": dataclasses.asdict(cfg),
-        "train": dataclasses.asdict(TrainConfig()),
+        "train": dict(train),
         "translate": dataclasses.asdict(search),
     }
     spm_model = tokenizer.to_bytes()

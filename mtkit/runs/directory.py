@@ -16,10 +16,9 @@ from mtkit.console import log, warn
 from mtkit.errors import UserError, check
 from mtkit.faults import STALE_CHECKPOINT_RANK, armed
 from mtkit.file_names import CONFIG_NAME, MANIFEST_NAME, METRICS_NAME, SPM_NAME
-from mtkit.files import write_text
+from mtkit.files import file_sha256, write_text
 from mtkit.runs.checkpoint import find_checkpoint, load_checkpoint, model_options, remove_stale_temporaries
 from mtkit.runs.checkpoint_files import list_checkpoints
-from mtkit.tokenizer import file_sha256
 
 # Manifest fields that identify the data; resuming on anything else is refused.
 DATA_IDENTITY = ("source_lang", "target_lang", "vocab_size", "spm_sha256", "splits")

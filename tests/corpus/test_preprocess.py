@@ -16,7 +16,8 @@ from mtkit.corpus.filters import FILTER_REASONS
 from mtkit.corpus.preprocess import CHUNK_PAIRS, preprocess
 from mtkit.corpus.sources import hf_chunks, load_hf_split
 from mtkit.errors import UserError
-from mtkit.tokenizer import Tokenizer, file_sha256
+from mtkit.files import file_sha256
+from mtkit.tokenizer import Tokenizer
 from tests.conftest import read_gz_lines, write_slice
 
 

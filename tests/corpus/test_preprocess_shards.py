@@ -17,8 +17,8 @@ from mtkit.corpus.config import CleaningConfig, PreprocessConfig
 from mtkit.corpus.preprocess import preprocess
 from mtkit.corpus.sharding import shard_path, shard_range
 from mtkit.corpus.shards import join_shards
+from mtkit.corpus.tokenizer_training import train_tokenizer
 from mtkit.errors import UserError
-from mtkit.tokenizer import train_tokenizer
 from tests.conftest import read_gz_lines, run_mtkit_in_process, write_slice
 
 CHUNK = 100  # pairs per chunk here: a corpus of a few hundred pairs spans several chunks, hence several shards

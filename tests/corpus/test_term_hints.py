@@ -23,9 +23,10 @@ from mtkit.corpus.term_hints import (
     term_pieces,
     tokens,
 )
+from mtkit.corpus.tokenizer_training import train_tokenizer
 from mtkit.errors import UserError
 from mtkit.recipe import resolve_recipe
-from mtkit.tokenizer import Tokenizer, train_tokenizer
+from mtkit.tokenizer import Tokenizer
 
 SRC = "A man in a red shirt rides a bike."
 TGT = "Ein Mann in einem roten Hemd fährt Fahrrad."

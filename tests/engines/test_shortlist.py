@@ -18,7 +18,8 @@ from mtkit.engines.ct2_cache import model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.errors import UserError
 from mtkit.file_names import SHORTLIST_INFO, SHORTLIST_NAME, VMAP_NAME
-from mtkit.tokenizer import file_sha256, load_tokenizer
+from mtkit.files import file_sha256
+from mtkit.tokenizer import load_tokenizer
 from tests.engines.test_ct2 import mtkit
 
 

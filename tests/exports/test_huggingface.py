@@ -3,6 +3,7 @@ imported computes and translates as transformers' own, fine-tunes, and exports a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -26,6 +27,7 @@ from mtkit.runs.checkpoint import load_checkpoint, resolve_checkpoint, save_chec
 from mtkit.runs.checkpoint_files import list_checkpoints  # noqa: E402
 from mtkit.runs.model import load_model  # noqa: E402
 from mtkit.tokenizer import tokenizer_from_bytes  # noqa: E402
+from mtkit.training.config import TrainConfig  # noqa: E402
 from mtkit.training.loop import train  # noqa: E402
 from tests.conftest import ROOT, preprocess_slice, read_gz_lines, run_mtkit_in_process  # noqa: E402
 from tests.reliability.common import (  # noqa: E402
@@ -38,6 +40,7 @@ from tests.reliability.common import (  # noqa: E402
 )
 
 N_LINES = 40
+TRAIN = dataclasses.asdict(TrainConfig())  # the [train] section mtkit import gives an imported run
 CAP = 40  # mtkit's max output (max_len_a 0, max_len_b CAP); generate gets room for CAP + start + eos
 
 
@@ -162,7 +165,7 @@ def test_export_searches_as_mtkit(
 
 
 def test_export_import_round_trip_is_bit_identical(tiny_run: Path, exported: Path, tmp_path: Path) -> None:
-    run = Path(import_huggingface(exported, tmp_path / "back")["out"])
+    run = Path(import_huggingface(exported, tmp_path / "back", TRAIN)["out"])
     before = load_checkpoint(resolve_checkpoint(tiny_run))
     after = load_checkpoint(resolve_checkpoint(run))
     assert ModelConfig(**after["configs"]["model"]) == ModelConfig(**before["configs"]["model"])
@@ -282,7 +285,7 @@ def opus_dir(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def imported(opus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return Path(import_huggingface(opus_dir, tmp_path_factory.mktemp("imported") / "run")["out"])
+    return Path(import_huggingface(opus_dir, tmp_path_factory.mktemp("imported") / "run", TRAIN)["out"])
 
 
 def test_import_keeps_marians_ids_and_options(
@@ -317,7 +320,7 @@ def test_import_searches_as_transformers(
 def test_import_refuses_what_mtkit_cannot_represent(tmp_path: Path) -> None:
     transformers.MarianConfig(activation_function="gelu", scale_embedding=True).save_pretrained(str(tmp_path / "gelu"))
     with pytest.raises(UserError, match="config field activation_function='gelu'") as error:
-        import_huggingface(tmp_path / "gelu", tmp_path / "run")
+        import_huggingface(tmp_path / "gelu", tmp_path / "run", TRAIN)
     assert "\n" not in str(error.value) and not (tmp_path / "run").exists()
 
 

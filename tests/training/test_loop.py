@@ -266,7 +266,7 @@ def test_fine_tuning_refuses_another_architecture_or_vocabulary(
     tmp_path: Path, small_data: Path, multi30k: Path, tiny_run: Path
 ) -> None:
     """Through the CLI: one line naming what differs (field, parent value, new value), exit 2, nothing trained."""
-    from mtkit.tokenizer import train_tokenizer
+    from mtkit.corpus.tokenizer_training import train_tokenizer
     from tests.conftest import preprocess_slice, read_gz_lines
 
     other = cli_in_process(
