@@ -29,6 +29,41 @@ MAX_CACHED_WORDS = 500_000  # about 100 MB of word -> ids entries before the cac
 _CACHE_PROBES = ["a", "ab cd", "  a  b  ", " x", "x ", "a\tb c", "x\u2581y z", "a\u00a0b c", "x\u3000 y"]
 
 
+def language_ids(pieces: list[str]) -> dict[str, int]:
+    """Code -> id of every piece `>>code<<` (opus-mt's target-language codes; MarianTokenizer's test), by code."""
+    found = {
+        piece[2:-2]: i
+        for i, piece in enumerate(pieces)
+        if len(piece) > 4 and piece.startswith(">>") and piece.endswith("<<")
+    }
+    return dict(sorted(found.items()))
+
+
+def find_code(ids: dict[str, int], code: str) -> int | None:
+    """`code`'s id in `ids`; a request's lower-cased code still finds opus-mt's mixed-case ones (>>zho_Hans<<)."""
+    if code in ids:
+        return ids[code]
+    matches = [i for known, i in ids.items() if known.lower() == code.lower()]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _language_codes(tokenizer: Tokenizer | TableTokenizer) -> list[str]:
+    """The target languages of a multilingual model: the codes xx of its source pieces `>>xx<<`, sorted; [] for
+    others. Both tokenizers' `language_codes`."""
+    return list(tokenizer._language_ids)
+
+
+def _language_id(tokenizer: Tokenizer | TableTokenizer, code: str) -> int | None:
+    """The source id of the piece `>>code<<` (any case of `code` when only one piece matches), or None. Both
+    tokenizers' `language_id`."""
+    return find_code(tokenizer._language_ids, code)
+
+
+def _code_ids(tokenizer: Tokenizer | TableTokenizer) -> dict[str, int]:
+    """Code -> source id of the model's pieces `>>code<<`: both tokenizers' `_language_ids`, cached per tokenizer."""
+    return language_ids(tokenizer.pieces())
+
+
 class Tokenizer:
     """A loaded sentencepiece model seen through mtkit's special ids (pad 0, unk 1, bos 2, eos 3).
 
@@ -86,21 +121,8 @@ class Tokenizer:
             for mtkit_id, i in enumerate(self._to_spm)
         ]
 
-    @property
-    def pad_id(self) -> int:
-        return PAD_ID
-
-    @property
-    def unk_id(self) -> int:
-        return UNK_ID
-
-    @property
-    def bos_id(self) -> int:
-        return BOS_ID
-
-    @property
-    def eos_id(self) -> int:
-        return EOS_ID
+    # mtkit's fixed ids, whatever the model's own (remapped in __init__); a TableTokenizer reads its from its tables.
+    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Piece ids of each text, without bos/eos: exactly sentencepiece's, 2-3x faster.
@@ -156,17 +178,10 @@ class Tokenizer:
     def target_pieces(self) -> list[str]:
         return self.pieces()
 
-    def language_codes(self) -> list[str]:
-        """The target languages of a multilingual model: the codes xx of its pieces `>>xx<<`, sorted; [] for others."""
-        return list(self._language_ids)
-
-    def language_id(self, code: str) -> int | None:
-        """The source id of the piece `>>code<<` (any case of `code` when only one piece matches), or None."""
-        return find_code(self._language_ids, code)
-
-    @functools.cached_property
-    def _language_ids(self) -> dict[str, int]:
-        return language_ids(self.pieces())
+    # The language codes both tokenizers read alike from their (source) pieces, written once above the classes.
+    language_codes = _language_codes
+    language_id = _language_id
+    _language_ids = functools.cached_property(_code_ids)
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Texts of id sequences; pad/bos/eos decode to nothing (control pieces, or absent from the model)."""
@@ -262,17 +277,10 @@ class TableTokenizer:
     def target_pieces(self) -> list[str]:
         return self.target_vocab
 
-    def language_codes(self) -> list[str]:
-        """The target languages of a multilingual model: the codes xx of its source pieces `>>xx<<`, sorted."""
-        return list(self._language_ids)
-
-    def language_id(self, code: str) -> int | None:
-        """The source id of the piece `>>code<<` (any case of `code` when only one piece matches), or None."""
-        return find_code(self._language_ids, code)
-
-    @functools.cached_property
-    def _language_ids(self) -> dict[str, int]:
-        return language_ids(self.source_vocab)
+    # The language codes both tokenizers read alike from their (source) pieces, written once above the classes.
+    language_codes = _language_codes
+    language_id = _language_id
+    _language_ids = functools.cached_property(_code_ids)
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Source ids of each text, without eos."""
@@ -297,24 +305,6 @@ class TableTokenizer:
         """Texts of target id sequences; pad, bos and eos decode to nothing."""
         vocab, skipped = self.target_vocab, self._skipped
         return [self._target.decode_pieces([vocab[int(i)] for i in seq if int(i) not in skipped]) for seq in ids]
-
-
-def language_ids(pieces: list[str]) -> dict[str, int]:
-    """Code -> id of every piece `>>code<<` (opus-mt's target-language codes; MarianTokenizer's test), by code."""
-    found = {
-        piece[2:-2]: i
-        for i, piece in enumerate(pieces)
-        if len(piece) > 4 and piece.startswith(">>") and piece.endswith("<<")
-    }
-    return dict(sorted(found.items()))
-
-
-def find_code(ids: dict[str, int], code: str) -> int | None:
-    """`code`'s id in `ids`; a request's lower-cased code still finds opus-mt's mixed-case ones (>>zho_Hans<<)."""
-    if code in ids:
-        return ids[code]
-    matches = [i for known, i in ids.items() if known.lower() == code.lower()]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _load_processor(model: bytes, name: str) -> spm.SentencePieceProcessor:

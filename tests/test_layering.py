@@ -41,9 +41,9 @@ ALLOWED: dict[str, set[str]] = {
     "runs": SHARED | {"model"},
     "training": SHARED | {"model", "search", "corpus", "runs"},
     # A checkpoint read once for every export format, its directory checked; the CTranslate2 and Hugging Face exports,
-    # the Marian import. Below engines/: the CTranslate2 engine exports a run on first use. training for its config
-    # only: an imported run's recipe carries TrainConfig's defaults, as a trained run's carries its values.
-    "exports": SHARED | {"model", "search", "corpus", "runs", "training"},
+    # the Marian import. Below engines/: the CTranslate2 engine exports a run on first use. Never training: an
+    # imported run's [train] section is given to the import as data.
+    "exports": SHARED | {"model", "search", "corpus", "runs"},
     "engines": SHARED | {"model", "search", "corpus", "runs", "text", "exports"},
     "bulk": SHARED | {"search", "corpus", "runs", "engines", "text", "documents"},
     "serve": SHARED | {"search", "corpus", "engines", "text", "documents", "__init__"},
@@ -131,6 +131,33 @@ def test_no_circle_among_modules() -> None:
 def test_no_circle_among_packages() -> None:
     cycle = find_cycle(package_graph(GRAPH))
     assert cycle is None, "package circle: " + " -> ".join(cycle or [])
+
+
+# The longest chain of imports between top-level parts, in parts (`__main__ -> cli -> serve -> engines -> exports ->
+# runs -> model -> errors` is 8): each level more is one more floor a reader climbs to follow a call.
+MAX_LEVELS = 8
+
+
+def longest_chain(graph: dict[str, set[str]]) -> list[str]:
+    """The longest path of an acyclic graph, as the nodes it passes, from its top down."""
+    chains: dict[str, list[str]] = {}
+
+    def chain(node: str) -> list[str]:
+        if node not in chains:
+            below = [chain(child) for child in sorted(graph.get(node, ()))]
+            chains[node] = [node, *max(below, key=len, default=[])]
+        return chains[node]
+
+    return max((chain(node) for node in sorted(graph)), key=len)
+
+
+def test_longest_chain_is_measured() -> None:
+    assert longest_chain({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"c"}}) == ["a", "b", "c"]
+
+
+def test_the_parts_stand_at_most_max_levels_high() -> None:
+    chain = longest_chain(package_graph(GRAPH))
+    assert len(chain) <= MAX_LEVELS, f"{len(chain)} levels: " + " -> ".join(chain)
 
 
 def write_package(root: Path, files: dict[str, str]) -> Path:
@@ -222,10 +249,10 @@ TORCH_FREE = (
     "documents.epub", "documents.plain", "documents.markdown", "documents.subtitles", "bulk.document_translation",
     "bulk.synthetic", "bulk.forced", "bulk.xent_filter", "bulk.resumable", "bulk.shards", "bulk.shard_sets",
     "bulk.file_translation", "bulk.distill_clean",
-    "serve.app", "serve.server", "serve.config", "serve.request", "serve.worker", "serve.router",
-    "serve.libre_endpoints", "serve.libre_request", "serve.api_keys", "serve.uploads", "serve.http_body", "serve.state",
-    "serve.deepl_request", "serve.deepl_endpoints", "serve.deepl_documents", "serve.metrics", "serve.readiness",
-    "serve.redis_state",
+    "serve.app", "serve.server", "serve.config", "serve.request", "serve.forms", "serve.worker", "serve.router",
+    "serve.service", "serve.mtkit_api", "serve.libre_api", "serve.libre_request", "serve.api_keys", "serve.http_body",
+    "serve.state", "serve.deepl_request", "serve.deepl_api", "serve.deepl_documents", "serve.metrics",
+    "serve.readiness", "serve.redis_state",
     "cli.main", "cli.preprocess_command", "cli.train_command", "cli.average_command", "cli.translate_command",
     "cli.score_command", "cli.score_pairs_command", "cli.filter_pairs_command", "cli.synthetic_commands",
     "cli.clean_distilled_command", "cli.merge_shards_command", "cli.translate_file_command", "cli.shortlist_command",

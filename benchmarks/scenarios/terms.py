@@ -195,10 +195,10 @@ class Terms:
         """Outputs, each line's terms as mtkit reports them, how many lines each way took (mtkit's `method`), the
         seconds (lines prepared, translated, finished, again by the next way where a term is missing) and the
         model's share of them. `method` "": the run's default."""
-        from mtkit.engines.plans import outputs_of
-        from mtkit.engines.streaming import CHUNK_LINES, settled_lines
+        from mtkit.engines.plans import outputs_of, translate_whole_lines
+        from mtkit.engines.streaming import CHUNK_LINES
         from mtkit.text.glossary import glossary_from_mapping
-        from mtkit.text.line_plan import line_terms, prepare_line
+        from mtkit.text.line_plan import prepare_line
 
         glossaries = glossaries or {}
         options = dataclasses.replace(self.options, term_method=method or self.options.term_method)
@@ -211,11 +211,7 @@ class Terms:
             chunk = lines[first : first + CHUNK_LINES]
             prepared = [prepare_line(x, made.get(first + k, options)) for k, x in enumerate(chunk)]
             asked = time.perf_counter()
-            terms = line_terms(prepared)
-            results = self.translator.translate_hypotheses(
-                [p.asked for p in prepared], first_lineno=first + 1, terms=terms
-            )
-            prepared, results = settled_lines(self.translator, prepared, results, strict=False)
+            prepared, results = translate_whole_lines(self.translator, list(chunk), prepared, first_lineno=first + 1)
             model += time.perf_counter() - asked
             for line, output in zip(prepared, outputs_of(self.translator.tokenizer, results), strict=True):
                 text, terms = line.finish(output.text)

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 from mtkit.documents.formats import detect_format, open_job
 from mtkit.documents.job import Translate, run_jobs
 from mtkit.documents.safety import Limits
+from mtkit.engines.options import TranslateOptions
 from mtkit.engines.plans import split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
-from mtkit.text.glossary import Glossary
-from mtkit.text.protect import ProtectConfig
 from mtkit.text.sentence_plan import GUARD_LABELS, TextTranslation, guard_counts
 
 if TYPE_CHECKING:
@@ -25,18 +24,12 @@ if TYPE_CHECKING:
 
 
 def sentence_translator(
-    translator: Translating,
-    language: str | None = None,
-    glossary: Glossary | None = None,
-    protect: ProtectConfig | None = None,
-    term_method: str = "",
+    translator: Translating, language: str | None = None, options: TranslateOptions | None = None
 ) -> tuple[Translate, dict[str, dict[str, int]]]:
     """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
-    applied, protected text kept and `glossary` terms put back (mtkit.text.protect) by `term_method` ("": the
-    model's default), and each sentence's guard counts kept in the dict returned beside it, by sentence."""
-    whole = split_options(
-        translator, language, False, glossary=glossary, protect=protect or ProtectConfig(), term_method=term_method
-    )
+    applied, protected text kept and glossary terms put back (mtkit.text.protect) as `options` says (none when
+    None), and each sentence's guard counts kept in the dict returned beside it, by sentence."""
+    whole = split_options(translator, language, False, options)
     counts: dict[str, dict[str, int]] = {}
 
     def translate(sentences: list[str]) -> list[str]:
@@ -53,8 +46,9 @@ def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
 
 def output_path(source: Path, target_lang: str) -> Path:
     """Where a document's translation goes without --out: beside it, the target language before its extension
-    (report.docx -> report.de.docx)."""
-    return source.with_name(f"{source.stem}.{target_lang or 'translated'}{source.suffix}")
+    (report.docx -> report.de.docx); a gettext template's translation is a catalog (app.pot -> app.de.po)."""
+    suffix = ".po" if source.suffix.lower() == ".pot" else source.suffix
+    return source.with_name(f"{source.stem}.{target_lang or 'translated'}{suffix}")
 
 
 def translate_documents(
@@ -63,24 +57,25 @@ def translate_documents(
     outputs: list[Path],
     language: str | None = None,
     limits: Limits = Limits(),
-    glossary: Glossary | None = None,
-    protect: ProtectConfig | None = None,
-    term_method: str = "",
+    options: TranslateOptions | None = None,
+    fuzzy: bool = True,
 ) -> dict[str, Any]:
     """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
     before the model works), all their sentences translated together, each output written atomically. A
-    document's sentences and the total are the guard's count (each sentence as often as its document has it)."""
+    document's sentences and the total are the guard's count (each sentence as often as its document has it).
+    `fuzzy`: a gettext catalog's machine-filled entries are flagged fuzzy, as Poedit's pre-translation does."""
     check(len(sources) == len(outputs), "one output per document")
     for source, out in zip(sources, outputs):
         check(source.is_file(), f"{source}: no such file")
         check(source.resolve() != out.resolve(), f"{out}: is the document itself; give another --out")
     language = language or translator.info.get("manifest", {}).get("source_lang")
+    target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     jobs, formats = [], []
     for source in sources:
         data = source.read_bytes()
         formats.append(detect_format(source.name, data))
-        jobs.append(open_job(source.name, data, language or "en", limits))
-    translate, by_sentence = sentence_translator(translator, language, glossary, protect, term_method)
+        jobs.append(open_job(source.name, data, language or "en", limits, target, fuzzy))
+    translate, by_sentence = sentence_translator(translator, language, options)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate)
     seconds = time.perf_counter() - start

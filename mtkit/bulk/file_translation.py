@@ -17,7 +17,6 @@ from mtkit.console import log, progress
 from mtkit.engines.plans import translate_split
 from mtkit.engines.streaming import split_line, translate_lines
 from mtkit.files import count_lines
-from mtkit.text.line_plan import prepare_line
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -70,9 +69,8 @@ def translate_shard(
                     alpha = translator.cfg.length_penalty
                     out = [split_line(text, alpha, with_scores, not split.split) for text in texts]
                 else:
-                    ready = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
-                    out = translate_lines(
-                        translator, chunk, start, with_scores, strict, prefixes, str(prefix_file), ready
+                    out, _ = translate_lines(
+                        translator, chunk, start, with_scores, strict, prefixes, str(prefix_file), plain
                     )
                 outputs.append(["\n".join(out) + "\n"], len(chunk))
                 start += len(chunk)

@@ -24,6 +24,7 @@ from mtkit.console import log, warn
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating, language_pair
 from mtkit.engines.factory import load_translator
+from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import best_lines
 from mtkit.engines.plans import split_options
 from mtkit.engines.streaming import translate_lines
@@ -32,7 +33,6 @@ from mtkit.faults import BACKTRANSLATE_PAUSE_MS, armed
 from mtkit.files import DirectoryLock, count_lines, file_identity
 from mtkit.search.config import SearchOverrides, TranslateConfig
 from mtkit.text.glossary import Glossary
-from mtkit.text.line_plan import prepare_line
 from mtkit.text.protect import ProtectConfig
 from mtkit.text.sentence_plan import SplitOptions, term_counts
 
@@ -147,9 +147,8 @@ def line_options(cfg: SyntheticCorpusConfig, translator: Translating) -> SplitOp
     method's next way); None without a glossary or a pattern (the lines as they are)."""
     if not cfg.takes_terms:
         return None
-    return split_options(
-        translator, split=False, case=False, protect=cfg.protect, glossary=cfg.glossary, term_method=cfg.term_method
-    )
+    options = TranslateOptions(glossary=cfg.glossary, protect=cfg.protect, term_method=cfg.term_method, case=False)
+    return split_options(translator, split=False, options=options)
 
 
 def translated_lines(
@@ -159,8 +158,7 @@ def translated_lines(
     glossary terms (source, target, applied) added to `terms`."""
     if options is None:
         return best_lines(translator.tokenizer, translator.translate_hypotheses(lines, first_lineno=first_lineno))
-    prepared = [prepare_line(line, options) for line in lines]
-    return translate_lines(
+    out, _ = translate_lines(
         translator,
         lines,
         first_lineno - 1,
@@ -168,9 +166,10 @@ def translated_lines(
         strict=False,
         prefixes=None,
         prefix_name="",
-        lines=prepared,
+        plain=options,
         terms=terms,
     )
+    return out
 
 
 def text_identity(cfg: SyntheticCorpusConfig, options: SplitOptions | None) -> dict[str, str]:

@@ -4,16 +4,20 @@ the field (`field(default=..., metadata={"help": ...})`), and the command line o
 Also what several commands share, declared once here: the help of a MODEL argument, the bulk commands' --shard and
 --engine (with its default), and the text options of the commands that translate (--glossary, --protect,
 --term-method). Used by the command modules of mtkit.cli; builds option declarations and parses nothing but the
-glossary, patterns and term method they name (text_options).
+glossary, patterns and term method they name, into one TranslateOptions (translate_options).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from mtkit.engines.options import TranslateOptions
+    from mtkit.search.config import SearchOverrides
 
 
 def config_field(cls: type, name: str) -> dataclasses.Field:
@@ -124,16 +128,24 @@ TERM_METHOD = typer.Option(
 )
 
 
-def text_options(
-    glossary: Path | None, protect: list[str], protect_default: bool, term_method: str | None = None
-) -> dict[str, Any]:
-    """The glossary read, the patterns compiled and the term method checked (a one-line error naming the file's line,
-    the pattern or --term-method), as mtkit.engines.plans.split_options takes them."""
+def translate_options(
+    search: SearchOverrides,
+    glossary: Path | None,
+    protect: list[str],
+    protect_default: bool,
+    term_method: str | None = None,
+    case: bool = True,
+) -> TranslateOptions:
+    """A command's TranslateOptions: its search options, the glossary read, the patterns compiled and the term method
+    checked (a one-line error naming the file's line, the pattern or --term-method), before the model loads."""
+    from mtkit.engines.options import TranslateOptions
     from mtkit.text.glossary import checked_term_method, load_glossary
     from mtkit.text.protect import ProtectConfig
 
-    return {
-        "glossary": load_glossary(glossary) if glossary is not None else None,
-        "protect": ProtectConfig(protect_default, tuple(protect)),
-        "term_method": "" if term_method is None else checked_term_method(term_method, "--term-method"),
-    }
+    return TranslateOptions(
+        search,
+        load_glossary(glossary) if glossary is not None else None,
+        ProtectConfig(protect_default, tuple(protect)),
+        "" if term_method is None else checked_term_method(term_method, "--term-method"),
+        case,
+    )

@@ -23,7 +23,7 @@ from mtkit.cli.options import (
     TERM_METHOD,
     bulk_engine,
     option,
-    text_options,
+    translate_options,
 )
 from mtkit.cli.process import start_up_without_gc
 from mtkit.corpus.config import PreprocessConfig
@@ -204,9 +204,15 @@ def text_fields(
     glossary: Path | None, protect: list[str], protect_default: bool, term_method: str | None
 ) -> dict[str, Any]:
     """SyntheticCorpusConfig's glossary, its file, patterns and term method, read and checked as `mtkit translate`
-    reads them (mtkit.cli.options.text_options). Used only with a glossary or a pattern: the lines go as they are
-    otherwise, as before."""
-    return text_options(glossary, protect, protect_default, term_method) | {"glossary_file": glossary}
+    reads them (mtkit.cli.options.translate_options). Used only with a glossary or a pattern: the lines go as they
+    are otherwise, as before."""
+    options = translate_options(SearchOverrides(), glossary, protect, protect_default, term_method)
+    return {
+        "glossary": options.glossary,
+        "glossary_file": glossary,
+        "protect": options.protect,
+        "term_method": options.term_method,
+    }
 
 
 def translate_corpus(cfg: SyntheticCorpusConfig, what: str, as_json: bool) -> None:

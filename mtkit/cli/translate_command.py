@@ -23,7 +23,7 @@ from mtkit.cli.options import (
     TERM_METHOD,
     option,
     recipe_option,
-    text_options,
+    translate_options,
     values_of,
 )
 from mtkit.cli.process import start_up_without_gc
@@ -119,19 +119,18 @@ def translate(
     # The search options left at None keep the run's recipe; the others (sampling, nbest) override it.
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))
     # A bad file, pattern or method before the load.
-    terms = text_options(glossary, protect, protect_default, term_method) | {"case": case}
+    options = translate_options(search, glossary, protect, protect_default, term_method, case)
     with start_up_without_gc():
         from mtkit.engines.factory import load_translator
         from mtkit.engines.plans import split_options
         from mtkit.engines.streaming import translate_stream
         from mtkit.files import read_lines
+        from mtkit.text.line_plan import guarded
 
-        translator = load_translator(model, engine_cfg, search)
-    lines = split_options(translator, source_lang, split_sentences, **terms)
-    # A line's best alone goes the split path's way, one segment a line, so that mtkit serve answers a one-sentence
-    # request as this command translates its line; n-best rows and forced prefixes stay on the line path.
-    guarded = split_sentences or (guard and nbest == 1 and prefix_file is None)
-    split, plain = (lines, None) if guarded else (None, lines)
+        translator = load_translator(model, engine_cfg, options.search)
+    lines = split_options(translator, source_lang, split_sentences, options)
+    # The sentence plan's guard or the line plan: the rule mtkit serve answers a request by too.
+    split, plain = (lines, None) if guarded(split_sentences, guard, nbest, prefix_file is not None) else (None, lines)
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
         from mtkit.console import log
@@ -148,7 +147,9 @@ def translate(
             options |= {"glossary": terms_file, "protect": protect, "protect_default": protect_default, "case": case}
         if term_method is not None:  # the model's default otherwise, which the model's identity holds
             options["term_method"] = term_method
-        if guarded and not split_sentences:  # a shard begun by the line path (--no-guard or before) is not resumed
+        if (
+            split is not None and not split_sentences
+        ):  # a shard begun by the line path (--no-guard or before) is not resumed
             options["guard"] = True
         summary = translate_shard(
             translator,

@@ -18,7 +18,7 @@ from mtkit.cli.options import (
     TERM_METHOD,
     option,
     recipe_option,
-    text_options,
+    translate_options,
     values_of,
 )
 from mtkit.cli.process import start_up_without_gc
@@ -32,7 +32,9 @@ def translate_file(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help=MODEL_HELP),
     inputs: list[Path] = typer.Argument(
-        ..., help="Documents: .txt .html .md .docx .odt .odp .pptx .epub .srt .vtt (the content decides)."
+        ...,
+        help="Documents: .txt .html .md .docx .odt .odp .pptx .epub .srt .vtt, software catalogs .po .pot .xlf "
+        ".xliff and spreadsheets .xlsx (the content decides).",
     ),
     out: Path | None = typer.Option(
         None,
@@ -62,6 +64,12 @@ def translate_file(
     protect: list[str] = PROTECT,
     protect_default: bool = PROTECT_DEFAULT,
     term_method: str | None = TERM_METHOD,
+    fuzzy: bool = typer.Option(
+        True,
+        "--fuzzy/--no-fuzzy",
+        help="Flag a gettext catalog's machine-filled entries fuzzy, for a translator to review (Poedit's and "
+        "Weblate's pre-translation do); --no-fuzzy leaves them unflagged.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
 ) -> None:
     """Translate documents into files of the same format: every piece of text translated sentence by sentence,
@@ -78,16 +86,17 @@ def translate_file(
         )
     engine_cfg = EngineConfig(**values_of(EngineConfig, ctx.params))
     search = SearchOverrides(**values_of(SearchOverrides, ctx.params))  # None: the run's recipe
-    terms = text_options(glossary, protect, protect_default, term_method)  # a bad one before the model load
+    # A bad glossary, pattern or method before the model load.
+    options = translate_options(search, glossary, protect, protect_default, term_method)
     with start_up_without_gc():
         from mtkit.bulk.document_translation import output_path, translate_documents
         from mtkit.engines.factory import load_translator
 
-        translator = load_translator(model, engine_cfg, search)
+        translator = load_translator(model, engine_cfg, options.search)
     target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     outputs = [out] if out is not None else [output_path(source, target) for source in inputs]
     limits = Limits(max_bytes=max_file_bytes or sys.maxsize)
-    summary = translate_documents(translator, inputs, outputs, source_lang, limits, **terms)
+    summary = translate_documents(translator, inputs, outputs, source_lang, limits, options, fuzzy)
     lines = [f"{d['input']} -> {d['output']} ({d['format']}, {d['sentences']} sentences)" for d in summary["documents"]]
     guard = summary["guard"]
     lines.append(

@@ -58,42 +58,6 @@ class Decoding(Protocol):
         ...
 
 
-class Translating(Decoding, Protocol):
-    """What `mtkit translate` (mtkit.engines.streaming), `mtkit serve` and the bulk jobs use of a translator,
-    whichever engine decodes: an engine's own (Decoding) and what both engines share, written once below
-    (translate_lines, line_hypotheses, encode_lines, decode_workers) and bound as each engine's methods."""
-
-    @property
-    def workers(self) -> int:
-        """Batches decoded at once: cfg.workers on CPU, 1 elsewhere (decode_workers)."""
-        ...
-
-    def translate(self, lines: list[str]) -> list[str]:
-        """One output per input line, in order; empty lines give empty outputs (translate_lines)."""
-        ...
-
-    def translate_hypotheses(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        prefixes: list[str] | None = None,
-        terms: list[tuple[str, ...]] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per line, in input order (line_hypotheses)."""
-        ...
-
-    def encode_lines(
-        self,
-        lines: list[str],
-        first_lineno: int = 1,
-        strict: bool = False,
-        on_warning: Callable[[str], None] = ...,
-    ) -> list[list[int]]:
-        """Source ids per line (encode_lines)."""
-        ...
-
-
 def translate_lines(translator: Decoding, lines: list[str]) -> list[str]:
     """One output per input line, in order; empty lines give empty outputs. Both engines' `translate`."""
     return best_lines(translator.tokenizer, line_hypotheses(translator, lines))
@@ -152,6 +116,17 @@ def decode_workers(translator: Decoding) -> int:
     """Batches decoded at once (CTranslate2's inter_threads): cfg.workers on CPU, 1 elsewhere. Both engines'
     `workers`."""
     return translator.cfg.workers if str(translator.device).split(":")[0] == "cpu" else 1
+
+
+class Translating(Decoding, Protocol):
+    """What `mtkit translate` (mtkit.engines.streaming), `mtkit serve` and the bulk jobs use of a translator,
+    whichever engine decodes: an engine's own (Decoding) and what both engines share, the functions above, bound
+    here as the protocol's members and in each engine as its methods, so that their signatures are written once."""
+
+    translate = translate_lines
+    translate_hypotheses = line_hypotheses
+    encode_lines = encode_lines
+    workers = property(decode_workers)
 
 
 def encode_sources(

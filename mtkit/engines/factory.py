@@ -9,6 +9,7 @@ Above both engines (the CLI, the server and back-translation import it). Imports
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.contract import Translating
@@ -54,29 +55,26 @@ def load_translator(
         engine == "ctranslate2" or not engine_cfg.shortlist,
         f"--shortlist: --engine {engine} scores the whole vocabulary; use --engine ctranslate2 (its vocabulary map)",
     )
+    # What either engine's load takes alike; each call adds its engine's own extras.
+    common: dict[str, Any] = {
+        "device": engine_cfg.device,
+        "dtype": engine_cfg.dtype,
+        "ensemble": list(engine_cfg.ensemble),
+        "threads": engine_cfg.threads,
+    }
     if engine == "ctranslate2":
         from mtkit.engines.ct2 import CT2Translator
 
         return CT2Translator.load(
             path,
-            device=engine_cfg.device,
-            dtype=engine_cfg.dtype,
-            ensemble=list(engine_cfg.ensemble),
-            threads=engine_cfg.threads,
             exporter=EXPORT_ON_FIRST_USE,
             native=engine_cfg.ct2_search == "native",
             shortlist=engine_cfg.shortlist,
+            **common,
             **overrides,
         )
     from mtkit.engines.torch_engine import TorchTranslator
 
     return TorchTranslator.load(
-        path,
-        device=engine_cfg.device,
-        dtype=engine_cfg.dtype,
-        ensemble=list(engine_cfg.ensemble),
-        packed=engine_cfg.packed,
-        ensemble_mode=engine_cfg.ensemble_mode,
-        threads=engine_cfg.threads,
-        **overrides,
+        path, packed=engine_cfg.packed, ensemble_mode=engine_cfg.ensemble_mode, **common, **overrides
     )

@@ -1,17 +1,26 @@
-"""A translator seen by mtkit.text.sentence_plan: its source language and input limit as SplitOptions, its tokenizer
-as a token counter, its hypotheses as Outputs, and texts translated sentence by sentence synchronously (what
-`mtkit translate --split-sentences` runs; mtkit serve drives the same plan on its worker). Imports no torch."""
+"""A translator seen by the text plans (mtkit.text.sentence_plan, mtkit.text.line_plan): its source language, input
+limit and a command's or request's TranslateOptions as SplitOptions, its tokenizer as a token counter, its
+hypotheses as Outputs; and both plans driven synchronously (what `mtkit translate` and the bulk jobs run; mtkit
+serve drives the same plans on its worker). Imports no torch."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from mtkit.corpus.term_hints import term_pieces
+from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import decode, output_line
 from mtkit.search.config import Hypothesis
-from mtkit.text.glossary import Glossary
-from mtkit.text.protect import ProtectConfig
-from mtkit.text.sentence_plan import Output, SplitOptions, TextTranslation, asked_terms, plan_translation, run_plan
+from mtkit.text.line_plan import Line, plan_lines
+from mtkit.text.sentence_plan import (
+    Asked,
+    Output,
+    SplitOptions,
+    TextTranslation,
+    asked_terms,
+    plan_translation,
+    run_plan,
+)
 from mtkit.text.sentences import Count
 
 if TYPE_CHECKING:
@@ -30,27 +39,22 @@ def sentence_limit(translator: Translating) -> int:
 
 
 def split_options(
-    translator: Translating,
-    language: str | None = None,
-    split: bool = True,
-    case: bool = True,
-    protect: ProtectConfig | None = None,
-    glossary: Glossary | None = None,
-    term_method: str = "",
+    translator: Translating, language: str | None = None, split: bool = True, options: TranslateOptions | None = None
 ) -> SplitOptions:
     """Splitting for this model: `language` or its data's source language; `split` False cuts at line breaks only;
-    the casing round trip, protected text and glossary as SplitOptions takes them; a model trained with term hints
-    takes its glossary's inline terms as hints (its reserved pieces). `term_method` "": the model's default, its
-    hints first where it has them (mtkit.text.glossary.default_term_method)."""
+    `options`' casing round trip, protected text, glossary and term method (none when None); a model trained with
+    term hints takes its glossary's inline terms as hints (its reserved pieces). A term method "": the model's
+    default, its hints first where it has them (mtkit.text.glossary.default_term_method)."""
+    options = options or TranslateOptions()
     source = language or translator.info.get("manifest", {}).get("source_lang") or DEFAULT_LANGUAGE
     return SplitOptions(
         source.lower(),
         split,
         sentence_limit(translator),
-        case=case,
-        protect=protect or ProtectConfig(),
-        glossary=glossary,
-        term_method=term_method,
+        case=options.case,
+        protect=options.protect,
+        glossary=options.glossary,
+        term_method=options.term_method,
         term_pieces=term_pieces(translator.tokenizer),
         term_guide=translator.guides_terms,
     )
@@ -82,3 +86,29 @@ def translate_split(
         return outputs_of(translator.tokenizer, translator.translate_hypotheses(sentences, strict=strict, terms=terms))
 
     return run_plan(plan_translation(texts, options, token_counter(translator.tokenizer)), translate)
+
+
+def translate_whole_lines(
+    translator: Translating,
+    sources: list[str],
+    lines: list[Line] | None,
+    strict: bool = False,
+    prefixes: list[str] | None = None,
+    first_lineno: int = 1,
+) -> tuple[list[Line] | None, list[list[Hypothesis]]]:
+    """`sources` translated whole by the line plan, `lines` their prepare_line: the lines as last asked, whose
+    `finish` gives an output its case and spans back, and each line's n-best from its last round. `lines` None:
+    the sources sent as they are, no plan."""
+    if lines is None:
+        return None, translator.translate_hypotheses(sources, first_lineno, strict, prefixes)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+
+    def translate(asked: Asked) -> list[Output]:
+        forced = None if prefixes is None else [prefixes[i] for i in asked.rows]
+        lineno = first_lineno if len(asked.rows) == len(sources) else 1  # a retry round names no input lines
+        hyps = translator.translate_hypotheses(list(asked), lineno, strict, forced, asked_terms(asked))
+        for i, found in zip(asked.rows, hyps, strict=True):
+            results[i] = found
+        return outputs_of(translator.tokenizer, hyps)
+
+    return run_plan(plan_lines(lines), translate), results  # type: ignore[arg-type]

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from mtkit.console import log, progress
-from mtkit.engines.output import best_lines, confidence, format_output, output_line, scored_rows
-from mtkit.engines.plans import translate_split
+from mtkit.engines.output import confidence, format_output, output_line, scored_rows
+from mtkit.engines.plans import translate_split, translate_whole_lines
 from mtkit.errors import check
 from mtkit.files import read_stream_lines
 from mtkit.readahead import END, ReadAhead
-from mtkit.search.config import Hypothesis, length_penalty
-from mtkit.text.line_plan import Line, line_terms, prepare_line, retried_lines
+from mtkit.search.config import length_penalty
+from mtkit.text.line_plan import prepare_line
 from mtkit.text.sentence_plan import (
     GUARD_LABELS,
     SplitOptions,
@@ -59,7 +59,7 @@ def translate_stream(
     begin with; a count that differs from the input's is a one-line error. `split`: each line translated sentence
     by sentence (mtkit.text.sentence_plan, best only), the guard's counts logged at the end. `plain`: without
     `split`, each line keeps its protected spans and glossary terms and is translated in sentence case
-    (mtkit.text.line_plan.prepare_line); None sends the lines as they are.
+    (mtkit.text.line_plan); None sends the lines as they are.
     """
     chunks = read_paused_chunks(source, name, CHUNK_LINES, PAUSE_SECONDS)
     done = 0
@@ -79,12 +79,11 @@ def translate_stream(
                     terms = [term for text in texts for sentence in text.sentences for term in sentence.terms]
                     ways.update(sentence.method for text in texts for sentence in text.sentences if sentence.terms)
                 else:
-                    lines = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
                     terms: list[dict[str, Any]] = []
-                    out = translate_lines(
-                        translator, chunk, done, with_scores, strict, prefixes, prefix_name, lines, terms, ways
+                    out, protected = translate_lines(
+                        translator, chunk, done, with_scores, strict, prefixes, prefix_name, plain, terms, ways
                     )
-                    counts["protected"] += sum(line.prepared.protected for line in lines or [])
+                    counts["protected"] += protected
                 for key, value in term_counts(terms).items():
                     term_totals[key] += value
                 target.write("\n".join(out) + "\n")
@@ -125,54 +124,31 @@ def translate_lines(
     strict: bool,
     prefixes: Iterator[str] | None,
     prefix_name: str,
-    lines: list[Line] | None = None,
+    plain: SplitOptions | None = None,
     terms: list[dict[str, Any]] | None = None,
     ways: Counter[str] | None = None,
-) -> list[str]:
-    """A chunk translated one line one segment: its output lines, n-best rows included. `lines`: the chunk as
-    prepare_line made it, each output given its line's case and spans back; `terms` gets each best output's
-    glossary terms (source, target, applied), `ways` a count of the way each line with terms took."""
-    forced = {} if prefixes is None else {"prefixes": take_prefixes(prefixes, len(chunk), prefix_name, done)}
-    asked = chunk if lines is None else [line.asked for line in lines]
-    results = translator.translate_hypotheses(
-        asked, first_lineno=done + 1, strict=strict, terms=line_terms(lines), **forced
-    )
-    if lines is not None:
-        lines, results = settled_lines(translator, lines, results, strict, forced.get("prefixes"))
-        asked = [line.asked for line in lines]
+) -> tuple[list[str], int]:
+    """A chunk translated one line one segment by the line plan (mtkit.engines.plans.translate_whole_lines): its
+    output lines, n-best rows included, and the spans it kept as written. `plain` None: the lines sent as they are.
+    `terms` gets each best output's glossary terms (source, target, applied), `ways` a count of the way each line
+    with terms took."""
+    forced = None if prefixes is None else take_prefixes(prefixes, len(chunk), prefix_name, done)
+    lines = None if plain is None else [prepare_line(line, plain, prefixes is None) for line in chunk]
+    lines, results = translate_whole_lines(translator, chunk, lines, strict, forced, done + 1)
     out = []
     for offset, (rows, hyps) in enumerate(zip(scored_rows(translator.tokenizer, results), results)):
         best = confidence(hyps[0]) if hyps else 0.0
+        line = None if lines is None else lines[offset]
         # A line whose terms the model was left to carries them as written, so it is finished too, for its report.
-        if lines is not None and (asked[offset] != chunk[offset] or lines[offset].prepared.found):
-            finished = [(lines[offset].finish(text), score) for text, score in rows or [("", 0.0)]]
+        if line is not None and (line.asked != chunk[offset] or line.prepared.found):
+            finished = [(line.finish(text), score) for text, score in rows or [("", 0.0)]]
             rows = [(text, score) for (text, _), score in finished]
             if terms is not None:
                 terms.extend(finished[0][0][1])
-            if ways is not None and lines[offset].prepared.found:
-                ways[lines[offset].method] += 1
+            if ways is not None and line.prepared.found:
+                ways[line.method] += 1
         out.extend(format_output(rows, done + offset, translator.cfg.nbest, with_scores, best))
-    return out
-
-
-def settled_lines(
-    translator: Translating,
-    lines: list[Line],
-    results: list[list[Hypothesis]],
-    strict: bool,
-    prefixes: list[str] | None = None,
-) -> tuple[list[Line], list[list[Hypothesis]]]:
-    """Lines whose best output lacks a glossary term translated again by the glossary's next method
-    (mtkit.text.line_plan.retried_lines), until each holds its terms or has no method left: the lines as last
-    asked and their results."""
-    lines, results = list(lines), list(results)
-    while retried := retried_lines(lines, best_lines(translator.tokenizer, results)):
-        again = None if prefixes is None else [prefixes[i] for i in retried]
-        asked = [line.asked for line in retried.values()]
-        more = translator.translate_hypotheses(asked, strict=strict, prefixes=again, terms=line_terms(retried.values()))
-        for i, hyps in zip(retried, more, strict=True):
-            lines[i], results[i] = retried[i], hyps
-    return lines, results
+    return out, sum(line.prepared.protected for line in lines or [])
 
 
 def split_line(translation: TextTranslation, alpha: float, with_scores: bool, strip: bool = False) -> str:

@@ -37,7 +37,7 @@ from mtkit.runs.checkpoint import resolve_checkpoint
 from mtkit.runs.model import load_model
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
-from mtkit.search.step import ModelDecoder, combine
+from mtkit.search.step import ModelDecoder, SearchBatch, combine
 from mtkit.search.terms import TermGuide, term_table
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 
@@ -221,20 +221,15 @@ class TorchTranslator:
         table = None if terms is None else term_table(terms, self.device)
         c = self.model_cfg
         # Search's bos is what rows start from and never emit: the decoder's start token (for mtkit's models: bos).
-        return search(
-            self.decoder,
-            src,
-            src_lens,
-            self.cfg,
-            pad_id=c.pad_id,
-            bos_id=c.start_id,
-            eos_id=c.eos_id,
-            max_positions=c.max_positions,
-            prefixes=prefix_batch(prefixes, self.device),
-            terms=None
-            if table is None
-            else TermGuide(table, continues_word(self.tokenizer, c.target_vocab_size, self.device)),
+        batch = SearchBatch(
+            src, src_lens, c.pad_id, c.start_id, c.eos_id, c.max_positions, prefix_batch(prefixes, self.device)
         )
+        guide = (
+            None
+            if table is None
+            else TermGuide(table, continues_word(self.tokenizer, c.target_vocab_size, self.device))
+        )
+        return search(self.decoder, batch, self.cfg, guide)
 
 
 @functools.lru_cache(maxsize=8)  # per model: the server makes a translator per batch, the tokenizer stays

@@ -24,6 +24,19 @@ SHARES = {  # mtkit share_embeddings -> (share_encoder_decoder_embeddings, tie_w
     "decoder": (False, True),
     "none": (False, False),
 }
+# ModelConfig field -> the MarianConfig fields holding the same value (one per stack where Marian has two): an export
+# writes them all, an import reads the first and refuses a model whose others differ from it.
+SAME_FIELDS = {
+    "vocab_size": ("vocab_size",),
+    "max_positions": ("max_position_embeddings",),
+    "d_model": ("d_model",),
+    "encoder_layers": ("encoder_layers",),
+    "decoder_layers": ("decoder_layers",),
+    "n_heads": ("encoder_attention_heads", "decoder_attention_heads"),
+    "d_ff": ("encoder_ffn_dim", "decoder_ffn_dim"),
+    "pad_id": ("pad_token_id",),
+}
+DROPOUTS = ("dropout", "attention_dropout", "activation_dropout")  # one name in both, a float in mtkit
 # How each mtkit tensor's d_model axes map onto Marian's (see model_permutation): "cols" the input of a linear or
 # an embedding's columns, "rows" a linear's output and its bias, "vector" a LayerNorm's, "none" no d_model axis.
 _KINDS = ("cols", "rows", "vector", "none")
@@ -167,22 +180,11 @@ def marian_config(transformers: Any, cfg: ModelConfig) -> Any:
     """The MarianConfig of an mtkit model (post-norm, sinusoidal, scaled embeddings)."""
     shared_src, tied = SHARES[cfg.share_embeddings]
     return transformers.MarianConfig(
-        vocab_size=cfg.vocab_size,
+        **{name: getattr(cfg, field) for field, names in SAME_FIELDS.items() for name in names},
+        **{name: getattr(cfg, name) for name in DROPOUTS},
         decoder_vocab_size=cfg.target_vocab_size,
-        max_position_embeddings=cfg.max_positions,
-        d_model=cfg.d_model,
-        encoder_layers=cfg.encoder_layers,
-        decoder_layers=cfg.decoder_layers,
-        encoder_attention_heads=cfg.n_heads,
-        decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff,
-        decoder_ffn_dim=cfg.d_ff,
         activation_function=ACTIVATIONS[cfg.activation],
-        dropout=cfg.dropout,
-        attention_dropout=cfg.attention_dropout,
-        activation_dropout=cfg.activation_dropout,
         scale_embedding=True,
-        pad_token_id=cfg.pad_id,
         eos_token_id=cfg.eos_id,
         forced_eos_token_id=cfg.eos_id,
         bos_token_id=None if cfg.bos_id == cfg.pad_id else cfg.bos_id,
@@ -218,12 +220,10 @@ def config_to_mtkit(config: Any, where: str, bias_nonzero: bool = True) -> Model
         raise refuse("scale_embedding", "has no mtkit equivalent (mtkit scales embeddings by sqrt(d_model))")
     if config.activation_function not in IMPORTED_ACTIVATIONS:
         raise refuse("activation_function", f"has no mtkit equivalent ({', '.join(IMPORTED_ACTIVATIONS)} only)")
-    for field, other in (
-        ("encoder_attention_heads", "decoder_attention_heads"),
-        ("encoder_ffn_dim", "decoder_ffn_dim"),
-    ):
-        if getattr(config, field) != getattr(config, other):
-            raise refuse(other, f"differs from {field}; mtkit uses one value for both stacks")
+    for first, *others in SAME_FIELDS.values():
+        for other in others:
+            if getattr(config, first) != getattr(config, other):
+                raise refuse(other, f"differs from {first}; mtkit uses one value for both stacks")
     for field in ("encoder_layerdrop", "decoder_layerdrop"):
         if getattr(config, field, 0.0):
             raise refuse(field, "has no mtkit equivalent")
@@ -239,18 +239,9 @@ def config_to_mtkit(config: Any, where: str, bias_nonzero: bool = True) -> Model
     )  # None: bos, mtkit's default
     try:
         return ModelConfig(
-            vocab_size=config.vocab_size,
-            d_model=config.d_model,
-            n_heads=config.encoder_attention_heads,
-            d_ff=config.encoder_ffn_dim,
-            encoder_layers=config.encoder_layers,
-            decoder_layers=config.decoder_layers,
-            dropout=float(config.dropout),
-            attention_dropout=float(config.attention_dropout),
-            activation_dropout=float(config.activation_dropout),
-            max_positions=config.max_position_embeddings,
+            **{field: getattr(config, names[0]) for field, names in SAME_FIELDS.items()},
+            **{name: float(getattr(config, name)) for name in DROPOUTS},
             share_embeddings=next(k for k, v in SHARES.items() if v == shares),
-            pad_id=config.pad_token_id,
             bos_id=bos,
             eos_id=_single(config.eos_token_id),
             activation=IMPORTED_ACTIVATIONS[config.activation_function],

@@ -6,7 +6,6 @@ Nothing that decides a sentence's output depends on the other rows of its batch 
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -16,15 +15,7 @@ from torch import Tensor
 
 from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty
 from mtkit.search.sampling import greedy_search, sample_search
-from mtkit.search.step import (
-    Decoder,
-    force_tokens,
-    mask_logprobs,
-    max_lengths,
-    min_lengths,
-    prefix_step,
-    with_prefixes,
-)
+from mtkit.search.step import Decoder, SearchBatch, force_tokens, mask_logprobs, prefix_step
 from mtkit.search.terms import TermGuide
 
 # Shape letters: B sentences, b sentences still searching, K beam, N decoder rows, V vocab, L tokens.
@@ -232,28 +223,17 @@ def _sentences_done(
 
 @torch.inference_mode()
 def beam_search(
-    decoder: Decoder,
-    src: Tensor,
-    src_lens: Tensor,
-    cfg: TranslateConfig,
-    *,
-    pad_id: int,
-    bos_id: int,
-    eos_id: int,
-    max_positions: int | None = None,
-    prefixes: Tensor | None = None,
-    terms: TermGuide | None = None,
+    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None
 ) -> list[list[Hypothesis]]:
     """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first.
 
-    `prefixes` [B, P] (-1 past a prefix's end): tokens forced at the first steps; while a sentence's prefix lasts
-    its one live beam extends it, and the search widens to K beams after it. `terms`: glossary terms each
-    translation must hold (mtkit.search.terms).
+    The batch's `prefixes`: tokens forced at the first steps; while a sentence's prefix lasts its one live beam
+    extends it, and the search widens to K beams after it. `terms`: glossary terms each translation must hold
+    (mtkit.search.terms).
     """
+    src, prefixes, pad_id, bos_id, eos_id = batch.src, batch.prefixes, batch.pad_id, batch.bos_id, batch.eos_id
     n, beam, device = src.size(0), cfg.beam, src.device
-    max_len = max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(device)  # [B]
-    max_len = with_prefixes(max_len, prefixes)
-    min_len = min_lengths(src_lens, max_len)  # [B]
+    max_len, min_len = batch.lengths(cfg)  # [B], [B]
     prefix_len = None if prefixes is None else (prefixes >= 0).sum(dim=1)  # [B]
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
@@ -264,7 +244,7 @@ def beam_search(
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
     finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
     if terms is not None:
-        terms.start(src_lens)
+        terms.start(batch.src_lens)
     for t in range(int(max_len.max()) + 1 if n else 0):
         output = decoder.step(last, state)
         prefix = prefix_step(prefixes, active, t)
@@ -306,37 +286,13 @@ def beam_search(
 
 
 def search(
-    decoder: Decoder,
-    src: Tensor,
-    src_lens: Tensor,
-    cfg: TranslateConfig,
-    *,
-    pad_id: int,
-    bos_id: int,
-    eos_id: int,
-    max_positions: int | None = None,
-    prefixes: Tensor | None = None,
-    terms: TermGuide | None = None,
+    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None
 ) -> list[list[Hypothesis]]:
-    """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; `prefixes` [B, P]
-    (-1 past a prefix's end, None for none): tokens each translation must begin with; `terms`: glossary terms each
-    must hold, which only beam search honours (a greedy search guided is beam search of 1)."""
+    """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; the batch's
+    `prefixes`: tokens each translation must begin with; `terms`: glossary terms each must hold, which only beam
+    search honours (a greedy search guided is beam search of 1)."""
     if cfg.sampling:
-        run = sample_search
-    elif terms is not None:
-        run = functools.partial(beam_search, terms=terms)
-    elif cfg.beam == 1 and cfg.early_stop:
-        run = greedy_search
-    else:
-        run = beam_search
-    return run(
-        decoder,
-        src,
-        src_lens,
-        cfg,
-        pad_id=pad_id,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        max_positions=max_positions,
-        prefixes=prefixes,
-    )
+        return sample_search(decoder, batch, cfg)
+    if terms is not None or cfg.beam > 1 or not cfg.early_stop:
+        return beam_search(decoder, batch, cfg, terms)
+    return greedy_search(decoder, batch, cfg)

@@ -13,15 +13,7 @@ import torch
 from torch import Tensor
 
 from mtkit.search.config import MIN_LENGTH, Hypothesis, TranslateConfig, length_penalty
-from mtkit.search.step import (
-    Decoder,
-    force_tokens,
-    mask_logprobs,
-    max_lengths,
-    min_lengths,
-    prefix_step,
-    with_prefixes,
-)
+from mtkit.search.step import Decoder, SearchBatch, force_tokens, mask_logprobs, prefix_step
 
 # Shape letters: B sentences, N decoder rows, N' rows still decoding, V vocab, L tokens, P prefix tokens.
 
@@ -32,17 +24,15 @@ def _decode_rows(
     max_len: Tensor,
     min_len: Tensor,
     pick: Callable[[Tensor], Tensor],
-    *,
-    pad_id: int,
-    bos_id: int,
-    eos_id: int,
-    prefixes: Tensor | None = None,
+    batch: SearchBatch,
+    prefixes: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """One token per row and step until eos, dropping ended rows; returns tokens [N, L], lengths, log-probs [N].
 
     No row ends before its `min_len` [N]; `prefixes` [N, P] (-1 past a prefix's end): tokens forced at the first
-    steps.
+    steps; the special ids are the batch's.
     """
+    pad_id, bos_id, eos_id = batch.pad_id, batch.bos_id, batch.eos_id
     n, device = max_len.size(0), max_len.device
     longest = int(max_len.max()) if n else 0
     tokens = torch.full((n, longest), pad_id, dtype=torch.long, device=device)  # [N, L]
@@ -87,33 +77,11 @@ def _argmax(logp: Tensor) -> Tensor:
 
 
 @torch.inference_mode()
-def greedy_search(
-    decoder: Decoder,
-    src: Tensor,
-    src_lens: Tensor,
-    cfg: TranslateConfig,
-    *,
-    pad_id: int,
-    bos_id: int,
-    eos_id: int,
-    max_positions: int | None = None,
-    prefixes: Tensor | None = None,
-) -> list[list[Hypothesis]]:
+def greedy_search(decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig) -> list[list[Hypothesis]]:
     """The beam = 1 fast path (argmax each step); equals beam_search with beam 1 and early_stop."""
-    max_len = with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
-    min_len = min_lengths(src_lens, max_len)
-    tokens, length, logprob = _decode_rows(
-        decoder,
-        decoder.start(src),
-        max_len,
-        min_len,
-        _argmax,
-        pad_id=pad_id,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        prefixes=prefixes,
-    )
-    return _to_hypotheses(tokens, length, logprob, cfg.length_penalty, 1)
+    max_len, min_len = batch.lengths(cfg)
+    rows = _decode_rows(decoder, decoder.start(batch.src), max_len, min_len, _argmax, batch, batch.prefixes)
+    return _to_hypotheses(*rows, cfg.length_penalty, 1)
 
 
 def _truncate(logits: Tensor, top_k: int, top_p: float) -> Tensor:
@@ -130,25 +98,14 @@ def _truncate(logits: Tensor, top_k: int, top_p: float) -> Tensor:
 
 
 @torch.inference_mode()
-def sample_search(
-    decoder: Decoder,
-    src: Tensor,
-    src_lens: Tensor,
-    cfg: TranslateConfig,
-    *,
-    pad_id: int,
-    bos_id: int,
-    eos_id: int,
-    max_positions: int | None = None,
-    prefixes: Tensor | None = None,
-) -> list[list[Hypothesis]]:
+def sample_search(decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig) -> list[list[Hypothesis]]:
     """cfg.nbest samples per sentence (best first) from temperature-scaled, top-k/top-p truncated log-probs.
 
     Reproducible for the same batch and cfg.seed; one generator serves all rows, so unlike beam search
     the draws depend on the batch. Scores use the decoder's own log-probs, not the truncated ones.
     """
-    per_sentence = cfg.nbest
-    max_len = with_prefixes(max_lengths(src_lens, cfg.max_len_a, cfg.max_len_b, max_positions).to(src.device), prefixes)
+    per_sentence, src = cfg.nbest, batch.src
+    max_len, min_len = batch.lengths(cfg)
     expand = torch.arange(src.size(0), device=src.device).repeat_interleave(per_sentence)
     state = decoder.reorder(decoder.start(src), expand)
     generator = torch.Generator(device=src.device).manual_seed(cfg.seed)
@@ -157,15 +114,6 @@ def sample_search(
         probs = _truncate(logp / cfg.temperature, cfg.top_k, cfg.top_p).softmax(dim=1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
-    rows = _decode_rows(
-        decoder,
-        state,
-        max_len[expand],
-        min_lengths(src_lens, max_len)[expand],
-        draw,
-        pad_id=pad_id,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        prefixes=None if prefixes is None else prefixes[expand],
-    )
+    prefixes = None if batch.prefixes is None else batch.prefixes[expand]
+    rows = _decode_rows(decoder, state, max_len[expand], min_len[expand], draw, batch, prefixes)
     return _to_hypotheses(*rows, cfg.length_penalty, per_sentence)

@@ -6,12 +6,13 @@ prefixes. Imports torch and mtkit.search.config only: never mtkit.model.transfor
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
-from mtkit.search.config import MIN_LENGTH
+from mtkit.search.config import MIN_LENGTH, TranslateConfig
 
 # Shape letters: B sentences, b sentences still searching, N decoder rows, V vocab, P prefix tokens.
 
@@ -148,3 +149,24 @@ def prefix_step(prefixes: Tensor | None, rows: Tensor, t: int) -> Tensor | None:
 def with_prefixes(max_len: Tensor, prefixes: Tensor | None) -> Tensor:
     """A prefix longer than a sentence's maximum length raises that maximum to the prefix's length."""
     return max_len if prefixes is None else torch.maximum(max_len, (prefixes >= 0).sum(dim=1))
+
+
+@dataclass(frozen=True)
+class SearchBatch:
+    """One batch a search translates: the sources [B, S] and their own lengths [B], the special ids in (pad, bos,
+    eos) order (bos: what rows start from and never emit), the positions the decoder holds (None: no bound) and the
+    tokens each translation must begin with, `prefixes` [B, P] (-1 past a prefix's end; None for none)."""
+
+    src: Tensor
+    src_lens: Tensor
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    max_positions: int | None = None
+    prefixes: Tensor | None = None
+
+    def lengths(self, cfg: TranslateConfig) -> tuple[Tensor, Tensor]:
+        """Each sentence's most and fewest output tokens [B] on the sources' device, a prefix's length included."""
+        longest = max_lengths(self.src_lens, cfg.max_len_a, cfg.max_len_b, self.max_positions).to(self.src.device)
+        longest = with_prefixes(longest, self.prefixes)
+        return longest, min_lengths(self.src_lens, longest)

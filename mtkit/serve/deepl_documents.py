@@ -13,20 +13,18 @@ import mimetypes
 import secrets
 import time
 import traceback
-from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
 from mtkit.console import log
-from mtkit.documents.formats import SAME, open_job
+from mtkit.documents.formats import SAME
 from mtkit.documents.job import DocumentError, Job
-from mtkit.documents.safety import Limits
-from mtkit.engines.plans import split_options
-from mtkit.serve.deepl_endpoints import DeepLService
-from mtkit.serve.deepl_request import language, string_field
+from mtkit.serve.deepl_api import DeepLApi, read_body
+from mtkit.serve.deepl_request import body_fields, language, string_field
+from mtkit.serve.forms import file_upload
+from mtkit.serve.http_body import BodyReader
 from mtkit.serve.request import RequestError
-from mtkit.serve.state import DocumentRecord, owner_of
-from mtkit.serve.uploads import file_upload, safe_filename, translated_filename
+from mtkit.serve.state import DocumentRecord, owner_of, safe_filename, translated_filename
 from mtkit.text.glossary import Glossary
 
 STATUS_WAIT_S = 2.0  # a status request waits this long for a document in progress (clients poll every few seconds)
@@ -35,8 +33,8 @@ STATUS_WAIT_S = 2.0  # a status request waits this long for a document in progre
 class DeepLDocuments:
     """Documents uploaded, translated by a background task of this process, their status and bytes in the store."""
 
-    def __init__(self, service: DeepLService, limits: Limits) -> None:
-        self.service, self.limits = service, limits
+    def __init__(self, deepl: DeepLApi) -> None:
+        self.deepl = deepl
         self._tasks: dict[str, asyncio.Task] = {}  # document_id -> its translation, while it runs
 
     async def upload(self, fields: dict[str, str], filename: str, data: bytes, key: str | None) -> dict[str, str]:
@@ -47,12 +45,12 @@ class DeepLDocuments:
         source = language(fields["source_lang"], "source_lang") if fields.get("source_lang") else None
         name = safe_filename(filename)
         check_output_format(name, fields.get("output_format", ""))
-        if len(data) > self.limits.max_bytes:
+        if len(data) > self.deepl.service.limits.max_bytes:
             raise RequestError(413, f"{name}: {len(data)} bytes, over this server's file limit (--max-file-bytes)")
         job, source = await self.opened(name, data, source, target)
-        glossary = await self.service.glossary_terms(key, fields.get("glossary_id", ""), source, target)
+        glossary = await self.deepl.glossary_terms(key, fields.get("glossary_id", ""), source, target)
         billed = sum(len(text) for text in job.texts)
-        await self.service.charge(key, billed)
+        await self.deepl.charge(key, billed)
         record = DocumentRecord(
             secrets.token_hex(16).upper(),
             owner_of(key),
@@ -60,9 +58,9 @@ class DeepLDocuments:
             "queued",
             translated_filename(filename, target),
             billed,
-            expires=time.time() + self.service.cfg.file_minutes * 60,
+            expires=time.time() + self.deepl.cfg.file_minutes * 60,
         )
-        await self.service.stored("put_document", record)
+        await self.deepl.stored("put_document", record)
         task = asyncio.create_task(self.translate(record, job, source, target, glossary, key))
         self._tasks[record.document_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(record.document_id, None))
@@ -71,22 +69,19 @@ class DeepLDocuments:
     async def opened(self, name: str, data: bytes, source: str | None, target: str) -> tuple[Job, str]:
         """The document's Job and its source language (given, else detected from its text among the sources
         that translate into the target); a document mtkit will not take is a 400 naming the reason."""
-        router = self.service.router
-        candidates = [source] if source else router.sources(target)
+        service = self.deepl.service
+        candidates = [source] if source else service.router.sources(target)
         if not candidates:
             raise RequestError(
                 400, f"Value for 'target_lang' not supported: nothing translates into {target.upper()} here"
             )
-        router.route(candidates[0], target)  # 400 naming the pairs served
-        try:
-            job = await asyncio.to_thread(open_job, name, data, candidates[0], self.limits)
-            if len(candidates) > 1:
-                found = await self.service.detectors.best(["\n".join(job.texts[:200])], candidates)
-                if found[0].language != candidates[0]:
-                    job = await asyncio.to_thread(open_job, name, data, found[0].language, self.limits)
-                return job, found[0].language
-        except DocumentError as exc:
-            raise RequestError(400, str(exc)) from None
+        service.route(candidates[0], target)  # 400 naming the pairs served
+        job = await service.open_document(name, data, candidates[0], target)
+        if len(candidates) > 1:
+            found = await service.detectors.best(["\n".join(job.texts[:200])], candidates)
+            if found[0].language != candidates[0]:
+                job = await service.open_document(name, data, found[0].language, target)
+            return job, found[0].language
         return job, candidates[0]
 
     async def translate(
@@ -94,22 +89,17 @@ class DeepLDocuments:
     ) -> None:
         """The background task: the document's sentences through the model's worker, then its bytes stored."""
         record.status = "translating"
-        await self.service.stored("put_document", record)
-        model = self.service.router.route(source, target)
-        options = replace(split_options(model.translator, source, False), glossary=glossary)
-        texts = list(dict.fromkeys(job.texts))
+        await self.deepl.stored("put_document", record)
         try:
-            done = await model.translate_whole(texts, options, self.service.cfg.strict, [], target)
-            found = dict(zip(texts, done))
-            record.data = await asyncio.to_thread(job.finish, [found[text] for text in job.texts])
+            record.data = await self.deepl.service.translate_document(job, source, target, glossary)
             record.status = "done"
-            await self.service.stored("add_characters", owner_of(key), record.billed_characters)
+            await self.deepl.stored("add_characters", owner_of(key), record.billed_characters)
         except (RequestError, DocumentError) as exc:
             record.status, record.error_message = "error", str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug: its traceback goes to the log, the client reads "error"
             log(f"document {record.document_id} failed:\n{traceback.format_exc()}")
             record.status, record.error_message = "error", f"translation failed: {type(exc).__name__}"
-        await self.service.stored("put_document", record)
+        await self.deepl.stored("put_document", record)
 
     async def find(self, document_id: str, fields: dict[str, Any], key: str | None, data: bool) -> DocumentRecord:
         """The key's document, after waiting up to STATUS_WAIT_S for a translation in progress here; 404 when
@@ -117,7 +107,7 @@ class DeepLDocuments:
         task = self._tasks.get(document_id)
         if task is not None:
             await asyncio.wait([task], timeout=STATUS_WAIT_S)
-        record = await self.service.stored("document", document_id, data)
+        record = await self.deepl.stored("document", document_id, data)
         if record is None or record.owner != owner_of(key):
             raise RequestError(404, "Document not found")
         if not secrets.compare_digest(string_field(fields, "document_key"), record.document_key):
@@ -145,26 +135,24 @@ def status_answer(record: DocumentRecord) -> dict[str, Any]:
     return answer
 
 
-def add_document_routes(app: Any, documents: DeepLDocuments, read: Any) -> None:
+def add_document_routes(app: Any, documents: DeepLDocuments, reader: BodyReader) -> None:
     """POST /v2/document, /v2/document/{id} and /v2/document/{id}/result on the FastAPI app."""
     from fastapi import Request
     from fastapi.responses import JSONResponse, Response
 
-    from mtkit.serve.deepl_request import body_fields
-
-    service = documents.service
+    deepl = documents.deepl
 
     @app.post("/v2/document")
     async def deepl_document(request: Request) -> JSONResponse:
-        body = await read(request, service.cfg.max_file_bytes + 65536)  # the form's own fields too
+        body = await read_body(reader, request, deepl.cfg.max_file_bytes + 65536)  # the form's own fields too
         fields, filename, data = file_upload(body, request.headers.get("content-type", ""))
-        key = service.admit(request.headers, fields)
+        key = deepl.admit(request.headers, fields)
         return JSONResponse(await documents.upload(fields, filename, data, key))
 
     async def found(request: Request, document_id: str, data: bool) -> DocumentRecord:
-        body = await read(request, None)
+        body = await read_body(reader, request)
         fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
-        return await documents.find(document_id, fields, service.admit(request.headers, fields), data)
+        return await documents.find(document_id, fields, deepl.admit(request.headers, fields), data)
 
     @app.post("/v2/document/{document_id}")
     async def deepl_document_status(document_id: str, request: Request) -> JSONResponse:

@@ -6,8 +6,6 @@ answers' shapes. Pure functions of bytes and strings: no HTTP framework, no mode
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +13,8 @@ from urllib.parse import parse_qsl
 
 from mtkit.errors import UserError, check
 from mtkit.files import read_lines
-from mtkit.serve.libre_request import looks_like_json
-from mtkit.serve.request import RequestError, decode_json
+from mtkit.serve.forms import form_parts
+from mtkit.serve.request import RequestError, decode_json, looks_like_json
 from mtkit.text.glossary import FORMATS, parse_glossary
 
 MAX_TEXTS = 50  # DeepL's limit of `text` per request
@@ -58,8 +56,9 @@ def body_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise RequestError(400, "the JSON body must be an object")
         return {**fields, **data}
-    if kind == "multipart/form-data":
-        form = multipart_values(body, content_type)
+    if kind == "multipart/form-data":  # text fields in order; file parts are not read here
+        parts = form_parts(body, content_type)
+        form = [(p.name, p.text(charset=False)) for p in parts if p.name is not None and p.filename is None]
     elif kind in ("application/x-www-form-urlencoded", ""):
         try:
             form = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
@@ -79,24 +78,6 @@ def add_field(fields: dict[str, Any], name: str, value: str) -> None:
         fields.setdefault(name, []).append(value)
     else:
         fields.setdefault(name, value)
-
-
-def multipart_values(body: bytes, content_type: str) -> list[tuple[str, str]]:
-    """multipart/form-data's text fields in order (file parts are not read here)."""
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        b"Content-Type: " + content_type.encode("latin-1", "replace") + b"\r\n\r\n" + body
-    )
-    if not message.is_multipart():
-        raise RequestError(400, "malformed multipart/form-data body (no boundary or no parts)")
-    values = []
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if isinstance(name, str) and part.get_filename() is None:
-            try:
-                values.append((name, (part.get_payload(decode=True) or b"").decode("utf-8")))
-            except UnicodeDecodeError:
-                raise RequestError(400, f"{name}: not valid UTF-8 text") from None
-    return values
 
 
 def auth_key(authorization: str, fields: dict[str, Any]) -> str | None:

@@ -1,7 +1,7 @@
 """mtkit serve's request bodies read within bounds: over --max-bytes refused (413) as soon as known, 408 after
---body-timeout, 503 once the grace after SIGTERM has passed; and a body's fields (mtkit's JSON or LibreTranslate's
-shapes) with the API key checked. No endpoints and no model here; starlette, imported when reading, only for its
-ClientDisconnect.
+--body-timeout, 503 once the grace after SIGTERM has passed (`BodyReader`, what every API reads with), and POST
+/translate's fields (JSON, else a form with the query filling in) with the API key checked. No endpoints and no
+model here; starlette, imported when reading, only for its ClientDisconnect.
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
+from urllib.parse import parse_qsl
 
 from mtkit.serve.api_keys import KeyLimiter
 from mtkit.serve.config import ServeConfig
-from mtkit.serve.libre_request import looks_like_json, request_fields
-from mtkit.serve.request import ClientGone, RequestError, decode_json
+from mtkit.serve.forms import form_fields
+from mtkit.serve.request import ClientGone, RequestError, decode_json, looks_like_json
 
 
 async def collect_body(request: Any, max_bytes: int, option: str = "--max-bytes") -> bytes:
@@ -71,24 +72,41 @@ def client_address(request: Any) -> str:
     return f"{host}:{port}" if port else host
 
 
-async def read_fields(
-    request: Any,
-    cfg: ServeConfig,
-    stopping: asyncio.Event,
-    limiter: KeyLimiter | None,
-) -> tuple[dict[str, Any], bool]:
-    """The request's fields and whether they are mtkit's own body (a JSON object with `text` and without
-    LibreTranslate's `q`); then the API key, checked when the server has keys (403 / 429), whichever API the request
-    speaks. A JSON body that is not an object is LibreTranslate's 400 before any key is looked at."""
-    body = await read_body(request, cfg, stopping)
+def request_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
+    """The request's fields: a JSON object's, else the form's, with query parameters filling in (as Flask's
+    request.values does for LibreTranslate: deep-translator sends everything in the query of an empty POST)."""
     if looks_like_json(body):
         data = decode_json(body)
         if not isinstance(data, dict):
             raise RequestError(400, "Invalid JSON format: the body must be a JSON object")
-        own = "text" in data and "q" not in data
-    else:
-        data, own = request_fields(body, request.headers.get("content-type", ""), request.url.query), False
-    if limiter is not None:
-        key = data.get("api_key")
-        limiter.admit(key if key is not None else request.query_params.get("api_key"), time.monotonic())
-    return data, own
+        return data
+    fields: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    for name, value in form_fields(body, content_type).items():
+        fields.setdefault(name, value)
+    return fields
+
+
+class BodyReader:
+    """How every API reads a request: its body within this server's limits (`body`), and POST /translate's and
+    /detect's fields with the API key checked (`fields`)."""
+
+    def __init__(self, cfg: ServeConfig, stopping: asyncio.Event, limiter: KeyLimiter | None) -> None:
+        self.cfg, self.stopping, self.limiter = cfg, stopping, limiter
+
+    async def body(self, request: Any, max_bytes: int | None = None, option: str = "--max-bytes") -> bytes:
+        """read_body with this server's limits (--max-bytes unless `max_bytes`, named by `option`)."""
+        return await read_body(request, self.cfg, self.stopping, max_bytes, option)
+
+    def admit(self, key: Any, request: Any) -> None:
+        """`key`, else the query's api_key, checked when the server has keys (403 / 429)."""
+        if self.limiter is not None:
+            self.limiter.admit(key if key is not None else request.query_params.get("api_key"), time.monotonic())
+
+    async def fields(self, request: Any) -> tuple[dict[str, Any], bool]:
+        """The request's fields (request_fields) and whether they are mtkit's own body (a JSON
+        object with `text` and without LibreTranslate's `q`); then the API key, checked whichever API the request
+        speaks. A JSON body that is not an object is LibreTranslate's 400 before any key is looked at."""
+        body = await self.body(request)
+        data = request_fields(body, request.headers.get("content-type", ""), request.url.query)
+        self.admit(data.get("api_key"), request)
+        return data, looks_like_json(body) and "text" in data and "q" not in data

@@ -1,16 +1,13 @@
-"""LibreTranslate's HTTP API as mtkit serve speaks it: a request's fields from JSON, a urlencoded or multipart
-form, or the query string; its checks (400 naming the field, as LibreTranslate words them); the answers' shapes.
+"""LibreTranslate's HTTP API as mtkit serve speaks it: a request's checks (400 naming the field, as LibreTranslate
+words them) and the answers' shapes; its fields come from JSON, a form or the query (mtkit.serve.forms).
 
-Pure functions of bytes and strings: no HTTP framework, no model, no detector.
+Pure functions of strings: no HTTP framework, no model, no detector.
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
 
 from mtkit.serve.request import RequestError, decode_json, glossary_field, term_method_field
 from mtkit.text.glossary import Glossary
@@ -31,63 +28,6 @@ class LibreRequest:
     split: bool = True  # mtkit's own extra field split_sentences: false translates each line whole
     glossary: Glossary | None = None  # mtkit's own extra field: {"source term": "target term", ...}
     term_method: str = ""  # mtkit's own extra field: how the glossary is applied ("": the model's default)
-
-
-def looks_like_json(body: bytes) -> bool:
-    """A body that opens as JSON is read as JSON whatever its Content-Type (curl -d sends form's type)."""
-    return body.lstrip()[:1] in (b"{", b"[")
-
-
-def form_fields(body: bytes, content_type: str) -> dict[str, str]:
-    """A urlencoded or multipart/form-data body's fields (the first of a repeated name); file parts refused."""
-    if not body.strip():
-        return {}
-    if content_type.lower().startswith("multipart/form-data"):
-        return multipart_fields(body, content_type)
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
-    fields: dict[str, str] = {}
-    for name, value in parse_qsl(text, keep_blank_values=True):
-        fields.setdefault(name, value)
-    return fields
-
-
-def multipart_fields(body: bytes, content_type: str) -> dict[str, str]:
-    """multipart/form-data's text fields, parsed by the standard library's MIME parser."""
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        b"Content-Type: " + content_type.encode("latin-1", "replace") + b"\r\n\r\n" + body
-    )
-    if not message.is_multipart():
-        raise RequestError(400, "malformed multipart/form-data body (no boundary or no parts)")
-    fields: dict[str, str] = {}
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            raise RequestError(400, "malformed multipart/form-data body: a part without a name")
-        if part.get_filename() is not None:
-            raise RequestError(400, f"{name}: files are not accepted here; send text fields")
-        payload = part.get_payload(decode=True) or b""
-        try:
-            fields.setdefault(name, payload.decode(part.get_content_charset() or "utf-8"))
-        except (UnicodeDecodeError, LookupError):
-            raise RequestError(400, f"{name}: not valid UTF-8 text") from None
-    return fields
-
-
-def request_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
-    """The request's fields: a JSON object's, else the form's, with query parameters filling in (as Flask's
-    request.values does for LibreTranslate: deep-translator sends everything in the query of an empty POST)."""
-    if looks_like_json(body):
-        data = decode_json(body)
-        if not isinstance(data, dict):
-            raise RequestError(400, "Invalid JSON format: the body must be a JSON object")
-        return data
-    fields: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
-    for name, value in form_fields(body, content_type).items():
-        fields.setdefault(name, value)
-    return fields
 
 
 def text_field(fields: dict[str, Any], name: str, required: bool = True) -> str:

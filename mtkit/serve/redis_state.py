@@ -19,8 +19,7 @@ from urllib.parse import urlsplit
 
 from mtkit.errors import UserError, check
 from mtkit.serve.request import RequestError
-from mtkit.serve.state import DocumentRecord, GlossaryRecord
-from mtkit.serve.uploads import StoredFile, safe_filename
+from mtkit.serve.state import DocumentRecord, GlossaryRecord, StoredFile, safe_filename
 
 TIMEOUT_S = 2.0  # a store slower than this is as good as gone: the request is answered 503, not held
 PREFIX = "mtkit:"
@@ -191,7 +190,7 @@ class RedisState:
 
 
 class RedisFiles:
-    """mtkit.serve.uploads.FileStore's put and get, in Redis: every replica sees every file."""
+    """mtkit.serve.state.FileStore's put and get, in Redis: every replica sees every file."""
 
     def __init__(self, state: RedisState, max_bytes: int, seconds: float) -> None:
         self.state, self.max_bytes, self.seconds = state, max_bytes, seconds

@@ -1,5 +1,5 @@
 """The models one mtkit serve holds: each with its language pairs and its own worker thread, a request routed
-to the model of its (source, target), and a batch of lines decoded on a model's worker and awaited.
+to the model of its (source, target), and a batch of lines encoded, decoded on a model's worker and awaited.
 
 No HTTP framework and no engine code: models come in as translators (mtkit.engines.contract.Translating).
 """
@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from mtkit.corpus.language_pairs import language_pairs
 from mtkit.engines.contract import Translating, encode_terms, encode_texts, source_codes
-from mtkit.engines.output import best_lines
-from mtkit.engines.plans import outputs_of, token_counter
 from mtkit.errors import UserError, check
-from mtkit.search.config import Hypothesis
-from mtkit.serve.request import RequestError, SearchOverrides
+from mtkit.search.config import Hypothesis, SearchOverrides
+from mtkit.serve.request import RequestError
 from mtkit.serve.worker import BatchWorker, WorkerJob
-from mtkit.text.sentence_plan import (
-    Output,
-    SplitOptions,
-    TextTranslation,
-    asked_terms,
-    plan_translation,
-    run_plan_async,
-)
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
@@ -100,52 +90,6 @@ class ServedModel:
             return await asyncio.wrap_future(job.future)
         except Exception as exc:  # noqa: BLE001 - the worker logged the traceback
             raise RequestError(500, f"translation failed: {type(exc).__name__}: {exc}") from None
-
-    async def translate(
-        self, lines: list[str], strict: bool, warnings: list[str], target: str | None = None
-    ) -> list[str]:
-        """The best translation of each line with the model's own search options (as `mtkit translate`)."""
-        if not lines:
-            return []
-        search = SearchOverrides(beam=self.translator.cfg.beam, nbest=1)
-        results = await self.decode(lines, search, strict, warnings, target=target)
-        return best_lines(self.translator.tokenizer, results)
-
-    async def translate_split(
-        self,
-        texts: list[str],
-        options: SplitOptions,
-        search: SearchOverrides,
-        strict: bool,
-        warnings: list[str],
-        target: str | None = None,
-    ) -> list[TextTranslation]:
-        """Texts translated sentence by sentence (mtkit.text.sentence_plan): every sentence of them decoded in one
-        job, the guard's retries in a second."""
-        tokenizer = self.translator.tokenizer
-
-        async def translate(sentences: list[str]) -> list[Output]:
-            terms = asked_terms(sentences)
-            return outputs_of(tokenizer, await self.decode(sentences, search, strict, warnings, None, target, terms))
-
-        done = await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
-        if self.observer is not None:
-            self.observer.guarded(self.name, [sentence.guard for text in done for sentence in text.sentences])
-        return done
-
-    async def translate_whole(
-        self,
-        texts: list[str],
-        options: SplitOptions,
-        strict: bool,
-        warnings: list[str],
-        target: str | None = None,
-    ) -> list[str]:
-        """Texts already cut into sentences (by a document's format, by HTML's markup), each translated whole: its
-        best translation with the model's own beam, through the guard (`options` with `split` off)."""
-        whole = replace(options, split=False)
-        search = SearchOverrides(self.translator.cfg.beam, 1)
-        return [text.text for text in await self.translate_split(texts, whole, search, strict, warnings, target)]
 
 
 def pair_text(pairs: list[tuple[str, str]]) -> str:

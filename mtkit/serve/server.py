@@ -18,12 +18,13 @@ from mtkit.engines.factory import load_translator
 from mtkit.errors import UserError
 from mtkit.search.config import SearchOverrides
 from mtkit.serve.api_keys import hide_keys_in_access_log, load_limiter
-from mtkit.serve.app import build_app, model_info
+from mtkit.serve.app import build_app
 from mtkit.serve.config import CLI_DEFAULTS, ServeConfig
-from mtkit.serve.libre_endpoints import Detectors
+from mtkit.serve.mtkit_api import model_info
 from mtkit.serve.readiness import drain_first
 from mtkit.serve.redis_state import RedisState
 from mtkit.serve.router import Router, ServedModel, model_pairs, named_runs
+from mtkit.serve.service import Detectors
 from mtkit.serve.state import is_redis
 from mtkit.serve.worker import BatchWorker
 

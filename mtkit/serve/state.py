@@ -1,5 +1,6 @@
 """What mtkit serve keeps across requests and restarts: DeepL glossaries (each owned by the key that made it), the
-characters each key has had translated, and DeepL documents' status and translated bytes awaiting download.
+characters each key has had translated, and DeepL documents' status and translated bytes awaiting download; and
+LibreTranslate's translated files, in memory for a bounded time and size (`FileStore`), under names made safe.
 
 `StateStore` is the interface the endpoints use; `SqliteState` implements it in one SQLite file (`--state`), every
 write one transaction, so a process killed mid-write leaves the state as before it or as after it. Another backend
@@ -10,18 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import secrets
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from mtkit import faults
 from mtkit.errors import UserError
+from mtkit.serve.request import RequestError
 
 STATE_FILE = "state.sqlite3"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 DOCUMENT_STATUSES = ("queued", "translating", "done", "error")
 
 
@@ -232,3 +238,50 @@ class SqliteState:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def safe_filename(filename: str) -> str:
+    """The last part of a client's file name, reduced to letters, digits, dot, dash and underscore."""
+    base = PurePosixPath(filename.replace("\\", "/")).name
+    return _UNSAFE.sub("_", base).strip("._") or "document"
+
+
+def translated_filename(filename: str, target: str) -> str:
+    """report.docx into German: report.de.docx."""
+    path = PurePosixPath(safe_filename(filename))
+    return f"{path.stem}.{target}{path.suffix}"
+
+
+@dataclass
+class StoredFile:
+    filename: str  # what the browser saves it as
+    data: bytes
+    expires: float
+
+
+class FileStore:
+    """Translated documents by name until they expire (`seconds` after they were made) or, when `max_bytes` would
+    be passed, the oldest are dropped first. In memory: no upload or translation ever touches the server's disk."""
+
+    def __init__(self, max_bytes: int, seconds: float) -> None:
+        self.max_bytes, self.seconds = max_bytes, seconds
+        self._files: OrderedDict[str, StoredFile] = OrderedDict()
+
+    def put(self, filename: str, data: bytes, now: float) -> str:
+        """Keep `data`; its name: an unguessable token, then the file's own name made safe for a URL."""
+        self._expire(now)
+        if len(data) > self.max_bytes:
+            raise RequestError(413, f"the translated file ({len(data)} bytes) is over this server's file store")
+        while self._files and sum(len(f.data) for f in self._files.values()) + len(data) > self.max_bytes:
+            self._files.popitem(last=False)
+        name = f"{secrets.token_urlsafe(24)}.{safe_filename(filename)}"
+        self._files[name] = StoredFile(filename, data, now + self.seconds)
+        return name
+
+    def get(self, name: str, now: float) -> StoredFile | None:
+        self._expire(now)
+        return self._files.get(name)
+
+    def _expire(self, now: float) -> None:
+        for name in [name for name, stored in self._files.items() if stored.expires <= now]:
+            del self._files[name]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mtkit.console import warn
-from mtkit.serve.request import SearchOverrides
+from mtkit.search.config import SearchOverrides
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -134,7 +134,7 @@ class BatchWorker:
         jobs = [job for job in jobs if self._claim(job)]
         if not jobs:
             return
-        cfg = dataclasses.replace(self.translator.cfg, **dataclasses.asdict(jobs[0].search))
+        cfg = dataclasses.replace(self.translator.cfg, **jobs[0].search.changes())
         translator = dataclasses.replace(self.translator, cfg=cfg)  # shares the model; only options differ
         error: Exception | None = None
         try:

@@ -1,18 +1,21 @@
-"""The line path: a line translated whole, without the guard (`mtkit translate --no-guard`, n-best and prefixes,
-the bulk jobs' lines): its protected spans and glossary terms as mtkit.text.sentence_plan prepares a sentence's, sent
-in sentence case, each output given the line's case and spans back; the lines whose best output lacks a glossary
-term go again by the next method. Sentences and the guard are mtkit.text.sentence_plan's.
+"""The line plan: a line translated whole, one segment a line (`mtkit translate --no-guard`, n-best and forced
+prefixes, the bulk jobs' lines), sans-I/O like the sentence plan. `prepare_line` puts a line's protected spans and
+glossary terms as stand-ins and its case in sentence case; `plan_lines`, a generator, yields the lines the model is to
+translate (mtkit.text.sentence_plan.Asked, with their rows and the targets the search is to place), is sent their
+Outputs, sends the lines whose best output lacks a glossary term again by the next method, and returns each line as
+last asked, whose `finish` gives an output its case and spans back. The sentence plan's drivers (`run_plan`,
+`run_plan_async`) drive it too. `guarded` is the one rule for which plan a line takes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 from mtkit.text.casing import case_of, normalised, restored
 from mtkit.text.protect import Masked
-from mtkit.text.sentence_plan import Prepared, SplitOptions, prepare
+from mtkit.text.sentence_plan import Asked, Output, Prepared, SplitOptions, prepare
 from mtkit.text.sentences import wordy
 
 
@@ -53,18 +56,6 @@ class Line:
         return None if later is None else Line(self.source, later, self.case)
 
 
-def line_terms(lines: Iterable[Line] | None) -> list[tuple[str, ...]] | None:
-    """Each line's targets for the search to place (one tuple a line), or None where no line has any."""
-    terms = [] if lines is None else [line.targets for line in lines]
-    return terms if any(terms) else None
-
-
-def retried_lines(lines: list[Line], texts: list[str]) -> dict[int, Line]:
-    """The lines (by index) whose best output `texts` lacks a glossary term, each by its next method: the caller
-    translates their `asked` again and calls this again with the new outputs, until it returns none."""
-    return {i: line for i, (old, text) in enumerate(zip(lines, texts, strict=True)) if (line := old.fallback(text))}
-
-
 def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:
     """A line as the plain path sends it: spans as stand-ins, then (with `case` and options.case) in sentence
     case; a line without words or spans goes as it is."""
@@ -74,3 +65,27 @@ def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:
     if prepared.whole:
         return Line(line, prepared, "")
     return Line(line, prepared, case_of(prepared.masked.text) if options.case and case else "")
+
+
+def plan_lines(lines: list[Line]) -> Generator[Asked, list[Output], list[Line]]:
+    """Yields the lines to translate (each Line's `asked`, their rows among `lines` and their targets), as
+    prepare_line made them, and is sent their Outputs, in order; a line whose best output lacks a glossary term is
+    yielded again by its next method until it holds its terms or has none left. Returns every line as last asked."""
+    lines = list(lines)
+    rows = list(range(len(lines)))
+    while rows:
+        outputs = yield Asked([lines[i].asked for i in rows], [lines[i].targets for i in rows], rows)
+        again = []
+        for i, output in zip(rows, outputs, strict=True):
+            if later := lines[i].fallback(output.text):
+                lines[i] = later
+                again.append(i)
+        rows = again
+    return lines
+
+
+def guarded(split: bool, guard: bool, nbest: int, prefixes: bool) -> bool:
+    """Whether texts go by the sentence plan, guarded (split into sentences, or each line's best alone, one segment
+    a line, as `mtkit translate` and `mtkit serve` both answer it), rather than by the line plan: n-best rows,
+    forced prefixes and `--no-guard` are whole lines, unguarded."""
+    return split or (guard and nbest == 1 and not prefixes)

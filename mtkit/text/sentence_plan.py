@@ -100,11 +100,15 @@ class TextTranslation:
 class Asked(list[str]):
     """Sentences a plan sends to the model, in order, with the glossary targets each translation must hold that
     the search is to place itself (`terms`, one tuple a sentence; empty for most): a list of str to any caller
-    that has no use for them."""
+    that has no use for them. The line plan (mtkit.text.line_plan) also says which of its lines they are (`rows`),
+    for a driver that gives each line something of its own (a forced prefix)."""
 
-    def __init__(self, texts: list[str], terms: list[tuple[str, ...]] | None = None) -> None:
+    def __init__(
+        self, texts: list[str], terms: list[tuple[str, ...]] | None = None, rows: list[int] | None = None
+    ) -> None:
         super().__init__(texts)
         self.terms = terms if terms is not None else [() for _ in texts]
+        self.rows = rows if rows is not None else list(range(len(texts)))
 
 
 def asked_terms(sentences: list[str]) -> list[tuple[str, ...]] | None:

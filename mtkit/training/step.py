@@ -177,7 +177,7 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
     from mtkit.corpus.term_hints import term_piece_ids
     from mtkit.score import score
     from mtkit.search.beam import search
-    from mtkit.search.step import ModelDecoder
+    from mtkit.search.step import ModelDecoder, SearchBatch
     from mtkit.tokenizer import tokenizer_from_bytes
 
     tokenizer = tokenizer_from_bytes(spm_model)
@@ -187,16 +187,8 @@ def valid_bleu(model: nn.Module, data: Any, batches: list[Any], spm_model: bytes
 
     def translate(idx: Any) -> list[tuple[str, str]]:
         src = collate(data, idx, c.pad_id, c.bos_id, c.eos_id).src.to(device)
-        found = search(
-            decoder,
-            src,
-            torch.as_tensor(data.src_lens[idx], device=device),
-            tcfg,
-            pad_id=c.pad_id,
-            bos_id=c.start_id,
-            eos_id=c.eos_id,
-            max_positions=c.max_positions,
-        )
+        lens = torch.as_tensor(data.src_lens[idx], device=device)
+        found = search(decoder, SearchBatch(src, lens, c.pad_id, c.start_id, c.eos_id, c.max_positions), tcfg)
         hyps = tokenizer.decode([h[0].tokens if h else [] for h in found])
         return list(zip(hyps, tokenizer.decode([data.tgt(i).tolist() for i in idx])))
 

@@ -16,6 +16,7 @@ import pytest
 
 from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.engines.factory import load_translator
+from mtkit.engines.options import TranslateOptions
 from mtkit.engines.plans import split_options, translate_split
 from mtkit.text.glossary import Glossary
 from mtkit.text.protect import ProtectConfig
@@ -125,7 +126,7 @@ def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
         tokenizer=SimpleNamespace(pieces=lambda: ["▁a", *TERM_PIECES], target_pieces=lambda: ["▁a", *TERM_PIECES]),
     )
     assert split_options(hinted).term_method == "inline"  # its hints first: one pass where it carries them
-    assert split_options(hinted, term_method="check-first").term_method == "check-first"
+    assert split_options(hinted, options=TranslateOptions(term_method="check-first")).term_method == "check-first"
 
 
 def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(old_run: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from mtkit.engines.torch_engine import TorchTranslator, pad_batch, split_tail
 from mtkit.errors import UserError
 from mtkit.search.beam import search
 from mtkit.search.config import TranslateConfig
+from mtkit.search.step import SearchBatch
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 
 
@@ -64,8 +65,8 @@ def test_cache_equals_no_cache(tiny_run: Path, multi30k: Path) -> None:
     src, src_lens = pad_batch(ids, 0, 3, torch.device("cpu"))
     cfg = TranslateConfig(beam=3, max_len_b=20)
     with torch.inference_mode():
-        cached = search(translator.decoder, src, src_lens, cfg, pad_id=0, bos_id=2, eos_id=3, max_positions=1024)
-        plain = search(NoCacheDecoder(model), src, src_lens, cfg, pad_id=0, bos_id=2, eos_id=3, max_positions=1024)
+        cached = search(translator.decoder, SearchBatch(src, src_lens, 0, 2, 3, 1024), cfg)
+        plain = search(NoCacheDecoder(model), SearchBatch(src, src_lens, 0, 2, 3, 1024), cfg)
     for a, b in zip(cached, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert a[0].score == pytest.approx(b[0].score, abs=1e-4)

@@ -21,7 +21,7 @@ from mtkit.errors import UserError
 from mtkit.search.beam import _topk, beam_search, search
 from mtkit.search.config import Hypothesis, TranslateConfig, length_penalty, min_length
 from mtkit.search.sampling import greedy_search, sample_search
-from mtkit.search.step import ModelDecoder, combine, max_lengths, min_lengths
+from mtkit.search.step import ModelDecoder, SearchBatch, combine, max_lengths, min_lengths
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 VOCAB = 5
@@ -142,9 +142,11 @@ def check_consistent(
             assert h.score == pytest.approx(h.logprob / length_penalty(len(h.tokens) + 1, cfg.length_penalty), rel=1e-5)
 
 
-def run(search_fn, table: Table, sources: list[list[int]], cfg: TranslateConfig, **kwargs) -> list[list[Hypothesis]]:
+def run(
+    search_fn, table: Table, sources: list[list[int]], cfg: TranslateConfig, prefixes: Tensor | None = None
+) -> list[list[Hypothesis]]:
     src, src_lens = make_batch(sources)
-    return search_fn(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, **kwargs)
+    return search_fn(FakeDecoder(table), SearchBatch(src, src_lens, PAD, BOS, EOS, prefixes=prefixes), cfg)
 
 
 def test_length_penalty_by_hand() -> None:
@@ -222,13 +224,13 @@ def test_no_early_stop_equals_searching_to_max_length(alpha: float, monkeypatch:
         table = random_table(seed, sharpness=1.5)
         src, src_lens = make_batch(sources)
         decoder = FakeDecoder(table)
-        stopped = beam_search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+        stopped = beam_search(decoder, SearchBatch(src, src_lens, PAD, BOS, EOS), cfg)
         with monkeypatch.context() as patch:
             patch.setattr(
                 search_module, "_sentences_done", lambda fin, scores, t, max_len, cfg, ahead=None: max_len <= t
             )
             full_decoder = FakeDecoder(table)
-            full = beam_search(full_decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+            full = beam_search(full_decoder, SearchBatch(src, src_lens, PAD, BOS, EOS), cfg)
         assert stopped == full
         saved_rows += sum(full_decoder.step_rows) - sum(decoder.step_rows)
     assert saved_rows > 0  # the bound did stop some sentences early
@@ -242,7 +244,7 @@ def test_broken_reorder_is_caught() -> None:
     table, sources = random_table(3), [[A, B, A, B], [B, A, A]]
     cfg = TranslateConfig(beam=4, nbest=4, max_len_b=2)
     src, src_lens = make_batch(sources)
-    results = beam_search(Broken(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    results = beam_search(Broken(table), SearchBatch(src, src_lens, PAD, BOS, EOS), cfg)
     with pytest.raises(AssertionError):
         check_consistent(table, sources, results, cfg)
 
@@ -305,13 +307,13 @@ def test_never_eos_ends_at_max_length_and_drops_finished_rows(beam: int) -> None
     table = random_table(7, forbid_eos=True)
     src, src_lens = make_batch(sources)
     decoder = FakeDecoder(table)
-    results = search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    results = search(decoder, SearchBatch(src, src_lens, PAD, BOS, EOS), cfg)
     for source, hyps in zip(sources, results):
         assert len(hyps) == beam and all(len(h.tokens) == len(source) + 1 for h in hyps)
     # Max lengths 2, 5, 3: a sentence's rows leave the batch after its forced eos at step max_len; step 0
     # decodes one row per sentence (its beams are all bos then), later steps one per beam.
     assert decoder.step_rows == [(beam if t else 1) * sum(t <= m for m in (2, 5, 3)) for t in range(6)]
-    clipped = search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, max_positions=3)
+    clipped = search(FakeDecoder(table), SearchBatch(src, src_lens, PAD, BOS, EOS, 3), cfg)
     assert [len(hyps[0].tokens) for hyps in clipped] == [2, 2, 2]
 
 

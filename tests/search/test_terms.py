@@ -12,6 +12,7 @@ from torch import Tensor
 
 from mtkit.search.beam import beam_search, search
 from mtkit.search.config import Hypothesis, TranslateConfig
+from mtkit.search.step import SearchBatch
 from mtkit.search.terms import TermGuide, term_table
 from tests.search.test_beam import BOS, EOS, PAD, FakeDecoder, make_batch
 
@@ -41,7 +42,7 @@ def guided(seed: int, sources: list[list[int]], terms: list[list[list[int]]], cf
     continues[list(CONTINUES)] = True
     table_ids = term_table(terms, torch.device("cpu"))
     guide = None if table_ids is None else TermGuide(table_ids, continues)
-    results = search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, terms=guide)
+    results = search(FakeDecoder(table), SearchBatch(src, src_lens, PAD, BOS, EOS), cfg, guide)
     return table, results
 
 
@@ -86,7 +87,7 @@ def test_a_sentence_without_terms_decodes_as_unguided_search_in_the_same_batch()
     cfg = TranslateConfig(beam=4, nbest=2)
     table, results = guided(7, sources, [[[5, 9]], [], [[8]]], cfg)
     src, src_lens = make_batch([sources[1]])
-    alone = beam_search(FakeDecoder(table), src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+    alone = beam_search(FakeDecoder(table), SearchBatch(src, src_lens, PAD, BOS, EOS), cfg)
     assert [(h.tokens, h.logprob) for h in results[1]] == [(h.tokens, h.logprob) for h in alone[0]]
     assert all(holds(h.tokens, [5, 9]) for h in results[0]) and all(8 in h.tokens for h in results[2])
 
@@ -134,7 +135,7 @@ def test_the_guided_bound_stops_sentences_early_with_the_same_best(monkeypatch: 
             with monkeypatch.context() as patch:
                 if not bounded:  # only K finished stops a sentence
                     patch.setattr(search_module, "_sentences_done", lambda *args, ahead=None: done(*args[:5]))
-                found = search(decoder, src, src_lens, cfg, pad_id=PAD, bos_id=BOS, eos_id=EOS, terms=guide)
+                found = search(decoder, SearchBatch(src, src_lens, PAD, BOS, EOS), cfg, guide)
             runs.append(([(h.tokens, h.logprob, h.score) for hyps in found for h in hyps], sum(decoder.step_rows)))
         assert runs[0][0] == runs[1][0]
         saved += runs[1][1] - runs[0][1]

@@ -1,5 +1,6 @@
-"""mtkit.serve.libre_request: a LibreTranslate request's fields from each way clients send them, its checks, and the
-answers' shapes. Multipart bodies are encoded by urllib3 (what `requests` sends), forms by urllib."""
+"""mtkit.serve.libre_request and mtkit.serve.http_body: a LibreTranslate request's fields from each way clients send
+them, its checks, and the answers' shapes. Multipart bodies are encoded by urllib3 (what `requests` sends), forms by
+urllib."""
 
 from __future__ import annotations
 
@@ -9,13 +10,8 @@ from urllib.parse import urlencode
 import pytest
 from urllib3 import encode_multipart_formdata
 
-from mtkit.serve.libre_request import (
-    LibreRequest,
-    parse_translate,
-    request_fields,
-    translate_answer,
-    unique_alternatives,
-)
+from mtkit.serve.http_body import request_fields
+from mtkit.serve.libre_request import LibreRequest, parse_translate, translate_answer, unique_alternatives
 from mtkit.serve.request import RequestError
 from mtkit.text.glossary import Glossary
 

@@ -1,4 +1,5 @@
-"""mtkit serve's request checking (mtkit.serve.request) as pure functions of the body's bytes: no server process.
+"""mtkit serve's request checking (mtkit.serve.mtkit_api, mtkit.serve.request) as pure functions of the body's
+bytes: no server process.
 
 Every refusal a client can provoke with a POST /translate body, its status and the words it is told. The
 server's side (the status reaches the client as JSON, the service keeps working) is proved once per engine in
@@ -13,8 +14,10 @@ import json
 import pytest
 
 from mtkit.corpus.term_hints import TERM_PIECES
-from mtkit.search.config import TranslateConfig
-from mtkit.serve.request import RequestError, SearchOverrides, TranslateRequest, check_request, decode_json
+from mtkit.engines.options import TranslateOptions
+from mtkit.search.config import SearchOverrides, TranslateConfig
+from mtkit.serve.mtkit_api import TranslateRequest, check_request
+from mtkit.serve.request import RequestError, decode_json
 from mtkit.text.glossary import Glossary
 from mtkit.text.sentence_plan import SplitOptions
 
@@ -76,23 +79,22 @@ def test_a_bad_body_is_refused_with_its_status_and_reason(body: bytes, status: i
 def test_a_good_body_keeps_every_line_and_fills_the_defaults() -> None:
     lines = ["A dog.", "", "   ", "Ein Hund läuft. ✓"]
     assert parse_request(json.dumps({"text": lines}).encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
-        lines, SearchOverrides(beam=DEFAULT_BEAM, nbest=1), None
+        lines, TranslateOptions(SearchOverrides(beam=DEFAULT_BEAM, nbest=1)), None
     )
     body = json.dumps({"text": ["A dog.", "A cat."], "beam": 3, "nbest": 3, "prefix": ["Ein", ""]}).encode()
     assert parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM) == TranslateRequest(
-        ["A dog.", "A cat."], SearchOverrides(beam=3, nbest=3), ["Ein", ""], split=False
+        ["A dog.", "A cat."], TranslateOptions(SearchOverrides(beam=3, nbest=3)), ["Ein", ""], split=False
     )  # n-best lists and prefixes are of whole lines: not split unless asked, and then refused
     body = json.dumps({"text": ["A dog."], "split_sentences": False}).encode()
     assert not parse_request(body, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).split
     at_limits = json.dumps({"text": ["x"] * MAX_LINES, "beam": MAX_BEAM, "nbest": MAX_BEAM}).encode()
-    assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).search.nbest == MAX_BEAM
+    assert parse_request(at_limits, MAX_LINES, MAX_BEAM, DEFAULT_BEAM).options.search.nbest == MAX_BEAM
 
 
 def test_a_glossary_and_protected_patterns_are_read_with_422s_naming_the_field() -> None:
     body = json.dumps({"text": ["A red dog."], "glossary": {"red dog": "Rotfuchs"}, "protect": [r"ACME-\d+"]})
-    parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+    parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM).options
     assert parsed.glossary == Glossary((("red dog", "Rotfuchs"),)) and parsed.protect.patterns == (r"ACME-\d+",)
-    assert parsed.options(SplitOptions("en")).glossary == parsed.glossary
     for extra, message in [
         ({"glossary": ["red dog", "Rotfuchs"]}, "glossary must be an object of terms"),
         ({"glossary": {"dog": 1}}, "glossary['dog'] must be a string; got int"),
@@ -108,10 +110,10 @@ def test_a_term_method_is_read_with_a_422_naming_the_field() -> None:
     hinted = SplitOptions("en", term_pieces=TERM_PIECES)
     for extra, method, default in [({}, "", "inline"), ({"term_method": "placeholder"}, "placeholder", "placeholder")]:
         body = json.dumps({"text": ["A red dog."], "glossary": {"red dog": "Rotfuchs"}} | extra)
-        parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
+        parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM).options
         assert parsed.term_method == method  # "": the model's default, which its split options hold
-        assert parsed.options(hinted).term_method == default
-        assert parsed.options(SplitOptions("en")).term_method == (method or "check-first")
+        assert dataclasses.replace(hinted, term_method=parsed.term_method).term_method == default
+        assert SplitOptions("en", term_method=parsed.term_method).term_method == (method or "check-first")
     for value in ("constrained", 3, ["inline"]):
         with pytest.raises(RequestError) as refused:
             body = json.dumps({"text": ["A dog."], "term_method": value})
@@ -132,6 +134,8 @@ def test_json_is_decoded_as_strict_utf8() -> None:
 
 
 def test_the_search_overrides_are_translate_config_fields() -> None:
-    """The worker applies a request's overrides over its model's TranslateConfig by field name."""
+    """The worker applies a request's overrides over its model's TranslateConfig by field name; equal overrides are
+    one key, so the worker searches their jobs together."""
     overrides = SearchOverrides(beam=3, nbest=2)
-    assert dataclasses.replace(TranslateConfig(), **dataclasses.asdict(overrides)) == TranslateConfig(beam=3, nbest=2)
+    assert dataclasses.replace(TranslateConfig(), **overrides.changes()) == TranslateConfig(beam=3, nbest=2)
+    assert hash(overrides) == hash(SearchOverrides(beam=3, nbest=2)) and overrides != SearchOverrides(beam=3, nbest=1)

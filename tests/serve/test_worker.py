@@ -8,13 +8,12 @@ are those of a search of each request alone.
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from mtkit.search.config import Hypothesis, TranslateConfig
-from mtkit.serve.request import SearchOverrides
+from mtkit.search.config import Hypothesis, SearchOverrides, TranslateConfig
 from mtkit.serve.worker import BatchWorker, WorkerJob, group_by_options, joined_prefixes
 from tests.conftest import read_gz_lines
 
@@ -159,7 +158,7 @@ def test_the_tiny_model_answers_each_job_as_its_own_search(tiny_run: Path, multi
     worker.start()
     try:
         for job in jobs:
-            expected = TorchTranslator.load(tiny_run, **asdict(job.search)).search_ids(job.ids, job.prefixes)
+            expected = TorchTranslator.load(tiny_run, **job.search.changes()).search_ids(job.ids, job.prefixes)
             got = job.future.result(timeout=TIMEOUT_S)
             assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in expected]
     finally:

@@ -15,7 +15,7 @@ import pytest
 from mtkit.corpus.term_hints import TERM_PIECES
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary
-from mtkit.text.line_plan import prepare_line, retried_lines
+from mtkit.text.line_plan import plan_lines, prepare_line
 from mtkit.text.protect import Span, mask, unmask
 from mtkit.text.sentence_plan import Asked, Output, SplitOptions, asked_terms, plan_translation, run_plan
 
@@ -114,14 +114,15 @@ def test_a_term_the_model_did_not_use_is_reported_not_applied() -> None:
 
 def test_the_plain_path_goes_again_by_the_next_method() -> None:
     options = SplitOptions("en", split=False, glossary=GLOSSARY, term_method="inline")
-    lines = [prepare_line(x, options) for x in [SOURCE, "Nothing here.", "The park."]]
-    outputs = [drops(line.asked) for line in lines]
-    retried = retried_lines(lines, outputs)
-    assert list(retried) == [0] and retried[0].method == "placeholder" and retried[0].asked == "A 1 runs in the Park."
-    lines[0] = retried[0]
-    outputs[0] = drops(lines[0].asked)
-    assert retried_lines(lines, outputs) == {}  # placeholders are the last method
-    assert lines[0].finish(outputs[0]) == (
+    plan = plan_lines([prepare_line(x, options) for x in [SOURCE, "Nothing here.", "The park."]])
+    asked = next(plan)
+    again = plan.send([Output(drops(text), 0.0, 1) for text in asked])
+    assert again.rows == [0] and again == ["A 1 runs in the Park."]  # the first line by placeholders
+    with pytest.raises(StopIteration) as done:  # placeholders are the last method
+        plan.send([Output(drops(again[0]), 0.0, 1)])
+    lines = done.value.value
+    assert lines[0].method == "placeholder" and [line.source for line in lines[1:]] == ["Nothing here.", "The park."]
+    assert lines[0].finish(drops(again[0])) == (
         "Ein Rotfuchs rennt im Park.",
         [
             {"source": "red dog", "target": "Rotfuchs", "applied": True},

@@ -158,3 +158,13 @@ def test_capitals_and_title_case_are_translated_in_sentence_case() -> None:
     assert done[0].text == "A MAN IN A RED SHIRT RUNS. TWO DOGS PLAY IN THE SNOW."  # upper() of upper()
     done, asked = translate(["A MAN RUNS."], options=SplitOptions("en", case=False))
     assert asked == [["A MAN RUNS."]]
+
+
+def test_one_rule_says_which_plan_a_line_takes() -> None:
+    from mtkit.text.line_plan import guarded
+
+    assert guarded(split=True, guard=False, nbest=1, prefixes=False)  # sentences are always guarded
+    assert guarded(split=False, guard=True, nbest=1, prefixes=False)  # a line's best alone: one guarded segment
+    assert not guarded(split=False, guard=True, nbest=3, prefixes=False)  # n-best rows: the line plan
+    assert not guarded(split=False, guard=True, nbest=1, prefixes=True)  # a forced prefix: the line plan
+    assert not guarded(split=False, guard=False, nbest=1, prefixes=False)  # --no-guard

@@ -13,7 +13,7 @@ import pytest
 from mtkit.corpus.term_hints import TERM_PIECES, hint
 from mtkit.errors import UserError
 from mtkit.text.glossary import Glossary, hinted, without_pieces
-from mtkit.text.line_plan import prepare_line, retried_lines
+from mtkit.text.line_plan import plan_lines, prepare_line
 from mtkit.text.protect import ProtectConfig
 from mtkit.text.sentence_plan import Output, SplitOptions, plan_translation, run_plan
 
@@ -118,7 +118,10 @@ def test_the_plain_path_takes_hints_and_strips_pieces() -> None:
     assert line.asked == f"A {hint('red dog', 'Rotfuchs')}." and line.method == "hint"
     text, terms = line.finish(echo(line.asked))
     assert no_piece(text) and terms[0]["applied"]
-    assert retried_lines([line], [echo(line.asked)]) == {}
+    plan = plan_lines([line])
+    assert next(plan) == [line.asked]
+    with pytest.raises(StopIteration):  # the hint held: nothing asked again
+        plan.send([Output(echo(line.asked), 0.0, 1)])
     plain = prepare_line("A red dog.", SplitOptions("en", glossary=GLOSSARY, term_method="inline"))
     assert plain.asked == "A Rotfuchs." and plain.method == "inline"  # a model without the pieces: as before
 

@@ -1,6 +1,6 @@
 """DeepL's v2 API on mtkit serve: /v2/translate, /v2/languages, /v2/usage, /v2/glossary-language-pairs and the
-glossaries, answered by the models of a Router with the LibreTranslate API's keys, limits, sentence splitting, HTML
-handling and guard; glossaries and usage kept in a StateStore (mtkit.serve.state). Documents: deepl_documents.
+glossaries, translated by the service every API shares (mtkit.serve.service: models, keys' limits, sentence
+splitting, HTML, guard); glossaries and usage kept in a StateStore (mtkit.serve.state). Documents: deepl_documents.
 
 Request parsing and answer shapes live in mtkit.serve.deepl_request; errors are RequestErrors, which the app
 answers in DeepL's shape ({"message": ...}) under /v2/. No HTTP framework here but the routes' registration.
@@ -13,11 +13,10 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from mtkit.engines.plans import split_options
+from mtkit.engines.options import TranslateOptions
 from mtkit.serve.api_keys import KeyLimiter
 from mtkit.serve.config import ServeConfig
 from mtkit.serve.deepl_request import (
@@ -33,9 +32,9 @@ from mtkit.serve.deepl_request import (
     string_field,
     translation_answer,
 )
-from mtkit.serve.libre_endpoints import Detectors, translate_html_documents, translate_texts
+from mtkit.serve.http_body import BodyReader
 from mtkit.serve.request import RequestError
-from mtkit.serve.router import Router
+from mtkit.serve.service import TranslationService
 from mtkit.serve.state import GlossaryRecord, SqliteState, StateStore, default_state_path, is_redis, owner_of
 from mtkit.text.glossary import Glossary
 
@@ -43,20 +42,19 @@ QUOTA_STATUS = 456  # DeepL's "Quota exceeded"; its SDKs raise QuotaExceededExce
 IGNORED = ' translate="no" data-mtkit-ignored=""'  # put into an ignore_tags element's start tag, taken out after
 
 
-class DeepLService:
-    """What the DeepL endpoints share: the models, the detector, the keys and their limits, and the state store,
-    opened on first use (a server whose clients never call DeepL's API never touches the disk)."""
+class DeepLApi:
+    """What the DeepL endpoints share: the translation service, the keys and their limits, each key's characters,
+    and the state store, opened on first use (a server whose clients never call DeepL's API never touches the disk)."""
 
     def __init__(
         self,
-        router: Router,
-        detectors: Detectors,
+        service: TranslationService,
         cfg: ServeConfig,
         limiter: KeyLimiter | None,
         name: Callable,
         shared: StateStore | None = None,
     ) -> None:
-        self.router, self.detectors, self.cfg, self.limiter, self.name = router, detectors, cfg, limiter, name
+        self.service, self.cfg, self.limiter, self.name = service, cfg, limiter, name
         self.character_limits = read_character_limits(cfg.character_limits) if cfg.character_limits else {}
         path = cfg.state if cfg.state and not is_redis(cfg.state) else None
         self._state: StateStore | None = SqliteState(path) if path else None  # a bad --state fails at start
@@ -100,49 +98,29 @@ class DeepLService:
         billed = sum(len(text) for text in request.texts)
         await self.charge(key, billed)
         languages = await self.source_languages(request)
-        groups: dict[str, list[int]] = {}
-        for index, code in enumerate(languages):
-            groups.setdefault(code, []).append(index)
-        done = await asyncio.gather(
-            *(
-                self.translate_group(request, code, [request.texts[i] for i in indexes], terms)
-                for code, indexes in groups.items()
-            )
-        )
-        translations = [""] * len(request.texts)
-        for indexes, texts in zip(groups.values(), done):
-            for i, text in zip(indexes, texts):
-                translations[i] = text
+        html = bool(request.tag_handling)
+        texts = [ignoring(text, request.ignore_tags) for text in request.texts] if html else request.texts
+        options = TranslateOptions(glossary=terms)
+        done = await self.service.translate_by_source(texts, languages, request.target, options, request.split, html)
+        translations = [text.replace(IGNORED, "") for text in done.texts] if html else done.texts
         await self.stored("add_characters", owner_of(key), billed)
         return translation_answer(request.texts, translations, languages, request.show_billed_characters)
 
     async def source_languages(self, request: DeepLTranslate) -> list[str]:
         """Each text's source: source_lang, else detected among the languages that translate into the target."""
         if request.source is not None:
-            self.router.route(request.source, request.target)  # 400 naming the pairs served
+            self.service.route(request.source, request.target)  # 400 naming the pairs served
             return [request.source] * len(request.texts)
-        sources = self.router.sources(request.target)
+        router = self.service.router
+        sources = router.sources(request.target)
         if not sources:
-            served = ", ".join(sorted({t.upper() for _, t in self.router.pairs})) or "none"
+            served = ", ".join(sorted({t.upper() for _, t in router.pairs})) or "none"
             raise RequestError(
                 400,
                 f"Value for 'target_lang' not supported: nothing translates into "
                 f"{request.target.upper()} here (targets served: {served})",
             )
-        return [found.language for found in await self.detectors.best(request.texts, sources)]
-
-    async def translate_group(
-        self, request: DeepLTranslate, source: str, texts: list[str], glossary: Glossary | None
-    ) -> list[str]:
-        model = self.router.route(source, request.target)
-        options = replace(split_options(model.translator, source, request.split), glossary=glossary)
-        warnings: list[str] = []
-        strict, target = self.cfg.strict, request.target
-        if request.tag_handling:
-            documents = [ignoring(text, request.ignore_tags) for text in texts]
-            done = await translate_html_documents(model, documents, options, strict, warnings, target)
-            return [text.replace(IGNORED, "") for text in done]
-        return (await translate_texts(model, texts, 0, options, strict, warnings, target))[0]
+        return [found.language for found in await self.service.detectors.best(request.texts, sources)]
 
     async def glossary_terms(
         self, key: str | None, glossary_id: str, source: str | None, target: str
@@ -165,7 +143,7 @@ class DeepLService:
     def languages(self, kind: str) -> list[dict[str, Any]]:
         if kind not in ("source", "target"):
             raise RequestError(400, "Value for 'type' not supported: source or target")
-        pairs = self.router.pairs
+        pairs = self.service.router.pairs
         codes = sorted({pair[0] if kind == "source" else pair[1] for pair in pairs})
         return languages_answer(codes, kind, self.name)
 
@@ -176,7 +154,7 @@ class DeepLService:
             raise RequestError(400, "Missing or invalid argument: name")
         source = language(string_field(fields, "source_lang"), "source_lang")
         target = language(string_field(fields, "target_lang"), "target_lang")
-        if (source, target) not in self.router.by_pair:
+        if (source, target) not in self.service.router.by_pair:
             raise RequestError(400, f"Unsupported glossary language pair: {source.upper()}->{target.upper()}")
         entries = glossary_entries(string_field(fields, "entries"), string_field(fields, "entries_format", "tsv"))
         record = GlossaryRecord(str(uuid.uuid4()), owner_of(key), name, source, target, time.time(), len(entries))
@@ -212,62 +190,67 @@ def ignoring(text: str, tags: list[str]) -> str:
     return text
 
 
-def add_deepl_routes(app: Any, service: DeepLService, read: Callable[..., Any]) -> None:
-    """DeepL's routes on the FastAPI app; `read(request, max_bytes=None)` gives a request's body within its limits."""
+async def read_body(reader: BodyReader, request: Any, max_bytes: int | None = None) -> bytes:
+    """A DeepL request's body within --max-bytes, or `max_bytes` (glossaries, documents: --max-file-bytes)."""
+    return await reader.body(request, max_bytes, "--max-file-bytes" if max_bytes else "--max-bytes")
+
+
+def add_deepl_routes(app: Any, deepl: DeepLApi, reader: BodyReader) -> None:
+    """DeepL's routes on the FastAPI app, each request's body read by `reader` within its limits."""
     from fastapi import Request
     from fastapi.responses import JSONResponse, Response
 
     async def fields_of(request: Request, max_bytes: int | None = None) -> tuple[dict[str, Any], str | None]:
-        body = await read(request, max_bytes)
+        body = await read_body(reader, request, max_bytes)
         fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
-        return fields, service.admit(request.headers, fields)
+        return fields, deepl.admit(request.headers, fields)
 
     @app.post("/v2/translate")
     async def deepl_translate(request: Request) -> JSONResponse:
         fields, key = await fields_of(request)
-        return JSONResponse(await service.translate(fields, key))
+        return JSONResponse(await deepl.translate(fields, key))
 
     @app.api_route("/v2/languages", methods=["GET", "POST"])
     async def deepl_languages(request: Request) -> JSONResponse:
         fields, _ = await fields_of(request)
-        return JSONResponse(service.languages(string_field(fields, "type", "source").lower()))
+        return JSONResponse(deepl.languages(string_field(fields, "type", "source").lower()))
 
     @app.api_route("/v2/usage", methods=["GET", "POST"])
     async def deepl_usage(request: Request) -> JSONResponse:
         _, key = await fields_of(request)
-        return JSONResponse(await service.usage(key))
+        return JSONResponse(await deepl.usage(key))
 
     @app.get("/v2/glossary-language-pairs")
     async def deepl_glossary_pairs(request: Request) -> JSONResponse:
         await fields_of(request)
-        pairs = [{"source_lang": source, "target_lang": target} for source, target in service.router.pairs]
+        pairs = [{"source_lang": source, "target_lang": target} for source, target in deepl.service.router.pairs]
         return JSONResponse({"supported_languages": pairs})
 
     @app.post("/v2/glossaries")
     async def deepl_create_glossary(request: Request) -> JSONResponse:
-        fields, key = await fields_of(request, service.cfg.max_file_bytes)
-        return JSONResponse(await service.create_glossary(fields, key), status_code=201)
+        fields, key = await fields_of(request, deepl.cfg.max_file_bytes)
+        return JSONResponse(await deepl.create_glossary(fields, key), status_code=201)
 
     @app.get("/v2/glossaries")
     async def deepl_list_glossaries(request: Request) -> JSONResponse:
         _, key = await fields_of(request)
-        found = await service.stored("glossaries", owner_of(key))
+        found = await deepl.stored("glossaries", owner_of(key))
         return JSONResponse({"glossaries": [glossary_info(record) for record in found]})
 
     @app.get("/v2/glossaries/{glossary_id}")
     async def deepl_glossary(glossary_id: str, request: Request) -> JSONResponse:
         _, key = await fields_of(request)
-        return JSONResponse(glossary_info(await service.glossary(key, glossary_id)))
+        return JSONResponse(glossary_info(await deepl.glossary(key, glossary_id)))
 
     @app.get("/v2/glossaries/{glossary_id}/entries")
     async def deepl_glossary_entries(glossary_id: str, request: Request) -> Response:
         _, key = await fields_of(request)
-        found = await service.glossary(key, glossary_id, entries=True)
+        found = await deepl.glossary(key, glossary_id, entries=True)
         return Response(entries_tsv(found.entries), media_type="text/tab-separated-values; charset=utf-8")
 
     @app.delete("/v2/glossaries/{glossary_id}")
     async def deepl_delete_glossary(glossary_id: str, request: Request) -> Response:
         _, key = await fields_of(request)
-        if not await service.stored("delete_glossary", owner_of(key), glossary_id):
+        if not await deepl.stored("delete_glossary", owner_of(key), glossary_id):
             raise RequestError(404, "Glossary not found")
         return Response(status_code=204)

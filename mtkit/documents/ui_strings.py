@@ -1,0 +1,206 @@
+"""A software string (a gettext msgid, an XLIFF segment's text) as the sentences a model gets and its translation
+put back together: the placeholders of its format flags (c-format, python-brace-format, ...) and markup tags kept
+out of the model by mtkit.text.protect's stand-ins and put back exactly once, its accelerator mark (`_File`,
+`&Open`) taken off and put back once, and its line breaks and leading and trailing white space as in the source."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mtkit.text.protect import DEFAULT_PATTERNS, Masked, Span, mask, unmask
+from mtkit.text.sentences import Segmented, split_sentences
+
+# printf as C, PHP, awk, Lua, Tcl, Perl, Objective-C (%@) and GNU's <PRIu64> macros write it: the flags (' and I
+# included), width and precision (also from *arguments, also positional), the length modifiers, the conversion.
+_PRINTF = (
+    r"%(?:\d+\$)?[-+ #0'I]*(?:\*(?:\d+\$)?|\d+)?(?:\.(?:\*(?:\d+\$)?|\d+))?"
+    r"(?:<PRI[diouxX](?:8|16|32|64|PTR|MAX|LEAST\d+|FAST\d+)>|(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?[diouxXeEfFgGaAcspnCSm@%])"
+)
+_BRACE = r"\{\{|\}\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?\}"  # Python's str.format and its kin
+_PYTHON = r"%(?:\(\w+\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa%]"
+_TAG = r"</?[A-Za-z][\w:.-]*(?:\s+[\w:.-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?)*\s*/?>"
+_ENTITY = r"&(?:[A-Za-z]\w*|#\d+|#x[0-9a-fA-F]+);"
+_SHELL = r"\$\{\w+\}|\$[A-Za-z_]\w*"
+FORMATS: dict[str, str] = {
+    "c": _PRINTF,
+    "objc": _PRINTF,
+    "php": _PRINTF,
+    "awk": _PRINTF,
+    "lua": _PRINTF,
+    "tcl": _PRINTF,
+    "perl": _PRINTF + r"|%v[diouxX]",
+    "gcc-internal": r"%<|%>|%'|" + _PRINTF.replace("[-+ #0'I]", "[-+ #0'Iqw]"),
+    "gfc-internal": r"%[LC]|" + _PRINTF,
+    "javascript": _PRINTF + r"|%[jOo]",
+    "python": _PYTHON,
+    "python-brace": _BRACE,
+    "perl-brace": r"\{\w+\}",
+    "csharp": r"\{\{|\}\}|\{\d+(?:,\s*-?\d+)?(?::[^{}]*)?\}",
+    "java": r"\{\d+(?:,[^{}]*)?\}",
+    "java-printf": _PRINTF,
+    "qt": r"%L?\d{1,2}",
+    "qt-plural": r"%L?n",
+    "kde": r"%\d{1,2}",
+    "kde-kuit": r"%\d{1,2}|" + _TAG,
+    "boost": r"%\d+%|%\|[^|]*\||" + _PRINTF,
+    "sh": _SHELL,
+    "ruby": r"%\{\w+\}|%<\w+>[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]|" + _PRINTF,
+    "ycp": r"%\d|%%",
+    "smalltalk": r"%\d+",
+    "scheme": r"~[\d,'@:#vV]*[a-zA-Z%&|~^*?()\[\]{}<>;]",
+    "lisp": r"~[\d,'@:#vV]*[a-zA-Z%&|~^*?()\[\]{}<>;]",
+    "elisp": _PRINTF,
+    "librep": _PRINTF,
+    "object-pascal": r"%(?:\d+:)?-?\d*(?:\.\d+)?[dDuUxXeEfFgGnNmMsSpP%]",
+}
+# Kept whatever the flags: markup tags, entities, URLs and e-mail addresses (pofilter's xmltags check wants them
+# as written), and what reads as a placeholder in a string without a format flag (a compiled .mo keeps none, and
+# xgettext flags only what it recognises): printf's conversions, strftime's and stat's %A and %-10b (never after a
+# space flag, so "100% done" is none; "%%10f" whole, as pofilter reads it), Python's named %(x)s, {name} and
+# {0}, and shell variables. A command's options (--to=si, -a) are kept too: translators leave them as written.
+_OPTION = r"(?<![\w-])--[A-Za-z][\w-]*(?:=[\w,.:/-]*)?|(?<![\w-])-[A-Za-z](?![\w-])"
+ALWAYS = rf"{_TAG}|{_ENTITY}|{DEFAULT_PATTERNS['url']}|{DEFAULT_PATTERNS['email']}|{_OPTION}"
+UNFLAGGED = (
+    r"%%[-+#0]*\d+(?:\.\d+)?[A-Za-z]|%(?:\d+\$)?[-+#0']*\d*(?:\.\d+)?(?:hh|ll|[hlLqjzt])?[diouxXeEfFgGcsp%]"
+    r"|%[-+#0'_:^]*\d*[A-Za-z](?![A-Za-z])|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[a-z]|\{\w*\}|" + _SHELL
+)
+MARKERS = ("_", "&")
+_ACCELERATOR = {  # the mark before a letter or digit, never doubled ("&&", "__"), never an entity ("&amp;")
+    "_": re.compile(r"(?<![_\w])_(?=[^\W_])|(?<=[^\W\d_])_(?=[^\W\d_])"),
+    "&": re.compile(r"(?<![&\w])&(?=[^\W_])(?![A-Za-z]\w*;|#\d+;|#x[0-9a-fA-F]+;)|(?<=[^\W\d_])&(?=[^\W\d_])(?!\w*;)"),
+}
+
+
+def placeholder_pattern(flags: tuple[str, ...]) -> re.Pattern[str]:
+    """What a string of these gettext flags keeps as written: each `X-format` flag's placeholders (`no-X-format`
+    turns X off), else the unflagged set; markup tags and entities always."""
+    kinds = [flag.removeprefix("possible-").removesuffix("-format") for flag in flags if flag.endswith("-format")]
+    kinds = [kind for kind in kinds if not kind.startswith("no-")]
+    patterns = [FORMATS[kind] for kind in kinds if kind in FORMATS] or [UNFLAGGED]
+    return _compiled("|".join(f"(?:{pattern})" for pattern in [ALWAYS, *patterns]))
+
+
+_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern not in _CACHE:
+        _CACHE[pattern] = re.compile(pattern)
+    return _CACHE[pattern]
+
+
+def spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in pattern.finditer(text) if m.end() > m.start()]
+
+
+def accelerator(text: str, marker: str, pattern: re.Pattern[str]) -> int | None:
+    """Where the string's one accelerator mark stands (outside placeholders), or None: none, or more than one."""
+    if not marker or marker not in text:
+        return None
+    kept = spans(text, pattern)
+    found = [m.start() for m in _ACCELERATOR[marker].finditer(text) if not any(a <= m.start() < b for a, b in kept)]
+    return found[0] if len(found) == 1 else None
+
+
+def catalog_marker(texts: list[str]) -> str:
+    """The accelerator mark a catalog uses: the one that starts a word of short strings ("_File", "Save _As") the
+    most often, when some do; "" for a catalog without (a `_` in "file_name" alone is no sign of one)."""
+    counts = dict.fromkeys(MARKERS, 0)
+    for text in texts:
+        if len(text.split()) > 4:
+            continue
+        for marker in MARKERS:
+            found = list(_ACCELERATOR[marker].finditer(text))
+            if len(found) == 1 and (found[0].start() == 0 or not text[found[0].start() - 1].isalnum()):
+                counts[marker] += 1
+    best = max(MARKERS, key=counts.__getitem__)
+    return best if counts[best] else ""
+
+
+@dataclass
+class Prepared:
+    """A string ready for the model: `texts` (its sentences with letters, placeholders as stand-ins) and what puts
+    its translation together (`segmented` masked, the stand-ins, the accelerator's mark and letter)."""
+
+    source: str
+    masked: Masked
+    segmented: Segmented
+    texts: list[str]
+    marker: str = ""
+    letter: str = ""
+
+    def translation(self, found: dict[str, str], pattern: re.Pattern[str]) -> str:
+        """The string's translation from its sentences' (`found`), its placeholders and accelerator put back."""
+        pieces = [
+            _one_line(found.get(source, "")) or source if _words(source) else source
+            for source in self.segmented.sources
+        ]
+        text = self.segmented.join(pieces)
+        if self.masked.spans:
+            text = _unpadded(unmask(text, self.masked).text, self.masked)
+        return _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
+
+
+def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = "") -> Prepared:
+    """The string as sentences for the model: its accelerator (of `marker`) off, the matches of `pattern` as
+    stand-ins; sentences without letters are not sent."""
+    at = accelerator(source, marker, pattern)
+    letter = ""
+    text = source
+    if at is not None:
+        letter, text = source[at + 1], source[:at] + source[at + 1 :]
+    places = [(low, high, Span(text[low:high], text[low:high])) for low, high in spans(text, pattern)]
+    masked = mask(text, places)
+    segmented = split_sentences(masked.text, language)
+    texts = [sentence for sentence in segmented.sources if _words(sentence)]
+    return Prepared(source, masked, segmented, texts, marker if at is not None else "", letter)
+
+
+def _unpadded(text: str, masked: Masked) -> str:
+    """The spaces mask() put between a stand-in and a letter it was glued to ("%dx%d" sent as "1 x 2") taken out
+    where the translation kept them, so that "%dx%d" comes back as written."""
+    glued: list[tuple[str, bool, bool]] = []
+    at = 0
+    for span in masked.spans:
+        low = masked.source.find(span.source, at)
+        if low < 0:
+            continue
+        high = at = low + len(span.source)
+        before = low > 0 and masked.source[low - 1].isalnum()
+        glued.append((span.target, before, high < len(masked.source) and masked.source[high].isalnum()))
+    at = 0
+    for target, before, after in glued:
+        low = text.find(target, at)
+        if low < 0:
+            continue
+        high = low + len(target)
+        if after and text[high : high + 1] == " " and text[high + 1 : high + 2].isalnum():
+            text = text[:high] + text[high + 1 :]
+        if before and low > 1 and text[low - 1] == " " and text[low - 2].isalnum():
+            text, low, high = text[: low - 1] + text[low:], low - 1, high - 1
+        at = high
+    return text
+
+
+def _words(text: str) -> bool:
+    """Letters to translate: stand-ins and other numbers alone are copied."""
+    return any(char.isalpha() for char in text)
+
+
+def _one_line(translation: str) -> str:
+    """A sentence's translation as one stretch of text: the line breaks are the source's, kept between sentences."""
+    return " ".join(translation.split())
+
+
+def _put_accelerator(text: str, marker: str, letter: str, pattern: re.Pattern[str]) -> str:
+    """The mark before the accelerator's letter where the translation has it (at a word's start first), else before
+    its first letter; never inside a placeholder."""
+    kept = spans(text, pattern)
+    letters = [i for i, char in enumerate(text) if char.isalnum() and not any(a <= i < b for a, b in kept)]
+    if not letters:
+        return text
+    same = [i for i in letters if text[i].lower() == letter.lower()]
+    starts = [i for i in same if i == 0 or not text[i - 1].isalnum()]
+    at = (starts or same or letters)[0]
+    return text[:at] + marker + text[at:]
