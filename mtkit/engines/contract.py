@@ -20,6 +20,11 @@ from mtkit.search.config import Hypothesis, TranslateConfig
 if TYPE_CHECKING:
     from mtkit.tokenizer import Tokenizer
 
+# Token ids of a batch, one list a sequence (sources, forced prefixes); and each sequence's glossary terms, each term
+# the target ids it must hold.
+Ids = list[list[int]]
+TermIds = list[list[list[int]]]
+
 
 class Decoding(Protocol):
     """What each engine does its own way: mtkit.engines.torch_engine.TorchTranslator (torch) and
@@ -46,12 +51,7 @@ class Decoding(Protocol):
         empty or over max_source_tokens): what the search would add up for that hypothesis."""
         ...
 
-    def search_ids(
-        self,
-        ids: list[list[int]],
-        prefixes: list[list[int]] | None = None,
-        terms: list[list[list[int]]] | None = None,
-    ) -> list[list[Hypothesis]]:
+    def search_ids(self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
         sequence, [] for none) are forced at the start of each translation; `terms` (per sequence, the target ids of
         each glossary term it must hold) guide the search where `guides_terms`, and are ignored elsewhere."""
@@ -80,7 +80,7 @@ def line_hypotheses(
     )
 
 
-def encode_terms(tokenizer: Tokenizer, terms: list[tuple[str, ...]] | None) -> list[list[list[int]]] | None:
+def encode_terms(tokenizer: Tokenizer, terms: list[tuple[str, ...]] | None) -> TermIds | None:
     """Each line's glossary targets as target ids (each encoded alone, so it begins a word), or None when no line
     has one."""
     if not terms or not any(terms):
@@ -232,7 +232,7 @@ def check_target_lang(tokenizer: Tokenizer, target_lang: str | None, manifest: d
     )
 
 
-def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None) -> list[list[int]] | None:
+def encode_prefixes(tokenizer: Tokenizer, prefixes: list[str] | None) -> Ids | None:
     """Target ids each translation must begin with ([] for an empty prefix), or None when there are no prefixes."""
     if prefixes is None:
         return None

@@ -21,6 +21,8 @@ from typing import Any
 
 from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.contract import (
+    Ids,
+    TermIds,
     check_target_lang,
     decode_workers,
     encode_lines,
@@ -202,12 +204,7 @@ class CT2Translator:
     encode_lines = encode_lines
     workers = property(decode_workers)
 
-    def search_ids(
-        self,
-        ids: list[list[int]],
-        prefixes: list[list[int]] | None = None,
-        terms: list[list[list[int]]] | None = None,
-    ) -> list[list[Hypothesis]]:
+    def search_ids(self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` are ignored: neither
         search here places glossary terms (guides_terms is False; the glossary's other ways apply them).
 

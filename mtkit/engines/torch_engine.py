@@ -23,6 +23,8 @@ from mtkit.console import warn
 from mtkit.corpus.batching import round_up
 from mtkit.corpus.term_hints import term_piece_ids
 from mtkit.engines.contract import (
+    Ids,
+    TermIds,
     check_target_lang,
     decode_workers,
     encode_lines,
@@ -151,12 +153,7 @@ class TorchTranslator:
     encode_lines = encode_lines
     workers = property(decode_workers)
 
-    def search_ids(
-        self,
-        ids: list[list[int]],
-        prefixes: list[list[int]] | None = None,
-        terms: list[list[list[int]]] | None = None,
-    ) -> list[list[Hypothesis]]:
+    def search_ids(self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
         `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation; `terms` (the
         target ids of each glossary term a sequence must hold) guide the search (mtkit.search.terms).
@@ -211,9 +208,7 @@ class TorchTranslator:
         return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
 
     @torch.inference_mode()
-    def _search(
-        self, ids: list[list[int]], prefixes: list[list[int]] | None, terms: list[list[list[int]]] | None = None
-    ) -> list[list[Hypothesis]]:
+    def _search(self, ids: Ids, prefixes: Ids | None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
         if terms is not None and self.decoder.suppressed:
             never = set(self.decoder.suppressed)  # a target the search may never write is left to the stand-ins

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 from mtkit.errors import UserError, check
 from mtkit.files import read_lines
 from mtkit.serve.forms import form_parts
-from mtkit.serve.request import RequestError, decode_json, looks_like_json
+from mtkit.serve.request import RequestError, check_texts, decode_json, looks_like_json
 from mtkit.text.glossary import FORMATS, parse_glossary
 
 MAX_TEXTS = 50  # DeepL's limit of `text` per request
@@ -133,13 +133,7 @@ def parse_translate(fields: dict[str, Any]) -> DeepLTranslate:
         raise RequestError(400, "Parameter 'text' not specified.")
     if len(texts) > MAX_TEXTS:
         raise RequestError(400, f"Too many texts: {len(texts)} in 'text', at most {MAX_TEXTS} per request")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise RequestError(400, f"Value for 'text' not supported: text[{index}] is not a string")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RequestError(400, f"Value for 'text' not supported: text[{index}] is not valid Unicode") from None
+    check_texts(texts, lambda index, why: f"Value for 'text' not supported: text[{index}] is not {why}")
     if not string_field(fields, "target_lang"):
         raise RequestError(400, "Value for 'target_lang' not supported.")
     target = language(string_field(fields, "target_lang"), "target_lang")

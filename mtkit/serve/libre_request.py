@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mtkit.serve.request import RequestError, decode_json, glossary_field, term_method_field
+from mtkit.serve.request import RequestError, check_texts, decode_json, glossary_field, term_method_field
 from mtkit.text.glossary import Glossary
 
 FORMATS = ("text", "html")
@@ -42,6 +42,13 @@ def text_field(fields: dict[str, Any], name: str, required: bool = True) -> str:
     return value
 
 
+def libre_refusal(index: int, why: str) -> str:
+    """LibreTranslate's words for a text of `q` that is not a string or not valid Unicode."""
+    if why == "a string":
+        return f"Invalid request: q[{index}] must be a string"
+    return f"Invalid request: q[{index}] is not valid Unicode (a lone surrogate)"
+
+
 def texts_field(fields: dict[str, Any], max_lines: int) -> tuple[list[str], bool]:
     """`q`: one text or a list of texts (then `batch`), each valid Unicode; at most max_lines of them."""
     q = fields.get("q")
@@ -51,13 +58,7 @@ def texts_field(fields: dict[str, Any], max_lines: int) -> tuple[list[str], bool
     texts = q if batch else [q]
     if len(texts) > max_lines:
         raise RequestError(400, f"Invalid request: request ({len(texts)}) exceeds text limit ({max_lines})")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise RequestError(400, f"Invalid request: q[{index}] must be a string")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RequestError(400, f"Invalid request: q[{index}] is not valid Unicode (a lone surrogate)") from None
+    check_texts(texts, libre_refusal)
     return texts, batch
 
 

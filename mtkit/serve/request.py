@@ -6,6 +6,7 @@ method), each refusal naming its field. Pure functions: no HTTP framework, no mo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mtkit.errors import UserError
@@ -68,3 +69,15 @@ def term_method_field(data: dict, status: int, prefix: str = "") -> str:
         names = ", ".join(TERM_METHODS)
         raise RequestError(status, f"{prefix}term_method must be one of {names}; got {json.dumps(method)}")
     return method
+
+
+def check_texts(texts: list[Any], refused: Callable[[int, str], str]) -> None:
+    """Each of a request's texts a string of valid Unicode, else a 400 worded by the API's own `refused(index,
+    why)`, `why` "a string" (not one) or "valid Unicode" (JSON's \\ud800 escapes decode to lone surrogates)."""
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise RequestError(400, refused(index, "a string"))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RequestError(400, refused(index, "valid Unicode")) from None
