@@ -53,7 +53,8 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
             edits.append((entry.msgstr_line, entry.end, lines))
             if fuzzy and "fuzzy" not in entry.flags:
                 edits.append(_fuzzy_flag(catalog, entry))
-        edits += _header(catalog, header, fields, target, plural)
+        legacy = not all(_encodes("".join(lines), catalog.charset) for _, _, lines in edits)
+        edits += _header(catalog, header, fields, target, plural, legacy)
         return catalog.encode(catalog.written(edits), name)
 
     counts = {
@@ -137,19 +138,34 @@ def _fuzzy_flag(catalog: Catalog, entry: Entry) -> tuple[int, int, list[str]]:
     return at, at, ["#, fuzzy" + catalog.newline]
 
 
+def _encodes(text: str, charset: str) -> bool:
+    try:
+        text.encode(charset)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _header(
-    catalog: Catalog, header: Entry | None, fields: dict[str, str], target: str, plural: _Plural | None
+    catalog: Catalog,
+    header: Entry | None,
+    fields: dict[str, str],
+    target: str,
+    plural: _Plural | None,
+    legacy: bool = False,
 ) -> list[tuple[int, int, list[str]]]:
     """A template's header made the target's: its Language, its plural rule (when plural entries were filled and it
-    had none) and UTF-8 for CHARSET; a catalog without a header that needs the rule gets one."""
+    had none) and UTF-8 for CHARSET; a catalog without a header that needs the rule gets one. `legacy`: the machine's
+    translations hold characters the catalog's charset lacks (an ISO-8859-1 catalog, a German "ẞ"), so the catalog
+    is written in UTF-8 and its header says so, as `msgconv --to-code=UTF-8` would."""
     changes: dict[str, str] = {}
     if target and not fields.get("Language"):
         changes["Language"] = target.replace("-", "_")
     if plural is not None and plural.written:
         changes["Plural-Forms"] = plural.header
     content_type = fields.get("Content-Type", "")
-    if "charset=CHARSET" in content_type:
-        changes["Content-Type"] = content_type.replace("charset=CHARSET", "charset=UTF-8")
+    if "charset=CHARSET" in content_type or legacy and header is not None:
+        changes["Content-Type"] = re.sub(r"charset=[^\s;]+", "charset=UTF-8", content_type)
         catalog.charset = "UTF-8"
     if not changes or header is None and "Plural-Forms" not in changes:
         return []  # Language alone is not worth a header the catalog never had

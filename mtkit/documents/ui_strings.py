@@ -56,15 +56,16 @@ FORMATS: dict[str, str] = {
 }
 # Kept whatever the flags: markup tags, entities, URLs and e-mail addresses (pofilter's xmltags check wants them
 # as written), and what reads as a placeholder in a string without a format flag (a compiled .mo keeps none, and
-# xgettext flags only what it recognises): printf's conversions, strftime's and stat's %A and %-10b (never after a
+# xgettext flags only what it recognises): printf's conversions, strftime's and stat's %A, %-10b and %Hd (never after a
 # space flag, so "100% done" is none; "%%10f" whole, as pofilter reads it), Python's named %(x)s, {name} and
 # {0}, and shell variables. A command's options (--to=si, -a) are kept too: translators leave them as written.
 _OPTION = r"(?<![\w-])--[A-Za-z][\w-]*(?:=[\w,.:/-]*)?|(?<![\w-])-[A-Za-z](?![\w-])"
 ALWAYS = rf"{_TAG}|{_ENTITY}|{DEFAULT_PATTERNS['url']}|{DEFAULT_PATTERNS['email']}|{_OPTION}"
 UNFLAGGED = (
     r"%%[-+#0]*\d+(?:\.\d+)?[A-Za-z]|%(?:\d+\$)?[-+#0']*\d*(?:\.\d+)?(?:hh|ll|[hlLqjzt])?[diouxXeEfFgGcsp%]"
-    r"|%[-+#0'_:^]*\d*[A-Za-z](?![A-Za-z])|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[a-z]|\{\w*\}|" + _SHELL
+    r"|%[-+#0'_:^]*\d*[HL]?[A-Za-z](?![A-Za-z])|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[a-z]|\{\w*\}|" + _SHELL
 )
+_NUMBERED = re.compile(r"%\d+\$")  # a positional conversion (%1$s): any order is right
 MARKERS = ("_", "&")
 _ACCELERATOR = {  # the mark before a letter or digit, never doubled ("&&", "__"), never an entity ("&amp;")
     "_": re.compile(r"(?<![_\w])_(?=[^\W_])|(?<=[^\W\d_])_(?=[^\W\d_])"),
@@ -138,8 +139,11 @@ class Prepared:
         ]
         text = self.segmented.join(pieces)
         if self.masked.spans:
-            text = _unpadded(unmask(text, self.masked).text, self.masked)
-        return _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
+            # Ends stripped first: a stand-in the model lost is put back before the source's closing "\\n", not after.
+            text = unmask(text.strip(), self.masked).text
+            text = _in_source_order(_unpadded(text, self.masked), self.masked.source, pattern)
+        text = _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
+        return _white_space_of(self.source, text)
 
 
 def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = "") -> Prepared:
@@ -181,6 +185,40 @@ def _unpadded(text: str, masked: Masked) -> str:
             text, low, high = text[: low - 1] + text[low:], low - 1, high - 1
         at = high
     return text
+
+
+def _unnumbered(text: str, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+    """The placeholders of `text` that take their arguments in order: printf's and strftime's without a position
+    (`%s`, `%lu`; not `%1$s`, `%%`, `{name}`)."""
+    return [
+        m
+        for m in pattern.finditer(text)
+        if m.group()[:1] == "%" and m.group() != "%%" and not _NUMBERED.match(m.group())
+    ]
+
+
+def _in_source_order(text: str, source: str, pattern: re.Pattern[str]) -> str:
+    """The translation's in-order placeholders in the source's order: a model that moved `%s` after `%lu` would
+    hand the program's arguments to the wrong conversions (msgfmt and pofilter refuse it), so they are written
+    back in the order the source has them, each where the model placed one."""
+    wanted = [m.group() for m in _unnumbered(source, pattern)]
+    found = _unnumbered(text, pattern)
+    if len(found) != len(wanted) or [m.group() for m in found] == wanted:
+        return text
+    pieces, at = [], 0
+    for match, placeholder in zip(found, wanted):
+        pieces += [text[at : match.start()], placeholder]
+        at = match.end()
+    return "".join(pieces) + text[at:]
+
+
+def _white_space_of(source: str, text: str) -> str:
+    """The translation with the source's leading and trailing white space (a msgid's closing "\\n", its indent):
+    msgfmt refuses a msgstr whose ends differ, and a program prints the string as it is."""
+    core = text.strip()
+    if not core:
+        return text
+    return source[: len(source) - len(source.lstrip())] + core + source[len(source.rstrip()) :]
 
 
 def _words(text: str) -> bool:

@@ -181,12 +181,18 @@ def test_hostile_or_broken_catalogs_are_refused_in_one_line(data: bytes, message
     assert "\n" not in str(caught.value)
 
 
-def test_a_catalog_in_another_charset_stays_in_it() -> None:
+def test_a_catalog_in_another_charset_stays_in_it_unless_a_translation_needs_more(tmp_path: Path) -> None:
     data = (HEADER.replace("UTF-8", "ISO-8859-1") + '\nmsgid "Café"\nmsgstr ""\n').encode("latin-1")
     out = run_jobs([open_job("app.po", data, "en")], lambda texts: ["Kaffee" for _ in texts])[0]
     assert out.decode("latin-1").endswith('#, fuzzy\nmsgid "Café"\nmsgstr "Kaffee"\n')
-    with pytest.raises(DocumentError, match=r"^app\.po: the translation holds '€'.*msgconv"):
-        run_jobs([open_job("app.po", data, "en")], lambda texts: ["€" for _ in texts])
+    # A translation its charset cannot hold (a German capital sharp s): the catalog is written in UTF-8, as
+    # msgconv --to-code=UTF-8 would, its header saying so; its own text unchanged.
+    out = run_jobs([open_job("app.po", data, "en")], lambda texts: ["STRAẞE" for _ in texts])[0]
+    text = out.decode("utf-8")
+    assert "charset=UTF-8" in text and "ISO-8859-1" not in text and text.endswith('msgid "Café"\nmsgstr "STRAẞE"\n')
+    (tmp_path / "app.po").write_bytes(out)
+    checked = msgfmt_check(tmp_path / "app.po")
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_the_extension_and_the_content_must_agree() -> None:
@@ -247,3 +253,25 @@ def test_a_big_catalog_sends_each_distinct_string_once() -> None:
     run_jobs([po_job(catalog(body), "big.po", "en", "de")], recorder)
     assert len(recorder.asked) == 50 and len(set(recorder.asked)) == 50
     assert re.fullmatch(r"Entry number \d+ is here\.", recorder.asked[0])
+
+
+def test_in_order_placeholders_keep_the_sources_order_and_the_ends_their_white_space(tmp_path: Path) -> None:
+    body = (
+        '\n#, c-format\nmsgid "Edge %s is %lu px wide\\n"\nmsgstr ""\n\nmsgid "Cannot handle file %s\\n"\nmsgstr ""\n'
+    )
+    body += '\n#, c-format\nmsgid "Moved %1$s to %2$s"\nmsgstr ""\n'
+
+    def reorder(texts: list[str]) -> list[str]:
+        # a model that turns the words around and loses the one stand-in of the second string
+        return ["Datei." if "handle" in text else " ".join(reversed(text.split())) for text in texts]
+
+    out = run_jobs([po_job(catalog(body), "app.po", "en", "de")], reorder)[0].decode()
+    entries = {entry.msgid: entry.msgstr for entry in polib.pofile(out)}
+    first = entries["Edge %s is %lu px wide\n"]
+    assert first.endswith("\n") and first.index("%s") < first.index("%lu")  # %s before %lu, as the source has them
+    assert entries["Cannot handle file %s\n"] == "Datei. %s\n"  # the lost %s put back, the closing \n the msgid's
+    moved = entries["Moved %1$s to %2$s"]
+    assert moved.index("%2$s") < moved.index("%1$s")  # positional ones may move: their order is the translator's
+    (tmp_path / "app.po").write_text(out, encoding="utf-8")
+    checked = msgfmt_check(tmp_path / "app.po")
+    assert checked.returncode == 0, checked.stderr
