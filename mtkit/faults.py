@@ -22,6 +22,7 @@ SAVE_FAIL_AFTER_BYTES = "save_fail_after_bytes"  # a checkpoint save fails with 
 SAVE_DELAY_MS = "save_delay_ms"  # a checkpoint save pauses this long once its first 4 KiB are written
 STALE_CHECKPOINT_RANK = "stale_checkpoint_rank"  # this rank reads the checkpoint before the one rank 0 chose
 STATE_WRITE_PAUSE_MS = "state_write_pause_ms"  # serve's state store pauses this long inside a glossary's create
+MEMORY_IMPORT_PAUSE_MS = "memory_import_pause_ms"  # a memory's import pauses this long after each batch it writes
 
 
 def _attempts(raw: str) -> frozenset[int]:
@@ -51,6 +52,7 @@ _VALUES: dict[str, Callable[[str], Any]] = {
     SAVE_DELAY_MS: _count,
     STALE_CHECKPOINT_RANK: _count,
     STATE_WRITE_PAUSE_MS: _count,
+    MEMORY_IMPORT_PAUSE_MS: _count,
 }
 POINTS = frozenset(_VALUES)
 

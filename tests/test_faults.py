@@ -27,6 +27,7 @@ VALUES = [
     ("save_delay_ms", "5000", 5000),
     ("stale_checkpoint_rank", "1", 1),
     ("state_write_pause_ms", "2000", 2000),
+    ("memory_import_pause_ms", "1500", 1500),
 ]
 BAD_VALUES = [
     ("nan_steps", "3,x"),
@@ -39,6 +40,7 @@ BAD_VALUES = [
     ("save_delay_ms", "5s"),
     ("stale_checkpoint_rank", ""),
     ("state_write_pause_ms", "-5"),
+    ("memory_import_pause_ms", "soon"),
 ]
 
 

@@ -36,6 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "text": {"errors"},
     # Documents (docx, srt, ...) as sentences out and the file back: formats know mtkit.text, never a model.
     "documents": BASICS | {"text"},
+    # Translation memories: TMX and the other files read as streams, the index; PO through documents' reader.
+    "memory": BASICS | {"text", "documents"},
     "corpus": SHARED,
     # runs.model rebuilds a checkpoint's model; runs.checkpoint never imports the model.
     "runs": SHARED | {"model"},
@@ -46,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "exports": SHARED | {"model", "search", "corpus", "runs"},
     "engines": SHARED | {"model", "search", "corpus", "runs", "text", "exports"},
     "bulk": SHARED | {"search", "corpus", "runs", "engines", "text", "documents"},
-    "serve": SHARED | {"search", "corpus", "engines", "text", "documents", "__init__"},
+    "serve": SHARED | {"search", "corpus", "engines", "text", "documents", "memory", "__init__"},
     "recipe": SHARED | {"model", "search", "corpus", "training"},
     "cli": {"*"},
     "__main__": {"cli"},
@@ -252,11 +254,13 @@ TORCH_FREE = (
     "serve.app", "serve.server", "serve.config", "serve.request", "serve.forms", "serve.worker", "serve.router",
     "serve.service", "serve.mtkit_api", "serve.libre_api", "serve.libre_request", "serve.api_keys", "serve.http_body",
     "serve.state", "serve.deepl_request", "serve.deepl_api", "serve.deepl_documents", "serve.metrics",
-    "serve.readiness", "serve.redis_state",
+    "serve.readiness", "serve.redis_state", "serve.memory_state",
+    "memory.matching", "memory.tmx", "memory.readers",
     "cli.main", "cli.preprocess_command", "cli.train_command", "cli.average_command", "cli.translate_command",
     "cli.score_command", "cli.score_pairs_command", "cli.filter_pairs_command", "cli.synthetic_commands",
     "cli.clean_distilled_command", "cli.merge_shards_command", "cli.translate_file_command", "cli.shortlist_command",
-    "cli.export_command", "cli.import_command", "cli.serve_command", "cli.command", "cli.options", "cli.process",
+    "cli.export_command", "cli.import_command", "cli.serve_command", "cli.memory_command", "cli.command",
+    "cli.options", "cli.process",
     "training.config",
 )  # fmt: skip
 TORCH_PARTS = {"model", "training", "recipe"}

@@ -5,6 +5,11 @@ passes (fuzzy entries included) and pofilter's failures (variables, printf, acce
 translations beside the human translators'. Not registered in run.py:
 
     .venv/bin/python benchmarks/scenarios/catalogs.py RUN_DIR [--language de] [--out bench-out/catalogs] [--limit N]
+        [--engine ctranslate2] [--speed 5000 --rounds 3]
+
+--speed N: instead, one catalog of the first N entries of those catalogs (a msgid met again keeps its entry in a
+context of its catalog's name), timed as a whole process through `mtkit translate-file` against its distinct msgids
+as lines through `mtkit translate`, rounds alternating; the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: run as a script, not by run.py
+from harness import alternate, medians, ratios, translation_program, write_lines  # noqa: E402
+
 from mtkit.bulk.document_translation import sentence_translator
 from mtkit.documents.formats import open_job
 from mtkit.documents.job import run_jobs
 from mtkit.documents.po_file import read_catalog
+from mtkit.engines.config import EngineConfig
 from mtkit.engines.factory import load_translator
 
 TESTS = ("variables", "printf", "accelerators", "xmltags")
@@ -61,6 +70,9 @@ def main() -> None:
     parser.add_argument("--source", default="en")
     parser.add_argument("--out", default="bench-out/catalogs")
     parser.add_argument("--limit", type=int, default=0, help="only the first N catalogs")
+    parser.add_argument("--engine", default="torch", choices=("torch", "ctranslate2"))
+    parser.add_argument("--speed", type=int, default=0, help="time a catalog of this many entries (see above)")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     roots = [Path(sys.prefix) / "share" / "locale", Path("/usr/share/locale"), Path("/usr/local/share/locale")]
     mos = sorted({path for root in roots for path in root.glob(f"{args.language}/LC_MESSAGES/*.mo")})
@@ -74,8 +86,13 @@ def main() -> None:
         human = out / f"{mo.stem}.human.po"
         subprocess.run([_tool("msgunfmt"), str(mo), "-o", str(human)], check=True, capture_output=True)
         humans.append(human)
+        if args.speed:
+            continue
         jobs.append(open_job(human.name, emptied(human.read_bytes()), args.source, target=args.language))
-    translator = load_translator(args.run_dir)
+    if args.speed:
+        print(json.dumps(speed(args, humans, out)))
+        return
+    translator = load_translator(args.run_dir, EngineConfig(engine=args.engine))
     translate, _ = sentence_translator(translator, args.source)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate)
@@ -106,6 +123,51 @@ def main() -> None:
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "catalogs": rows}, indent=1) + "\n")
     print(json.dumps(summary))
+
+
+def speed(args: argparse.Namespace, humans: list[Path], out: Path) -> dict:
+    """A catalog of args.speed entries through translate-file against its distinct msgids as lines through
+    translate, whole processes, rounds alternating."""
+    import polib
+
+    merged, seen = polib.POFile(), set()
+    merged.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": args.language}
+    for human in humans:
+        for entry in polib.pofile(str(human)):
+            if len(merged) == args.speed or entry.obsolete or not entry.msgid:
+                continue
+            if (entry.msgctxt, entry.msgid) in seen:
+                entry.msgctxt = human.stem.removesuffix(".human")  # the same msgid again, in its catalog's context
+            seen.add((entry.msgctxt, entry.msgid))
+            entry.msgstr, entry.msgstr_plural = "", dict.fromkeys(entry.msgstr_plural, "")
+            merged.append(entry)
+    catalog = out / "speed.po"
+    merged.save(str(catalog))
+    distinct = list(dict.fromkeys(t for e in merged for t in (e.msgid, e.msgid_plural) if t))
+    lines = write_lines(out / "speed.msgids.txt", [" ".join(text.split()) for text in distinct])
+    mtkit = [str(Path(sys.executable).parent / "mtkit")]
+    engine = ["--engine", args.engine]
+    programs = {
+        "msgids as lines": translation_program(
+            "translate",
+            [*mtkit, "translate", args.run_dir, "--input", str(lines), "--output", str(out / "speed.txt"), *engine],
+            len(distinct),
+            out / "speed.translate.log",
+        ),
+        "the catalog": translation_program(
+            "translate-file",
+            [*mtkit, "translate-file", args.run_dir, str(catalog), "--out", str(out / "speed.de.po"), *engine],
+            len(distinct),
+            out / "speed.translate-file.log",
+        ),
+    }
+    results = alternate(programs, args.rounds)
+    return {
+        "entries": len(merged),
+        "distinct_msgids": len(distinct),
+        "medians": {name: medians(rounds) for name, rounds in results.items()},
+        "ratios": ratios(results),
+    }
 
 
 if __name__ == "__main__":

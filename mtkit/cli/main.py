@@ -19,6 +19,7 @@ from mtkit.cli import (
     export_command,
     filter_pairs_command,
     import_command,
+    memory_command,
     merge_shards_command,
     preprocess_command,
     score_command,
@@ -58,6 +59,7 @@ app.command("shortlist")(shortlist_command.shortlist)
 app.command("export")(export_command.export)
 app.command("import")(import_command.import_model)
 app.command("serve")(serve_command.serve)
+app.add_typer(memory_command.app, name="memory")
 
 
 def main() -> None:

@@ -149,3 +149,49 @@ def translate_options(
         "" if term_method is None else checked_term_method(term_method, "--term-method"),
         case,
     )
+
+
+# A translation memory for `mtkit translate` and `translate-file` (docs/memories.md), in `mtkit serve`'s store.
+MEMORY = typer.Option(
+    None,
+    "--memory",
+    metavar="NAME",
+    help="A translation memory (mtkit memory import): sentences it holds are answered with its translation, "
+    "placeholders and numbers the sentence's own; the best fuzzy match of every other is reported.",
+)
+MEMORY_THRESHOLD = typer.Option(
+    75, "--memory-threshold", min=0, max=100, help="The lowest fuzzy score (0-100) a match is reported at."
+)
+MEMORY_STATE = typer.Option(
+    None, "--state", help="The store --memory is in: an SQLite file or redis://HOST:PORT/DB, as `mtkit serve --state`."
+)
+
+
+def with_memory(
+    options: TranslateOptions, memory: str | None, threshold: int, state: str | None, translator: Any
+) -> TranslateOptions:
+    """`options` with the memory NAME of the store `state` indexed (a one-line error for a memory the store lacks, or
+    one of another language pair than the translator's model, where its data names one)."""
+    if memory is None:
+        return options
+    manifest = translator.info.get("manifest", {})
+    pair = (manifest.get("source_lang") or "").lower(), (manifest.get("target_lang") or "").lower()
+    import dataclasses
+
+    from mtkit.cli.memory_command import open_store
+    from mtkit.errors import check
+    from mtkit.memory.matching import MemoryIndex
+    from mtkit.serve.memory_state import find_memory
+    from mtkit.serve.state import owner_of
+
+    store = open_store(state)
+    record = find_memory(store.memories, owner_of(None), memory)
+    check(record is not None, f"--memory {memory}: no such memory (mtkit memory list shows them)")
+    found = (record.source_lang, record.target_lang)
+    check(
+        not all(pair) or found == pair,
+        f"--memory {memory}: a {found[0]}-{found[1]} memory, and the model translates {pair[0]}-{pair[1]}",
+    )
+    index = MemoryIndex(store.memories.pairs(record.memory_id))
+    store.close()
+    return dataclasses.replace(options, memory=index, memory_threshold=threshold)

@@ -15,6 +15,9 @@ import typer
 from mtkit.cli.command import shard_note, user_errors
 from mtkit.cli.options import (
     GLOSSARY,
+    MEMORY,
+    MEMORY_STATE,
+    MEMORY_THRESHOLD,
     MODEL_HELP,
     OVERWRITE_SHARD,
     PROTECT,
@@ -25,6 +28,7 @@ from mtkit.cli.options import (
     recipe_option,
     translate_options,
     values_of,
+    with_memory,
 )
 from mtkit.cli.process import start_up_without_gc
 from mtkit.engines.config import EngineConfig
@@ -97,6 +101,9 @@ def translate(
     ),
     shard: str | None = SHARD,
     overwrite: bool = OVERWRITE_SHARD,
+    memory: str | None = MEMORY,
+    memory_threshold: int = MEMORY_THRESHOLD,
+    state: str | None = MEMORY_STATE,
 ) -> None:
     """Translate raw text, one sentence per line (or, with --split-sentences, a paragraph per line), in order; empty
     lines stay empty. Placeholders, URLs, e-mail addresses, code and numbers are kept as written."""
@@ -128,9 +135,15 @@ def translate(
         from mtkit.text.line_plan import guarded
 
         translator = load_translator(model, engine_cfg, options.search)
+    options = with_memory(options, memory, memory_threshold, state, translator)
+    check(memory is None or spec is None, "--memory with --shard: not yet; translate the file whole")
     lines = split_options(translator, source_lang, split_sentences, options)
     # The sentence plan's guard or the line plan: the rule mtkit serve answers a request by too.
     split, plain = (lines, None) if guarded(split_sentences, guard, nbest, prefix_file is not None) else (None, lines)
+    check(
+        memory is None or split is not None,
+        "--memory answers sentences of the guarded plan: drop --no-guard, --nbest and --prefix-file",
+    )
     if spec is not None:
         from mtkit.bulk.file_translation import translate_shard
         from mtkit.console import log

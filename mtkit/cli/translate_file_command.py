@@ -12,6 +12,9 @@ import typer
 from mtkit.cli.command import emit, user_errors
 from mtkit.cli.options import (
     GLOSSARY,
+    MEMORY,
+    MEMORY_STATE,
+    MEMORY_THRESHOLD,
     MODEL_HELP,
     PROTECT,
     PROTECT_DEFAULT,
@@ -20,6 +23,7 @@ from mtkit.cli.options import (
     recipe_option,
     translate_options,
     values_of,
+    with_memory,
 )
 from mtkit.cli.process import start_up_without_gc
 from mtkit.engines.config import EngineConfig
@@ -71,6 +75,9 @@ def translate_file(
         "Weblate's pre-translation do); --no-fuzzy leaves them unflagged.",
     ),
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
+    memory: str | None = MEMORY,
+    memory_threshold: int = MEMORY_THRESHOLD,
+    state: str | None = MEMORY_STATE,
 ) -> None:
     """Translate documents into files of the same format: every piece of text translated sentence by sentence,
     formatting, layout, timings and everything else kept."""
@@ -93,6 +100,7 @@ def translate_file(
         from mtkit.engines.factory import load_translator
 
         translator = load_translator(model, engine_cfg, options.search)
+    options = with_memory(options, memory, memory_threshold, state, translator)
     target = translator.cfg.target_lang or translator.info.get("manifest", {}).get("target_lang") or ""
     outputs = [out] if out is not None else [output_path(source, target) for source in inputs]
     limits = Limits(max_bytes=max_file_bytes or sys.maxsize)

@@ -54,15 +54,18 @@ FORMATS: dict[str, str] = {
     "librep": _PRINTF,
     "object-pascal": r"%(?:\d+:)?-?\d*(?:\.\d+)?[dDuUxXeEfFgGnNmMsSpP%]",
 }
-# Kept whatever the flags: markup tags, entities, URLs and e-mail addresses (pofilter's xmltags check wants them
-# as written), and what reads as a placeholder in a string without a format flag (a compiled .mo keeps none, and
-# xgettext flags only what it recognises): printf's conversions, strftime's and stat's %A, %-10b and %Hd (never after a
-# space flag, so "100% done" is none; "%%10f" whole, as pofilter reads it), Python's named %(x)s, {name} and
-# {0}, and shell variables. A command's options (--to=si, -a) are kept too: translators leave them as written.
+# Kept whatever the flags: markup tags, entities, URLs and e-mail addresses (pofilter's xmltags check wants them as
+# written), and what reads as a placeholder in a string without a format flag (a compiled .mo keeps none, and
+# xgettext flags only what it recognises): printf's conversions (glibc's %Zd and %.*s too), strftime's and stat's
+# %A, %-10b and %Hd (never after a space flag, so "100% done" is none; "%%10f" whole, as pofilter reads it),
+# Python's named %(x)s, {name} and {0}, and shell variables. A command's options (--to=si, -a) are kept too:
+# translators leave them as written.
 _OPTION = r"(?<![\w-])--[A-Za-z][\w-]*(?:=[\w,.:/-]*)?|(?<![\w-])-[A-Za-z](?![\w-])"
-ALWAYS = rf"{_TAG}|{_ENTITY}|{DEFAULT_PATTERNS['url']}|{DEFAULT_PATTERNS['email']}|{_OPTION}"
+_BRACKETED = r"<%[^<>\s]*>"  # a placeholder in angle brackets, "<%s>": pofilter's xmltags reads it as a tag
+ALWAYS = rf"{_BRACKETED}|{_TAG}|{_ENTITY}|{DEFAULT_PATTERNS['url']}|{DEFAULT_PATTERNS['email']}|{_OPTION}"
 UNFLAGGED = (
-    r"%%[-+#0]*\d+(?:\.\d+)?[A-Za-z]|%(?:\d+\$)?[-+#0']*\d*(?:\.\d+)?(?:hh|ll|[hlLqjzt])?[diouxXeEfFgGcsp%]"
+    r"%%[-+#0]*\d*(?:\.\d+)?[A-Za-z]|%(?:\d+\$)?[-+#0']*(?:\*|\d*)(?:\.(?:\*|\d+))?(?:hh|ll|[hlLqjztZ])?"
+    r"[diouxXeEfFgGcsp%]"
     r"|%[-+#0'_:^]*\d*[HL]?[A-Za-z](?![A-Za-z])|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[a-z]|\{\w*\}|" + _SHELL
 )
 _NUMBERED = re.compile(r"%\d+\$")  # a positional conversion (%1$s): any order is right

@@ -57,6 +57,8 @@ def split_options(
         term_method=options.term_method,
         term_pieces=term_pieces(translator.tokenizer),
         term_guide=translator.guides_terms,
+        memory=options.memory,
+        memory_threshold=options.memory_threshold,
     )
 
 

@@ -88,12 +88,14 @@ def build_app(
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405 in the same shape
         return error(exc.status_code, str(exc.detail), request=request)
 
+    deepl = DeepLApi(service, cfg, limiter, name, state)  # the store mtkit's API reads memories from too
+
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:  # one path, two APIs: the body says whose
         data, own = await reader.fields(request)
         current_labels().api = "mtkit" if own else "libretranslate"
         if own:
-            return JSONResponse(await mtkit_api.translate(data, service, cfg))
+            return JSONResponse(await mtkit_api.translate(data, service, cfg, deepl.memories))
         return JSONResponse(await libre_api.translate(data, service, cfg))
 
     @app.get("/ready")
@@ -111,7 +113,6 @@ def build_app(
 
     mtkit_api.add_mtkit_routes(app, service, info)
     libre_api.add_libre_routes(app, service, cfg, reader, store, metrics, name)
-    deepl = DeepLApi(service, cfg, limiter, name, state)
     add_deepl_routes(app, deepl, reader)
     add_document_routes(app, DeepLDocuments(deepl), reader)
     return app

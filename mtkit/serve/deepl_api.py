@@ -13,6 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,7 @@ from mtkit.serve.deepl_request import (
     translation_answer,
 )
 from mtkit.serve.http_body import BodyReader
+from mtkit.serve.memory_state import ServedMemories
 from mtkit.serve.request import RequestError
 from mtkit.serve.service import TranslationService
 from mtkit.serve.state import GlossaryRecord, SqliteState, StateStore, default_state_path, is_redis, owner_of
@@ -61,6 +63,7 @@ class DeepLApi:
         if shared is not None:  # --state redis://...: the store the replicas share (mtkit.serve.redis_state)
             self._state = shared
         self._opening = asyncio.Lock()
+        self.memories = ServedMemories(self.state)
 
     async def state(self) -> StateStore:
         async with self._opening:
@@ -100,11 +103,25 @@ class DeepLApi:
         languages = await self.source_languages(request)
         html = bool(request.tag_handling)
         texts = [ignoring(text, request.ignore_tags) for text in request.texts] if html else request.texts
-        options = TranslateOptions(glossary=terms)
+        options = await self.memory_options(key, request.memory_id, request.memory_threshold, request.source,
+                                            request.target)  # fmt: skip
+        options = replace(options, glossary=terms)
         done = await self.service.translate_by_source(texts, languages, request.target, options, request.split, html)
         translations = [text.replace(IGNORED, "") for text in done.texts] if html else done.texts
         await self.stored("add_characters", owner_of(key), billed)
-        return translation_answer(request.texts, translations, languages, request.show_billed_characters)
+        if options.memory is not None:
+            await self.memories.used(options.memory, done.memory_segments)  # type: ignore[arg-type]
+        billed_shown = request.show_billed_characters
+        return translation_answer(request.texts, translations, languages, billed_shown, request.context)
+
+    async def memory_options(
+        self, key: str | None, memory_id: str, threshold: int, source: str | None, target: str
+    ) -> TranslateOptions:
+        """Options with the key's translation memory (404 for another key's), of the request's languages."""
+        if not memory_id:
+            return TranslateOptions()
+        index = await self.memories.index(owner_of(key), memory_id, source, target)
+        return TranslateOptions(memory=index, memory_threshold=threshold)
 
     async def source_languages(self, request: DeepLTranslate) -> list[str]:
         """Each text's source: source_lang, else detected among the languages that translate into the target."""

@@ -1,8 +1,8 @@
 """DeepL's document endpoints on mtkit serve: POST /v2/document (multipart `file`, `target_lang`, `source_lang`,
-`glossary_id`, `output_format`) answers {"document_id", "document_key"} and translates in the background; POST
-/v2/document/{id} with the key answers its status; POST /v2/document/{id}/result the translated bytes. Every format
-of mtkit.documents (its checks: size, zip bombs, entities, ...); status and bytes kept in the StateStore until
---file-minutes have passed. No HTTP framework here but the routes' registration.
+`glossary_id`, `output_format`, `translation_memory_id` and its threshold) answers {"document_id", "document_key"}
+and translates in the background; POST /v2/document/{id} with the key answers its status; POST
+/v2/document/{id}/result the translated bytes. Every format of mtkit.documents (its checks: size, zip bombs,
+entities, ...); status and bytes kept in the StateStore until --file-minutes have passed. No HTTP framework here.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations (Request) as objects.
@@ -19,8 +19,9 @@ from typing import Any
 from mtkit.console import log
 from mtkit.documents.formats import SAME
 from mtkit.documents.job import DocumentError, Job
+from mtkit.engines.options import TranslateOptions
 from mtkit.serve.deepl_api import DeepLApi, read_body
-from mtkit.serve.deepl_request import body_fields, language, string_field
+from mtkit.serve.deepl_request import body_fields, language, memory_fields, string_field
 from mtkit.serve.forms import file_upload
 from mtkit.serve.http_body import BodyReader
 from mtkit.serve.request import RequestError
@@ -49,6 +50,7 @@ class DeepLDocuments:
             raise RequestError(413, f"{name}: {len(data)} bytes, over this server's file limit (--max-file-bytes)")
         job, source = await self.opened(name, data, source, target)
         glossary = await self.deepl.glossary_terms(key, fields.get("glossary_id", ""), source, target)
+        memory = await self.deepl.memory_options(key, *memory_fields(fields), source, target)
         billed = sum(len(text) for text in job.texts)
         await self.deepl.charge(key, billed)
         record = DocumentRecord(
@@ -61,7 +63,7 @@ class DeepLDocuments:
             expires=time.time() + self.deepl.cfg.file_minutes * 60,
         )
         await self.deepl.stored("put_document", record)
-        task = asyncio.create_task(self.translate(record, job, source, target, glossary, key))
+        task = asyncio.create_task(self.translate(record, job, source, target, glossary, key, memory))
         self._tasks[record.document_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(record.document_id, None))
         return {"document_id": record.document_id, "document_key": record.document_key}
@@ -85,13 +87,20 @@ class DeepLDocuments:
         return job, candidates[0]
 
     async def translate(
-        self, record: DocumentRecord, job: Job, source: str, target: str, glossary: Glossary | None, key: str | None
+        self,
+        record: DocumentRecord,
+        job: Job,
+        source: str,
+        target: str,
+        glossary: Glossary | None,
+        key: str | None,
+        memory: TranslateOptions | None = None,
     ) -> None:
         """The background task: the document's sentences through the model's worker, then its bytes stored."""
         record.status = "translating"
         await self.deepl.stored("put_document", record)
         try:
-            record.data = await self.deepl.service.translate_document(job, source, target, glossary)
+            record.data = await self.deepl.service.translate_document(job, source, target, glossary, memory)
             record.status = "done"
             await self.deepl.stored("add_characters", owner_of(key), record.billed_characters)
         except (RequestError, DocumentError) as exc:

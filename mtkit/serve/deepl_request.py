@@ -40,6 +40,9 @@ class DeepLTranslate:
     ignore_tags: list[str] = field(default_factory=list)
     glossary_id: str = ""
     show_billed_characters: bool = False
+    memory_id: str = ""  # translation_memory_id: the key's memory, its exact matches answering sentences
+    memory_threshold: int = 75  # translation_memory_threshold
+    context: bool = False  # `context` was sent: accepted, and the answer says it was not used
 
 
 def body_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
@@ -155,6 +158,7 @@ def parse_translate(fields: dict[str, Any]) -> DeepLTranslate:
     glossary = string_field(fields, "glossary_id")
     if glossary and source is None:
         raise RequestError(400, "Use of a glossary requires the 'source_lang' parameter to be specified.")
+    memory_id, threshold = memory_fields(fields)
     return DeepLTranslate(
         texts,
         target,
@@ -164,7 +168,25 @@ def parse_translate(fields: dict[str, Any]) -> DeepLTranslate:
         ignore_tags=tag_list(fields, "ignore_tags"),
         glossary_id=glossary,
         show_billed_characters=flag(fields, "show_billed_characters"),
+        memory_id=memory_id,
+        memory_threshold=threshold,
+        context=bool(string_field(fields, "context")),
     )
+
+
+def memory_fields(fields: dict[str, Any]) -> tuple[str, int]:
+    """translation_memory_id and translation_memory_threshold (0-100, default 75; needs the id), 400 naming them."""
+    memory_id = string_field(fields, "translation_memory_id")
+    raw = fields.get("translation_memory_threshold", 75)
+    if "translation_memory_threshold" in fields and not memory_id:
+        raise RequestError(400, "Value for 'translation_memory_threshold' needs 'translation_memory_id'")
+    try:
+        threshold = int(raw) if type(raw) is not bool else -1
+    except (TypeError, ValueError):
+        threshold = -1
+    if not 0 <= threshold <= 100:
+        raise RequestError(400, "Value for 'translation_memory_threshold' not supported: a whole number 0-100")
+    return memory_id, threshold
 
 
 def check_formality(formality: str) -> None:
@@ -180,17 +202,21 @@ def check_formality(formality: str) -> None:
         raise RequestError(400, f"Value for 'formality' not supported: {formality!r}")
 
 
+CONTEXT_UNUSED = "context: not used; mtkit's models translate each sentence alone"
+
+
 def translation_answer(
-    texts: list[str], translations: list[str], detected: list[str], billed: bool
-) -> dict[str, list[dict[str, Any]]]:
-    """{"translations": [{"detected_source_language", "text"(, "billed_characters")}]}, in the order of `text`."""
+    texts: list[str], translations: list[str], detected: list[str], billed: bool, context: bool = False
+) -> dict[str, Any]:
+    """{"translations": [{"detected_source_language", "text"(, "billed_characters")}]}, in the order of `text`;
+    with `context` sent, "warnings": [CONTEXT_UNUSED] beside them (DeepL's SDKs ignore the field)."""
     answer = []
     for source, text, language_code in zip(texts, translations, detected):
         item: dict[str, Any] = {"detected_source_language": language_code.upper(), "text": text}
         if billed:
             item["billed_characters"] = len(source)
         answer.append(item)
-    return {"translations": answer}
+    return {"translations": answer} | ({"warnings": [CONTEXT_UNUSED]} if context else {})
 
 
 def languages_answer(codes: list[str], kind: str, name: Any) -> list[dict[str, Any]]:

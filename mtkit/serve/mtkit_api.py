@@ -16,10 +16,13 @@ from mtkit import __version__
 from mtkit.engines.contract import Translating
 from mtkit.engines.options import TranslateOptions
 from mtkit.errors import UserError
+from mtkit.memory.matching import DEFAULT_THRESHOLD
 from mtkit.search.config import SearchOverrides
 from mtkit.serve.config import ServeConfig
+from mtkit.serve.memory_state import ServedMemories
 from mtkit.serve.request import RequestError, glossary_field, term_method_field
 from mtkit.serve.service import TranslationService
+from mtkit.serve.state import owner_of
 from mtkit.text.line_plan import guarded
 from mtkit.text.protect import ProtectConfig
 
@@ -35,6 +38,8 @@ REQUEST_KEYS = (
     "glossary",
     "protect",
     "term_method",
+    "memory",
+    "memory_threshold",
     "api_key",
 )
 # GET /: a page to try the model in a browser; one file, no outside assets (the service may run offline).
@@ -55,6 +60,7 @@ class TranslateRequest:
     source: str | None = None  # language codes that pick the model of a server of several
     target: str | None = None
     split: bool = True  # each text sentence by sentence; False: each line one segment
+    memory: str = ""  # a translation memory's name or id (mtkit.serve.memory_state), "" for none
 
 
 def int_option(data: dict, name: str, default: int, low: int, high: int) -> int:
@@ -110,8 +116,12 @@ def check_request(data: Any, max_lines: int, max_beam: int, default_beam: int) -
     if split and per_line:
         raise RequestError(422, 'nbest and prefix apply to whole lines: send "split_sentences": false with them')
     glossary, protect, method = glossary_field(data, 422), protect_field(data), term_method_field(data, 422)
-    options = TranslateOptions(search, glossary, protect, method)
-    return TranslateRequest(lines, options, prefixes, *language_codes(data), split)
+    memory = data.get("memory", "")
+    if not isinstance(memory, str):
+        raise RequestError(422, "memory must be a translation memory's name or id")
+    threshold = int_option(data, "memory_threshold", DEFAULT_THRESHOLD, 0, 100)
+    options = TranslateOptions(search, glossary, protect, method, memory_threshold=threshold)
+    return TranslateRequest(lines, options, prefixes, *language_codes(data), split, memory)
 
 
 def protect_field(data: dict) -> ProtectConfig:
@@ -136,12 +146,24 @@ def language_codes(data: dict) -> tuple[str | None, str | None]:
     return codes[0], codes[1]
 
 
-async def translate(data: Any, service: TranslationService, cfg: ServeConfig) -> dict[str, Any]:
+async def translate(
+    data: Any, service: TranslationService, cfg: ServeConfig, memories: ServedMemories | None = None
+) -> dict[str, Any]:
     """mtkit's POST /translate: {"text": [...]} checked and translated by its model, each text sentence by sentence
-    unless "split_sentences" is false (or nbest / prefix ask for whole lines); encoding's warnings in the answer."""
+    unless "split_sentences" is false (or nbest / prefix ask for whole lines); encoding's warnings in the answer.
+    "memory": the key's translation memory (`memories`), whose exact matches answer sentences and whose fuzzy ones
+    each sentence reports."""
     model = service.route(*language_codes(data)) if isinstance(data, dict) else service.router.models[0]
     parsed = check_request(data, cfg.max_lines, cfg.max_beam, model.translator.cfg.beam)
     split, nbest = parsed.split, parsed.options.search.nbest
+    index = None
+    if parsed.memory and memories is not None:
+        if not guarded(split, True, nbest, parsed.prefixes is not None):
+            raise RequestError(422, "memory answers sentences: drop nbest and prefix, or memory")
+        pair = model.pairs[0] if model.pairs else (None, None)
+        source, target = parsed.source or pair[0], parsed.target or pair[1]
+        index = await memories.index(owner_of(data.get("api_key")), parsed.memory, source, target)
+        parsed.options = dataclasses.replace(parsed.options, memory=index)
     answer: dict[str, Any]
     # The sentence plan's guard or the line plan, by the rule `mtkit translate` follows, so both answer alike.
     if guarded(split, True, nbest, parsed.prefixes is not None):
@@ -150,6 +172,8 @@ async def translate(data: Any, service: TranslationService, cfg: ServeConfig) ->
         answer["guard"] = done.guard
         if not split:
             answer["confidences"] = done.confidences
+        if index is not None and memories is not None:
+            await memories.used(index, done.memory_segments)
     else:
         done = await service.translate_lines(
             model, parsed.lines, parsed.options, parsed.prefixes, parsed.source, parsed.target

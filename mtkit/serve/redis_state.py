@@ -1,7 +1,8 @@
 """The state mtkit serve's replicas share in Redis (`--state redis://HOST:PORT/DB`, redis-py): each API key's
 requests in its moving window, so a key's limit holds across replicas; translated files awaiting download, with
 their expiry and size budget, so an upload to one replica downloads through another; and mtkit.serve.state's
-StateStore (DeepL's glossaries, characters per key, documents), so a glossary made on one replica serves on all.
+StateStore (DeepL's glossaries, characters per key, documents, translation memories), so a glossary or a memory
+made on one replica serves on all.
 
 Each change is one Lua script (atomic on the Redis server) timed by the server's clock, so replicas' clocks never
 disagree. Keys are stored as their SHA-256, never as written. A store that does not answer is a 503 naming it;
@@ -13,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from mtkit.errors import UserError, check
+from mtkit.serve.memory_state import ABANDONED_S, BATCH, MemoryRecord, Segment
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import DocumentRecord, GlossaryRecord, StoredFile, safe_filename
 
@@ -96,6 +98,7 @@ class RedisState:
         self._admit = self.client.register_script(ADMIT)  # EVALSHA, loaded again after a restart of the store
         self._put_file = self.client.register_script(PUT_FILE)
         self._delete_glossary = self.client.register_script(DELETE_GLOSSARY)
+        self.memories = RedisMemories(self)
 
     def problem(self) -> str:
         """Empty when the store answers, else what went wrong (GET /ready's reason)."""
@@ -209,3 +212,108 @@ class RedisFiles:
         if not found or b"data" not in found:
             return None
         return StoredFile(found[b"filename"].decode("utf-8", "replace"), found[b"data"], now)
+
+
+MEMORY_FIELDS = ("memory_id", "owner", "name", "source_lang", "target_lang", "created", "updated", "segment_count")
+
+
+class RedisMemories:
+    """mtkit.serve.memory_state.MemoryStore in Redis: a memory's fields in a hash, its owner's list a sorted set,
+    its segments a list of JSON [source, target, created, updated] (last use in a hash by position). An import's
+    segments expire unless published (PERSIST, in the publishing MULTI), so a killed import leaves nothing."""
+
+    def __init__(self, state: RedisState) -> None:
+        self.state, self.client = state, state.client
+
+    def _segments_key(self, memory_id: str) -> str:
+        return f"{PREFIX}memory-segments:{memory_id}"
+
+    def begin_import(self, memory_id: str, now: float) -> None:
+        return None  # nothing to note: the segments' expiry is the pending mark
+
+    def add_segments(self, memory_id: str, start: int, pairs: Sequence[tuple[str, str]], now: float) -> None:
+        key = self._segments_key(memory_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.rpush(key, *(json.dumps([source, target, now, now]) for source, target in pairs))
+        pipe.expire(key, int(ABANDONED_S))
+        self.state._call("a memory's import", pipe.execute)
+
+    def publish(self, record: MemoryRecord, replace_name: bool) -> None:
+        """The memory listed and its segments kept for good, with the owner's memories of that name gone when
+        `replace_name`, in one MULTI."""
+        old = [found.memory_id for found in self.memories(record.owner) if found.name == record.name]
+        pipe = self.client.pipeline(transaction=True)
+        for memory_id in old if replace_name else []:
+            self._delete(pipe, record.owner, memory_id)
+        pipe.hset(f"{PREFIX}memory:{record.memory_id}", mapping={n: str(getattr(record, n)) for n in MEMORY_FIELDS})
+        pipe.zadd(f"{PREFIX}memories:{record.owner}", {record.memory_id: record.created})
+        pipe.persist(self._segments_key(record.memory_id))
+        self.state._call("a memory's import", pipe.execute)
+
+    def _delete(self, pipe: Any, owner: str, memory_id: str) -> None:
+        pipe.delete(f"{PREFIX}memory:{memory_id}", self._segments_key(memory_id), f"{PREFIX}memory-used:{memory_id}")
+        pipe.zrem(f"{PREFIX}memories:{owner}", memory_id)
+
+    def abandon(self, memory_id: str) -> None:
+        self.state._call("a memory's import", self.client.delete, self._segments_key(memory_id))
+
+    def memories(self, owner: str) -> list[MemoryRecord]:
+        ids = self.state._call("the memories' listing", self.client.zrange, f"{PREFIX}memories:{owner}", 0, -1)
+        found = [self.memory(owner, memory_id.decode()) for memory_id in ids]
+        return [record for record in found if record is not None]
+
+    def memory(self, owner: str, memory_id: str) -> MemoryRecord | None:
+        found = self.state._call("a memory's reading", self.client.hgetall, f"{PREFIX}memory:{memory_id}")
+        values = {key.decode(): value.decode("utf-8") for key, value in found.items()}
+        if values.get("owner") != owner:
+            return None
+        text = [values[name] for name in MEMORY_FIELDS[:5]]
+        return MemoryRecord(*text, float(values["created"]), float(values["updated"]), int(values["segment_count"]))
+
+    def segments(self, memory_id: str, after: int, count: int, text: str = "", case: bool = False) -> list[Segment]:
+        """Up to `count` segments after position `after`, in order, those holding `text` when given (read a batch
+        at a time until the page is full)."""
+        key, found, start = self._segments_key(memory_id), [], after + 1
+        wanted = text if case else text.lower()
+        while len(found) < count:
+            rows = self.state._call("a memory's reading", self.client.lrange, key, start, start + BATCH - 1)
+            if not rows:
+                break
+            used = self.state._call(
+                "a memory's reading",
+                self.client.hmget,
+                f"{PREFIX}memory-used:{memory_id}",
+                [str(p) for p in range(start, start + len(rows))],
+            )
+            for position, row, last in zip(range(start, start + len(rows)), rows, used):
+                source, target, created, updated = json.loads(row)
+                if not text or wanted in (source + "\n" + target if case else (source + "\n" + target).lower()):
+                    found.append(Segment(position, source, target, created, updated, float(last or 0)))
+                    if len(found) == count:
+                        break
+            start += len(rows)
+        return found
+
+    def pairs(self, memory_id: str) -> Iterator[tuple[str, str]]:
+        key, start = self._segments_key(memory_id), 0
+        while True:
+            rows = self.state._call("a memory's reading", self.client.lrange, key, start, start + BATCH - 1)
+            for row in rows:
+                source, target = json.loads(row)[:2]
+                yield source, target
+            if len(rows) < BATCH:
+                return
+            start += BATCH
+
+    def mark_used(self, memory_id: str, positions: Sequence[int], now: float) -> None:
+        if positions:
+            mapping = {str(position): now for position in positions}
+            self.state._call("a memory's use", self.client.hset, f"{PREFIX}memory-used:{memory_id}", mapping=mapping)
+
+    def delete(self, owner: str, memory_id: str) -> bool:
+        if self.memory(owner, memory_id) is None:
+            return False
+        pipe = self.client.pipeline(transaction=True)
+        self._delete(pipe, owner, memory_id)
+        self.state._call("a memory's deletion", pipe.execute)
+        return True

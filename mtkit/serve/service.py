@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from mtkit.documents.formats import open_job
@@ -86,6 +86,7 @@ class Translated:
     confidences: list[float | None]
     guard: dict[str, int]
     warnings: list[str]
+    memory_segments: list[int] = field(default_factory=list)  # the memory's segments that answered or were shown
 
     def lines(self) -> list[str]:
         """Each text on one line, as `mtkit translate` prints it."""
@@ -117,7 +118,14 @@ def sentence_report(sentence: Sentence) -> dict[str, Any]:
     }
     if sentence.terms:
         report |= {"terms": sentence.terms, "method": sentence.method}
+    if sentence.memory is not None:
+        report["memory"] = sentence.memory.report()
     return report
+
+
+def memory_segments(done: list[TextTranslation]) -> list[int]:
+    """The positions of the memory's segments that answered a sentence or were its reported match."""
+    return [s.memory.segment for text in done for s in text.sentences if s.memory is not None]  # type: ignore[attr-defined]
 
 
 def take(values: list[str], count: int) -> list[str]:
@@ -187,6 +195,7 @@ class TranslationService:
             [logprob / tokens if tokens else None for logprob, tokens in map(text_logprob, done)],
             guard_counts(done),
             warnings,
+            memory_segments(done),
         )
 
     async def translate_whole(
@@ -247,6 +256,7 @@ class TranslationService:
             for label, count in part.guard.items():
                 merged.guard[label] = merged.guard.get(label, 0) + count
             merged.warnings += part.warnings
+            merged.memory_segments += part.memory_segments
         merged.warnings += warnings
         return merged
 
@@ -297,11 +307,21 @@ class TranslationService:
         except DocumentError as exc:
             raise RequestError(400, str(exc)) from None
 
-    async def translate_document(self, job: Job, source: str, target: str, glossary: Glossary | None = None) -> bytes:
+    async def translate_document(
+        self,
+        job: Job,
+        source: str,
+        target: str,
+        glossary: Glossary | None = None,
+        memory: TranslateOptions | None = None,
+    ) -> bytes:
         """A document's sentences through the model's worker with every other request's, each once, then its bytes
-        built; a document that cannot be written back is a 400."""
+        built; a document that cannot be written back is a 400. `memory`: options whose translation memory (and
+        threshold) the sentences are answered from where it holds them."""
         model = self.route(source, target)
-        options = self.options(model, source, TranslateOptions(glossary=glossary), False)
+        memory = memory or TranslateOptions()
+        asked = replace(memory, glossary=glossary)
+        options = self.options(model, source, asked, False)
         texts = list(dict.fromkeys(job.texts))
         found = dict(zip(texts, await self.translate_whole(model, texts, options, target, [])))
         try:

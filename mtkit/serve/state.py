@@ -1,5 +1,6 @@
 """What mtkit serve keeps across requests and restarts: DeepL glossaries (each owned by the key that made it), the
-characters each key has had translated, and DeepL documents' status and translated bytes awaiting download; and
+characters each key has had translated, DeepL documents' status and translated bytes awaiting download, translation
+memories (mtkit.serve.memory_state, on the same connection); and
 LibreTranslate's translated files, in memory for a bounded time and size (`FileStore`), under names made safe.
 
 `StateStore` is the interface the endpoints use; `SqliteState` implements it in one SQLite file (`--state`), every
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from mtkit import faults
 from mtkit.errors import UserError
+from mtkit.serve.memory_state import MemoryStore, SqliteMemories
 from mtkit.serve.request import RequestError
 
 STATE_FILE = "state.sqlite3"
@@ -77,7 +79,10 @@ class DocumentRecord:
 
 
 class StateStore(Protocol):
-    """The operations the DeepL endpoints need kept; every method is safe to call from several threads."""
+    """The operations the DeepL endpoints need kept; every method is safe to call from several threads. Translation
+    memories are `memories` (mtkit.serve.memory_state)."""
+
+    memories: MemoryStore
 
     def create_glossary(self, record: GlossaryRecord, entries: Sequence[tuple[str, str]]) -> None: ...
     def glossaries(self, owner: str) -> list[GlossaryRecord]: ...
@@ -119,9 +124,10 @@ class SqliteState:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
+            self._lock = threading.Lock()
+            self.memories = SqliteMemories(self._db, self._lock)
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"--state {self.path}: cannot open the state database ({exc})") from None
-        self._lock = threading.Lock()
 
     def _write(self, statements: list[tuple[str, Sequence]]) -> None:
         """The statements in one transaction: all of them or, if the process dies half-way, none."""

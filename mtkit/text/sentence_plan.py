@@ -22,7 +22,7 @@ import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from mtkit.errors import check
 from mtkit.text.casing import case_of, normalised, restored
@@ -55,6 +55,23 @@ from mtkit.text.sentences import (
 GUARD_LABELS = ("retried", "kept", "tamed")  # what the guard did to a sentence ("" : nothing)
 
 
+class MemoryMatch(Protocol):
+    """A translation memory's best segment for a sentence (mtkit.memory.matching.Match): its score (100: exact) and,
+    for an exact match, the translation to use; `report()` is what a sentence's report shows of it."""
+
+    score: int
+    translation: str
+
+    def report(self) -> dict[str, Any]: ...
+
+
+class MemoryLookup(Protocol):
+    """A translation memory as the plan asks it (mtkit.memory.matching.MemoryIndex): the best match at or above
+    `threshold`, or None."""
+
+    def best(self, sentence: str, threshold: int) -> MemoryMatch | None: ...
+
+
 @dataclass
 class Output:
     """A model's answer for one input: its best text, that text's log-probability (eos included) and token count
@@ -78,6 +95,7 @@ class Sentence:
     protected: int = 0  # spans kept as written (mtkit.text.protect); a sentence of them only is copied, never sent
     terms: list[dict[str, Any]] = field(default_factory=list)  # glossary terms: source, target, applied
     method: str = ""  # how its terms reached the model (mtkit.text.glossary: model, inline, placeholder); "": none
+    memory: MemoryMatch | None = None  # the memory's best match: exact (the translation, never sent) or fuzzy
 
     @property
     def confidence(self) -> float | None:
@@ -137,6 +155,8 @@ class SplitOptions:
     term_pieces: tuple[str, ...] = ()
     # Whether the engine's search places glossary targets itself (its `guides_terms`): the "guided" way's.
     term_guide: bool = False
+    memory: MemoryLookup | None = None  # a translation memory: exact matches answered from it, fuzzy ones reported
+    memory_threshold: int = 75  # the lowest fuzzy score reported
 
     def __post_init__(self) -> None:
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
@@ -157,12 +177,14 @@ def plan_translation(
     translation. `count` gives texts' lengths in the model's source tokens. A sentence goes to the model with its
     protected spans as stand-ins (mtkit.text.protect), which are put back after, and its glossary terms by the
     first of options.term_method's methods; one whose translation lacks a target goes again by the next method.
-    One of protected text only is copied, never sent."""
+    One of protected text only is copied, never sent; one a translation memory holds (exact match) is answered from
+    it, never sent, and every other is told the memory's best fuzzy match."""
     segments = [_segment(text, options, count) for text in texts]
     sources = list(dict.fromkeys(s for segmented in segments for s in segmented.sources if wordy(s)))
+    matches = _memory_matches(sources, options)
     current = {s: prepare(s, options) for s in sources}
     chosen: dict[str, tuple[Prepared, Sentence | None, Output | None, str]] = {}
-    pending = sources
+    pending = [s for s in sources if s not in matches or matches[s].score < 100]
     while pending:
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
         guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
@@ -184,12 +206,21 @@ def plan_translation(
     def sentence(source: str) -> Sentence:
         if not wordy(source):
             return Sentence(source, source)
+        match = matches.get(source)
+        if match is not None and match.score == 100:
+            return Sentence(source, match.translation, memory=match)
         ready, inner, _, case = chosen[source]
         if inner is None:
-            return Sentence(source, source, protected=max(len(ready.masked.spans), 1))
+            return Sentence(source, source, protected=max(len(ready.masked.spans), 1), memory=match)
         text, terms = ready.finish(inner.translation, case)
         return dataclasses.replace(
-            inner, source=source, translation=text, protected=ready.protected, terms=terms, method=ready.method
+            inner,
+            source=source,
+            translation=text,
+            protected=ready.protected,
+            terms=terms,
+            method=ready.method,
+            memory=match,
         )
 
     def others(sentence: Sentence) -> list[str] | None:
@@ -199,6 +230,14 @@ def plan_translation(
         return [ready.finish(text, case)[0] for text in output.others]
 
     return [_assemble(segmented, [sentence(s) for s in segmented.sources], others) for segmented in segments]
+
+
+def _memory_matches(sources: list[str], options: SplitOptions) -> dict[str, MemoryMatch]:
+    """Each source's best match in options.memory at or above its threshold (none without a memory)."""
+    if options.memory is None:
+        return {}
+    found = {s: options.memory.best(s, options.memory_threshold) for s in sources}
+    return {s: match for s, match in found.items() if match is not None}
 
 
 def _plan_sentences(

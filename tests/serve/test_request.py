@@ -44,7 +44,7 @@ BAD_BODIES = [
         b'{"lines": ["A dog."]}',
         422,
         "unknown field 'lines'; valid fields: text, beam, nbest, prefix, source, target, split_sentences, glossary, "
-        "protect, term_method, api_key",
+        "protect, term_method, memory, memory_threshold, api_key",
     ),
     (b"{}", 422, "text must be a list of strings"),
     (b'{"text": []}', 422, "empty list"),

@@ -1,0 +1,75 @@
+"""mtkit/memory/matching.py: exact matches after white space is normalised, with the new sentence's protected spans
+(numbers, placeholders) carried into the target; fuzzy scores as rapidfuzz's ratio floored to a percentage, at or
+above the threshold only; candidates narrowed by the word index; a lookup in milliseconds over many segments."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from rapidfuzz import fuzz
+
+from mtkit.memory.matching import MemoryIndex, carried, normalised, spans_of
+
+PAIRS = [
+    ("A dog runs in the snow.", "Ein Hund rennt im Schnee."),
+    ("Delete {count} files from 3 folders.", "{count} Dateien aus 3 Ordnern löschen."),
+    ("Two men are playing football on a green field.", "Zwei Männer spielen Fußball auf einem grünen Feld."),
+    ("A dog runs in the snow.", "A later duplicate: the first one stands."),
+]
+
+
+def test_normalised_white_space_and_spans() -> None:
+    assert normalised("  A  dog\n runs.\t") == "A dog runs."
+    skeleton, spans = spans_of("Delete {n} files from 12 folders.")
+    assert spans == ["{n}", "12"] and "{n}" not in skeleton and "12" not in skeleton
+
+
+def test_exact_match_after_white_space_with_the_first_duplicate() -> None:
+    index = MemoryIndex(PAIRS)
+    found = index.best(" A dog  runs in\tthe snow. ")
+    assert found is not None and found.score == 100 and found.translation == "Ein Hund rennt im Schnee."
+    assert index.best("a dog runs in the snow.").score < 100  # case is not white space: a fuzzy match
+
+
+def test_an_exact_match_takes_the_new_sentences_placeholders_and_numbers() -> None:
+    found = MemoryIndex(PAIRS).best("Delete {total} files from 12 folders.")
+    assert found is not None and found.score == 100
+    assert found.translation == "{total} Dateien aus 12 Ordnern löschen."
+    assert found.target == "{count} Dateien aus 3 Ordnern löschen."  # what the memory holds, for the report
+    assert carried("x 3 y 3", ["3", "3"], ["4", "5"]) == "x 4 y 5"
+
+
+def test_fuzzy_score_is_rapidfuzz_ratio_floored_and_the_threshold_holds() -> None:
+    index = MemoryIndex(PAIRS)
+    query = "Two men are playing soccer on a green field."
+    found = index.best(query, 75)
+    expected = int(fuzz.ratio(query, PAIRS[2][0]))
+    assert found is not None and found.score == expected and 75 <= expected < 100
+    assert found.target == PAIRS[2][1] and found.translation == ""
+    assert index.best(query, expected + 1) is None
+    assert index.best("Something else entirely, unrelated.", 50) is None
+
+
+def test_candidates_find_the_best_among_many_in_milliseconds() -> None:
+    """200,000 segments of a small vocabulary: a near match is found among them, each lookup in milliseconds."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(3000)]
+    pairs = [(" ".join(rng.choices(words, k=10)) + ".", f"t{i}") for i in range(200_000)]
+    index = MemoryIndex(pairs)
+    times = []
+    for i in range(0, 200_000, 10_000):
+        source = pairs[i][0].split()
+        query = " ".join(source[:-2] + ["w1", source[-1]])  # one word changed
+        start = time.perf_counter()
+        found = index.best(query, 75)
+        times.append(time.perf_counter() - start)
+        assert found is not None and found.target == f"t{i}", (query, found)
+    assert sorted(times)[len(times) // 2] < 0.05, times
+
+
+def test_sources_sharing_several_words_count_once_each() -> None:
+    """250 sources holding the query's two words: 500 postings, 250 candidates, each scored once."""
+    index = MemoryIndex([(f"red dog number{i}", f"t{i}") for i in range(250)])
+    assert len(index.candidates("red dog", 0)) == 250
+    assert index.best("red dog number7", 75).target == "t7"

@@ -1,0 +1,42 @@
+"""mtkit.text.sentence_plan with a translation memory (mtkit.memory.matching.MemoryIndex) and a stand-in model: a
+sentence the memory holds is answered from it and never sent, its placeholders the sentence's own; every other is
+sent and carries the memory's best fuzzy match at or above the threshold."""
+
+from __future__ import annotations
+
+from mtkit.memory.matching import MemoryIndex
+from mtkit.text.sentence_plan import Output, SplitOptions, plan_translation, run_plan
+
+MEMORY = MemoryIndex(
+    [("A dog runs in the snow.", "Ein Hund rennt im Schnee."), ("Delete {count} files.", "{count} Dateien löschen.")]
+)
+
+
+def upper(texts: list[str]) -> list[Output]:
+    return [Output(text.upper(), -1.0, len(text.split())) for text in texts]
+
+
+def test_exact_matches_are_never_sent_and_fuzzy_ones_are_reported() -> None:
+    asked: list[list[str]] = []
+
+    def model(texts: list[str]) -> list[Output]:
+        asked.append(list(texts))
+        return upper(texts)
+
+    options = SplitOptions("en", memory=MEMORY, memory_threshold=70)
+    text = "A dog  runs in the snow. Delete {n} files. A dog runs in the park."
+    done = run_plan(plan_translation([text], options, lambda t: [len(x.split()) for x in t]), model)
+    assert asked == [["A dog runs in the park."]]
+    assert done[0].text == "Ein Hund rennt im Schnee. {n} Dateien löschen. A DOG RUNS IN THE PARK."
+    exact, placeholder, fuzzy = done[0].sentences
+    assert exact.memory.report() == {"score": 100, "source": "A dog runs in the snow.", "target": MEMORY.targets[0]}
+    assert exact.confidence is None and placeholder.memory.score == 100
+    assert fuzzy.memory.score < 100 and fuzzy.memory.report()["target"] == "Ein Hund rennt im Schnee."
+    strict = SplitOptions("en", memory=MEMORY, memory_threshold=fuzzy.memory.score + 1)
+    done = run_plan(plan_translation(["A dog runs in the park."], strict, lambda t: [1 for _ in t]), upper)
+    assert done[0].sentences[0].memory is None
+
+
+def test_without_a_memory_nothing_changes() -> None:
+    done = run_plan(plan_translation(["A dog runs in the snow."], SplitOptions("en"), lambda t: [1 for _ in t]), upper)
+    assert done[0].text == "A DOG RUNS IN THE SNOW." and done[0].sentences[0].memory is None
