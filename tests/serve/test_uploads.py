@@ -63,13 +63,32 @@ def server(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory):
     started.stop()
 
 
+# A gettext catalog and an XLIFF file with strings to fill: the document routes take them as translate-file does.
+CATALOG = (
+    b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n"Language: de\\n"\n\n'
+    b'#, c-format\nmsgid "A man in a red shirt is climbing %s."\nmsgstr ""\n\n'
+    b'msgid "Two dogs play."\nmsgstr "Zwei Hunde."\n'
+)
+XLIFF = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<xliff xmlns="urn:oasis:names:tc:xliff:document:1.2" version="1.2">'
+    b'<file source-language="en" target-language="de" datatype="plaintext" original="ui"><body>'
+    b'<trans-unit id="1"><source>A dog runs in the <g id="1">park</g>.</source></trans-unit>'
+    b"</body></file></xliff>\n"
+)
+
+
 def upload(server: Server, name: str, data: bytes, **fields: str) -> requests.Response:
     form = {"source": "en", "target": "de"} | fields
     return requests.post(f"http://127.0.0.1:{server.port}/translate_file", files={"file": (name, data)}, data=form)
 
 
 def test_a_document_comes_back_as_translate_file_writes_it(server: Server, tiny_run: Path, tmp_path: Path) -> None:
-    for name, data in (("notes.txt", TEXT.encode()), ("report.docx", word_document())):
+    for name, data in (
+        ("notes.txt", TEXT.encode()),
+        ("app.po", CATALOG),
+        ("ui.xlf", XLIFF),
+        ("report.docx", word_document()),
+    ):
         answer = upload(server, name, data)
         assert answer.status_code == 200, answer.text
         url = answer.json()["translatedFileUrl"]
@@ -104,4 +123,5 @@ def test_hostile_and_mislabelled_files_are_refused_and_the_server_goes_on(server
     assert no_file.status_code == 400 and "file" in no_file.json()["error"]
     assert server.translate({"text": ["A man is sleeping."]})[0] == 200  # still serving
     settings = requests.get(f"http://127.0.0.1:{server.port}/frontend/settings").json()
-    assert settings["filesTranslation"] is True and {".docx", ".srt", ".epub"} <= set(settings["supportedFilesFormat"])
+    assert settings["filesTranslation"] is True
+    assert {".docx", ".srt", ".epub", ".po", ".pot", ".xlf", ".xliff", ".xlsx"} <= set(settings["supportedFilesFormat"])
