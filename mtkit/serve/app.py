@@ -20,6 +20,8 @@ from mtkit.serve.api_keys import KeyLimiter
 from mtkit.serve.config import ServeConfig
 from mtkit.serve.deepl_api import DeepLApi, add_deepl_routes
 from mtkit.serve.deepl_documents import DeepLDocuments, add_document_routes
+from mtkit.serve.deepl_glossaries_v3 import V3Glossaries, add_v3_glossary_routes
+from mtkit.serve.deepl_memories import DeepLMemories, add_memory_routes
 from mtkit.serve.http_body import BodyReader
 from mtkit.serve.metrics import CONTENT_TYPE, METRICS_HINT, MetricsMiddleware, current_labels, load_metrics
 from mtkit.serve.readiness import Readiness
@@ -72,7 +74,7 @@ def build_app(
         headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else {}
         if close:
             headers["Connection"] = "close"
-        deepl = request is not None and request.url.path.startswith("/v2/")  # DeepL's shape, which its SDKs read
+        deepl = request is not None and request.url.path.startswith(("/v2/", "/v3/"))  # DeepL's shape, its SDKs'
         return JSONResponse({"message" if deepl else "error": message}, status_code=status, headers=headers)
 
     @app.exception_handler(RequestError)
@@ -89,6 +91,8 @@ def build_app(
         return error(exc.status_code, str(exc.detail), request=request)
 
     deepl = DeepLApi(service, cfg, limiter, name, state)  # the store mtkit's API reads memories from too
+    v3_glossaries = V3Glossaries(deepl)
+    deepl.more_glossaries = v3_glossaries.terms
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:  # one path, two APIs: the body says whose
@@ -115,4 +119,6 @@ def build_app(
     libre_api.add_libre_routes(app, service, cfg, reader, store, metrics, name)
     add_deepl_routes(app, deepl, reader)
     add_document_routes(app, DeepLDocuments(deepl), reader)
+    add_v3_glossary_routes(app, v3_glossaries, reader)
+    add_memory_routes(app, DeepLMemories(deepl), reader)
     return app

@@ -12,7 +12,7 @@ import asyncio
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -57,6 +57,8 @@ class DeepLApi:
         shared: StateStore | None = None,
     ) -> None:
         self.service, self.cfg, self.limiter, self.name = service, cfg, limiter, name
+        # Glossaries of another kind, by id, for an id no v2 glossary has (the app gives DeepL's v3 ones').
+        self.more_glossaries: Callable[[str | None, str, str | None, str], Awaitable[Glossary]] | None = None
         self.character_limits = read_character_limits(cfg.character_limits) if cfg.character_limits else {}
         path = cfg.state if cfg.state and not is_redis(cfg.state) else None
         self._state: StateStore | None = SqliteState(path) if path else None  # a bad --state fails at start
@@ -147,6 +149,8 @@ class DeepLApi:
         if not glossary_id:
             return None
         found = await self.stored("glossary", owner_of(key), glossary_id, True)
+        if found is None and self.more_glossaries is not None:
+            return await self.more_glossaries(key, glossary_id, source, target)  # DeepL's v3 (multilingual) ones
         if found is None:
             raise RequestError(404, "Glossary not found")
         if (found.source_lang, found.target_lang) != (source, target):

@@ -13,7 +13,13 @@ from tests.test_layering import PACKAGE, import_graph, write_package
 ADAPTERS = {
     "mtkit": {"serve.mtkit_api"},
     "libretranslate": {"serve.libre_request", "serve.libre_api"},
-    "deepl": {"serve.deepl_request", "serve.deepl_api", "serve.deepl_documents"},
+    "deepl": {
+        "serve.deepl_request",
+        "serve.deepl_api",
+        "serve.deepl_documents",
+        "serve.deepl_memories",
+        "serve.deepl_glossaries_v3",
+    },
 }
 # What puts the adapters side by side: the app mounts all three, the server runs the app and reads /info's facts.
 COMPOSITION = {"serve.app", "serve.server"}
