@@ -216,15 +216,22 @@ async def read_body(reader: BodyReader, request: Any, max_bytes: int | None = No
     return await reader.body(request, max_bytes, "--max-file-bytes" if max_bytes else "--max-bytes")
 
 
+async def request_fields(
+    deepl: DeepLApi, reader: BodyReader, request: Any, max_bytes: int | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """A DeepL request's fields (JSON, a form, the query) and its key, admitted by the key's limits."""
+    body = await read_body(reader, request, max_bytes)
+    fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
+    return fields, deepl.admit(request.headers, fields)
+
+
 def add_deepl_routes(app: Any, deepl: DeepLApi, reader: BodyReader) -> None:
     """DeepL's routes on the FastAPI app, each request's body read by `reader` within its limits."""
     from fastapi import Request
     from fastapi.responses import JSONResponse, Response
 
     async def fields_of(request: Request, max_bytes: int | None = None) -> tuple[dict[str, Any], str | None]:
-        body = await read_body(reader, request, max_bytes)
-        fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
-        return fields, deepl.admit(request.headers, fields)
+        return await request_fields(deepl, reader, request, max_bytes)
 
     @app.post("/v2/translate")
     async def deepl_translate(request: Request) -> JSONResponse:

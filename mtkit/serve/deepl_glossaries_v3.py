@@ -12,8 +12,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from mtkit.serve.deepl_api import DeepLApi, read_body
-from mtkit.serve.deepl_request import body_fields, entries_tsv, glossary_entries, language, string_field
+from mtkit.serve.deepl_api import DeepLApi, request_fields
+from mtkit.serve.deepl_request import entries_tsv, glossary_entries, language, string_field
 from mtkit.serve.http_body import BodyReader
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import GlossaryRecord, owner_of
@@ -145,9 +145,7 @@ def add_v3_glossary_routes(app: Any, glossaries: V3Glossaries, reader: BodyReade
     from fastapi.responses import JSONResponse, Response
 
     async def fields_of(request: Request, max_bytes: int | None = None) -> tuple[dict[str, Any], str | None]:
-        body = await read_body(reader, request, max_bytes)
-        fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
-        return fields, glossaries.deepl.admit(request.headers, fields)
+        return await request_fields(glossaries.deepl, reader, request, max_bytes)
 
     @app.post("/v3/glossaries")
     async def deepl_v3_create(request: Request) -> JSONResponse:

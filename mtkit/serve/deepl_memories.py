@@ -22,8 +22,8 @@ from mtkit.console import log
 from mtkit.errors import UserError
 from mtkit.memory.readers import FORMATS, pair_reader
 from mtkit.memory.tmx import write_tmx
-from mtkit.serve.deepl_api import DeepLApi, read_body
-from mtkit.serve.deepl_request import body_fields, string_field
+from mtkit.serve.deepl_api import DeepLApi, read_body, request_fields
+from mtkit.serve.deepl_request import string_field
 from mtkit.serve.http_body import BodyReader
 from mtkit.serve.memory_state import MemoryRecord, MemoryStore, Segment, import_memory
 from mtkit.serve.request import RequestError
@@ -312,9 +312,7 @@ def add_memory_routes(app: Any, memories: DeepLMemories, reader: BodyReader) -> 
     deepl = memories.deepl
 
     async def fields_of(request: Request) -> tuple[dict[str, Any], str | None]:
-        body = await read_body(reader, request)
-        fields = body_fields(body, request.headers.get("content-type", ""), request.url.query)
-        return fields, deepl.admit(request.headers, fields)
+        return await request_fields(deepl, reader, request)
 
     @app.get(MEMORIES_PATH)
     async def deepl_memories(request: Request) -> JSONResponse:
