@@ -5,7 +5,6 @@ above the threshold only; candidates narrowed by the word index; a lookup in mil
 from __future__ import annotations
 
 import random
-import time
 
 from rapidfuzz import fuzz
 
@@ -51,21 +50,18 @@ def test_fuzzy_score_is_rapidfuzz_ratio_floored_and_the_threshold_holds() -> Non
     assert index.best("Something else entirely, unrelated.", 50) is None
 
 
-def test_candidates_find_the_best_among_many_in_milliseconds() -> None:
-    """200,000 segments of a small vocabulary: a near match is found among them, each lookup in milliseconds."""
+def test_candidates_find_the_best_among_many() -> None:
+    """50,000 segments of a small vocabulary, so that every word is in hundreds of sources: a near match is still
+    among the candidates and found. (How fast a lookup is: benchmarks/scenarios/memories.py.)"""
     rng = random.Random(7)
     words = [f"w{i}" for i in range(3000)]
-    pairs = [(" ".join(rng.choices(words, k=10)) + ".", f"t{i}") for i in range(200_000)]
+    pairs = [(" ".join(rng.choices(words, k=10)) + ".", f"t{i}") for i in range(50_000)]
     index = MemoryIndex(pairs)
-    times = []
-    for i in range(0, 200_000, 10_000):
+    for i in range(0, 50_000, 2_500):
         source = pairs[i][0].split()
         query = " ".join(source[:-2] + ["w1", source[-1]])  # one word changed
-        start = time.perf_counter()
         found = index.best(query, 75)
-        times.append(time.perf_counter() - start)
         assert found is not None and found.target == f"t{i}", (query, found)
-    assert sorted(times)[len(times) // 2] < 0.05, times
 
 
 def test_sources_sharing_several_words_count_once_each() -> None:
