@@ -14,6 +14,11 @@ one still runaway is tamed. Each such sentence is counted (Sentence.guard), neve
 translation is short is translated in two pieces too, cut where a sentence may start (never at a name), and the
 pieces taken ("retried") only where they give more tokens than the whole did at no lower mean log-prob per token
 (Guard.better_halves): two sentences without a full stop between them, fused by the model, come back both.
+
+Over 450 lines on purpose: the plan, the sentence's preparation (spans, glossary ways, casing, a memory's exact
+match) and the guard's verdicts are one loop's steps that read each other's state; the parts with jobs of their own
+already stand apart (guard, protect, glossary, casing, sentences; the line plan). Its result types are next to go,
+into a module of their own, when it grows again.
 """
 
 from __future__ import annotations
