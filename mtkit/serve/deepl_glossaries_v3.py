@@ -1,8 +1,9 @@
 """DeepL's /v3/glossaries (multilingual glossaries) on mtkit serve, as DeepL's SDKs call them: create with one
-dictionary per language pair, list, get, a dictionary's entries, delete a glossary or one dictionary; each the
-request's key's. A dictionary is kept as a v2 GlossaryRecord of the StateStore under the owner's v3 name (V3_OWNER),
-so /v2/glossaries never lists it; DeepL's text and document requests take either kind (V3Glossaries.terms, which
-the app hands to DeepLApi). No HTTP framework but the routes.
+dictionary per language pair, list, get, a dictionary's entries, rename and merge entries in (PATCH), replace a
+dictionary (PUT), delete a glossary or one dictionary; each the request's key's. A dictionary is kept as a v2
+GlossaryRecord of the StateStore under the owner's v3 name (V3_OWNER), so /v2/glossaries never lists it; DeepL's
+text and document requests take either kind (V3Glossaries.terms, which the app hands to DeepLApi). No HTTP framework
+but the routes.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations (Request) as objects.
@@ -13,7 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mtkit.serve.deepl_api import DeepLApi, request_fields
-from mtkit.serve.deepl_request import entries_tsv, glossary_entries, language, string_field
+from mtkit.serve.deepl_request import (
+    MAX_GLOSSARY_ENTRIES,
+    entries_tsv,
+    glossary_entries,
+    language,
+    string_field,
+)
 from mtkit.serve.http_body import BodyReader
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import GlossaryRecord, owner_of
@@ -52,6 +59,29 @@ def pair_fields(fields: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def dictionaries_field(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """`dictionaries`, a list of objects (JSON, or a form's dictionaries[N].field), at most MAX_DICTIONARIES; [] when
+    the request has none."""
+    given = fields.get("dictionaries", [])
+    if not isinstance(given, list) or not all(isinstance(d, dict) for d in given):
+        raise RequestError(400, "Missing or invalid argument: dictionaries, a list of objects")
+    if len(given) > MAX_DICTIONARIES:
+        raise RequestError(400, f"Too many dictionaries: {len(given)}, at most {MAX_DICTIONARIES}")
+    return given
+
+
+def merged(old: tuple[tuple[str, str], ...], new: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """DeepL's PATCH of a dictionary: a given source term's target replaces the one kept, new terms come after."""
+    entries = dict(old) | dict(new)
+    if len(entries) > MAX_GLOSSARY_ENTRIES:
+        raise RequestError(400, f"Invalid glossary entries: {len(entries)}, at most {MAX_GLOSSARY_ENTRIES}")
+    return list(entries.items())
+
+
+def dictionary_info(record: GlossaryRecord) -> dict[str, Any]:
+    return {"source_lang": record.source_lang, "target_lang": record.target_lang, "entry_count": record.entry_count}
+
+
 class V3Glossaries:
     """The v3 glossaries of a DeepLApi's store and keys; `terms` is what its translations call for an id that no v2
     glossary has."""
@@ -88,22 +118,15 @@ class V3Glossaries:
         name = string_field(fields, "name")
         if not name.strip():
             raise RequestError(400, "Missing or invalid argument: name")
-        given = fields.get("dictionaries")
-        if not isinstance(given, list) or not given or not all(isinstance(d, dict) for d in given):
+        given = dictionaries_field(fields)
+        if not given:
             raise RequestError(400, "Missing or invalid argument: dictionaries, a list of objects")
-        if len(given) > MAX_DICTIONARIES:
-            raise RequestError(400, f"Too many dictionaries: {len(given)}, at most {MAX_DICTIONARIES}")
         glossary_id, now = str(uuid.uuid4()), time.time()
         checked: list[tuple[GlossaryRecord, list[tuple[str, str]]]] = []
         for number, dictionary in enumerate(given):
-            source, target = pair_fields(dictionary)
-            if (source, target) not in self.service.router.by_pair:
-                raise RequestError(400, f"Unsupported glossary language pair: {source.upper()}->{target.upper()}")
+            source, target, entries = self.served_dictionary(dictionary)
             if any((r.source_lang, r.target_lang) == (source, target) for r, _ in checked):
                 raise RequestError(400, f"dictionaries[{number}]: a second dictionary for {source}->{target}")
-            entries = glossary_entries(
-                string_field(dictionary, "entries"), string_field(dictionary, "entries_format", "tsv")
-            )
             stored = dictionary_id(glossary_id, source, target)
             # Each dictionary a little later: the store lists by creation time, so they come back in order.
             created = now + number * 1e-3
@@ -118,6 +141,77 @@ class V3Glossaries:
         if not found:
             raise RequestError(404, "Glossary not found")
         return found
+
+    def served_dictionary(self, dictionary: dict[str, Any]) -> tuple[str, str, list[tuple[str, str]]]:
+        """A dictionary's pair, which the server must translate, and its entries (400 naming what is wrong)."""
+        source, target = pair_fields(dictionary)
+        if (source, target) not in self.service.router.by_pair:
+            raise RequestError(400, f"Unsupported glossary language pair: {source.upper()}->{target.upper()}")
+        entries = glossary_entries(
+            string_field(dictionary, "entries"), string_field(dictionary, "entries_format", "tsv")
+        )
+        return source, target, entries
+
+    async def update_v3(self, key: str | None, glossary_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """PATCH /v3/glossaries/{id}: a new name and/or dictionaries, each merged into the glossary's of its pair (or
+        added); everything checked before anything is kept."""
+        found = await self.v3_glossary(key, glossary_id)
+        name = string_field(fields, "name", found[0].name)
+        given = dictionaries_field(fields)
+        if not name.strip() or ("name" not in fields and not given):
+            raise RequestError(400, "Missing or invalid argument: name or dictionaries")
+        kept = {(r.source_lang, r.target_lang): r for r in found}
+        changed: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for dictionary in given:
+            source, target, entries = self.served_dictionary(dictionary)
+            old = kept.get((source, target))
+            changed[source, target] = merged(
+                await self.v3_entries_of(key, old) if old is not None else (),
+                changed.get((source, target), []) + entries,
+            )
+        if len(kept.keys() | changed.keys()) > MAX_DICTIONARIES:
+            raise RequestError(400, f"Too many dictionaries: at most {MAX_DICTIONARIES}")
+        for pair in kept.keys() - changed.keys():
+            if name != kept[pair].name:  # a rename rewrites every dictionary: the name is kept with each
+                changed[pair] = list(await self.v3_entries_of(key, kept[pair]))
+        for (source, target), entries in changed.items():
+            await self.keep(key, glossary_id, name, source, target, entries, kept.get((source, target)))
+        return multilingual_info(glossary_id, await self.v3_glossary(key, glossary_id))
+
+    async def replace_v3_dictionary(self, key: str | None, glossary_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """PUT /v3/glossaries/{id}/dictionaries: the dictionary of the pair given replaced by these entries (or
+        added); its MultilingualGlossaryDictionaryInfo."""
+        found = await self.v3_glossary(key, glossary_id)
+        source, target, entries = self.served_dictionary(fields)
+        old = next((r for r in found if (r.source_lang, r.target_lang) == (source, target)), None)
+        if old is None and len(found) >= MAX_DICTIONARIES:
+            raise RequestError(400, f"Too many dictionaries: at most {MAX_DICTIONARIES}")
+        return dictionary_info(await self.keep(key, glossary_id, found[0].name, source, target, entries, old))
+
+    async def v3_entries_of(self, key: str | None, record: GlossaryRecord) -> tuple[tuple[str, str], ...]:
+        found = await self.stored("glossary", v3_owner(key), record.glossary_id, True)
+        return found.entries if found is not None else ()
+
+    async def keep(
+        self,
+        key: str | None,
+        glossary_id: str,
+        name: str,
+        source: str,
+        target: str,
+        entries: list[tuple[str, str]],
+        old: GlossaryRecord | None,
+    ) -> GlossaryRecord:
+        """A dictionary written anew, in the old one's place in the list; the StateStore has no update, so the old
+        record goes first (a translation between the two reads no dictionary of this pair, a 400)."""
+        created = old.created if old is not None else time.time()
+        record = GlossaryRecord(
+            dictionary_id(glossary_id, source, target), v3_owner(key), name, source, target, created, len(entries)
+        )
+        if old is not None:
+            await self.stored("delete_glossary", old.owner, old.glossary_id)
+        await self.stored("create_glossary", record, entries)
+        return record
 
     async def v3_entries(self, key: str | None, glossary_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         """GET /v3/glossaries/{id}/entries?source_lang=&target_lang=: that dictionary's entries as TSV."""
@@ -167,6 +261,16 @@ def add_v3_glossary_routes(app: Any, glossaries: V3Glossaries, reader: BodyReade
     async def deepl_v3_entries(glossary_id: str, request: Request) -> JSONResponse:
         fields, key = await fields_of(request)
         return JSONResponse(await glossaries.v3_entries(key, glossary_id, fields))
+
+    @app.patch("/v3/glossaries/{glossary_id}")
+    async def deepl_v3_update(glossary_id: str, request: Request) -> JSONResponse:
+        fields, key = await fields_of(request, glossaries.cfg.max_file_bytes)
+        return JSONResponse(await glossaries.update_v3(key, glossary_id, fields))
+
+    @app.put("/v3/glossaries/{glossary_id}/dictionaries")
+    async def deepl_v3_replace_dictionary(glossary_id: str, request: Request) -> JSONResponse:
+        fields, key = await fields_of(request, glossaries.cfg.max_file_bytes)
+        return JSONResponse(await glossaries.replace_v3_dictionary(key, glossary_id, fields))
 
     @app.delete("/v3/glossaries/{glossary_id}")
     async def deepl_v3_delete(glossary_id: str, request: Request) -> Response:

@@ -6,6 +6,7 @@ answers' shapes. Pure functions of bytes and strings: no HTTP framework, no mode
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ SPLIT_SENTENCES = ("0", "1", "nonewlines")
 TAG_HANDLING = ("html", "xml")
 FORMALITY_QUIET = ("default", "prefer_more", "prefer_less")  # answered as for a language without formality
 FORMALITY_REFUSED = ("more", "less")
+INDEXED = re.compile(r"(?P<list>[a-z_]+)\[(?P<index>[0-9]{1,4})\]\.(?P<field>[a-z_]+)")  # dictionaries[0].entries
+MAX_INDEX = 100  # a form's list of objects: an index past this is refused, not grown into a list that long
 # DeepL's regional targets for a language the server has once: what /v2/languages?type=target lists for it.
 REGIONAL = {"en": ("EN-GB", "EN-US"), "pt": ("PT-BR", "PT-PT"), "zh": ("ZH-HANS", "ZH-HANT")}
 
@@ -77,7 +80,17 @@ def body_fields(body: bytes, content_type: str, query: str) -> dict[str, Any]:
 
 
 def add_field(fields: dict[str, Any], name: str, value: str) -> None:
-    if name in LISTS:
+    """One form field; `dictionaries[N].source_lang`, as DeepL's Node SDK sends v3 glossaries in a form, is item N
+    of a list of objects, as JSON would send it."""
+    indexed = INDEXED.fullmatch(name)
+    if indexed:
+        items = fields.setdefault(indexed["list"], [])
+        index = int(indexed["index"])
+        if not isinstance(items, list) or index >= MAX_INDEX:
+            raise RequestError(400, f"Value for '{name}' not supported")
+        items.extend({} for _ in range(index + 1 - len(items)))
+        items[index].setdefault(indexed["field"], value)
+    elif name in LISTS:
         fields.setdefault(name, []).append(value)
     else:
         fields.setdefault(name, value)

@@ -1,7 +1,8 @@
 """DeepL's /v3/ endpoints on a real `mtkit serve` process on 127.0.0.1 (one en->de model, two keys), driven by
 DeepL's own Python SDK, unmodified: a TMX imported through the SDK's import job (the upload to this server, the
 job done at its first poll), listed, read, paged by cursor with filter_text, used by translate_text, exported and
-deleted; a multilingual glossary made, listed, read, used and deleted; each the key's own; bad requests 4xx."""
+deleted; a multilingual glossary made, listed, read, renamed, merged into, replaced, used and deleted; each the key's
+own; bad requests 4xx."""
 
 from __future__ import annotations
 
@@ -18,35 +19,18 @@ from mtkit.errors import UserError
 from mtkit.memory.tmx import TmxReader
 from mtkit.serve import deepl_memories
 from mtkit.serve.deepl_memories import DeepLMemories, MemoryJob
+from tests.serve.conftest import PAIRS, deepl_server, tmx
 from tests.serve.test_app import Server
 
 deepl = pytest.importorskip("deepl")
 Entries = pytest.importorskip("deepl.api_data").MultilingualGlossaryDictionaryEntries  # one language pair's
 
 KEY, OTHER_KEY = "v3-key:fx", "v3-other-key"
-PAIRS = [
-    ("A man is sleeping.", "Gespeicherte Übersetzung: Ein Mann schläft."),
-    ("Two dogs play in the snow.", "Zwei Hunde spielen im Schnee."),
-    ("A DOG runs.", "Ein Hund rennt."),
-    ("A woman reads a book.", "Eine Frau liest ein Buch."),
-    ("The children are laughing.", "Die Kinder lachen."),
-]
-
-
-def tmx(pairs: list[tuple[str, str]]) -> str:
-    units = "".join(
-        f'<tu><tuv xml:lang="en-US"><seg>{s}</seg></tuv><tuv xml:lang="de-DE"><seg>{t}</seg></tuv></tu>'
-        for s, t in pairs
-    )
-    return f'<?xml version="1.0"?><tmx version="1.4"><header srclang="en-US"/><body>{units}</body></tmx>'
 
 
 @pytest.fixture(scope="module")
 def server(overfit_run: Path, tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("serve-deepl-v3")
-    (folder / "keys").write_text(f"{KEY}\n{OTHER_KEY}\n", encoding="utf-8")
-    options = ("--api-keys", str(folder / "keys"), "--state", str(folder / "state.sqlite3"))
-    started = Server(overfit_run, folder / "stderr.log", *options)
+    started = deepl_server(overfit_run, tmp_path_factory.mktemp("serve-deepl-v3"), [KEY, OTHER_KEY])
     yield started
     started.stop()
 
@@ -168,6 +152,54 @@ def test_a_multilingual_glossary_is_made_listed_used_read_and_deleted(server: Se
     gone = call(server, "POST", "/v2/translate", json={"text": ["A dog."], "source_lang": "EN", "target_lang": "DE",
                                                        "glossary_id": made.glossary_id})  # fmt: skip
     assert gone.status_code == 404
+
+
+def test_a_multilingual_glossary_is_renamed_its_dictionary_merged_into_and_replaced(server: Server) -> None:
+    sdk = client(server)
+    made = sdk.create_multilingual_glossary("pets", [Entries("EN", "DE", {"dog": "Hund", "cat": "Katze"})])
+    renamed = sdk.update_multilingual_glossary_name(made, "animals")
+    assert (renamed.name, renamed.dictionaries[0].entry_count) == ("animals", 2)
+    assert sdk.get_multilingual_glossary(made.glossary_id).name == "animals"
+    patched = sdk.update_multilingual_glossary_dictionary(
+        made, Entries("EN", "DE", {"dog": "Glossarhund", "snow": "Glossarschnee"})
+    )
+    assert (patched.name, patched.dictionaries[0].entry_count) == ("animals", 3)
+    read = sdk.get_multilingual_glossary_entries(made, "EN", "DE").dictionaries[0]
+    assert read.entries == "dog\tGlossarhund\ncat\tKatze\nsnow\tGlossarschnee\n"  # dog's target replaced in place
+    used = sdk.translate_text("A dog runs in the snow.", source_lang="EN", target_lang="DE", glossary=made)
+    assert "Glossarhund" in used.text and "Glossarschnee" in used.text
+    replaced = sdk.replace_multilingual_glossary_dictionary(made, Entries("EN", "DE", {"snow": "Schneeglossar"}))
+    assert (replaced.source_lang, replaced.target_lang, replaced.entry_count) == ("EN", "DE", 1)
+    read = sdk.get_multilingual_glossary_entries(made, "EN", "DE").dictionaries[0]
+    assert read.entries == "snow\tSchneeglossar\n"
+    assert sdk.get_multilingual_glossary(made.glossary_id).name == "animals"
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client(server, OTHER_KEY).update_multilingual_glossary_name(made, "theirs")
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        client(server, OTHER_KEY).replace_multilingual_glossary_dictionary(made, Entries("EN", "DE", {"a": "b"}))
+    with pytest.raises(deepl.DeepLException, match="Unsupported glossary language pair: DE->EN"):
+        sdk.update_multilingual_glossary_dictionary(made, Entries("DE", "EN", {"Hund": "dog"}))
+    assert call(server, "PATCH", f"/v3/glossaries/{made.glossary_id}", json={}).status_code == 400
+    sdk.delete_multilingual_glossary(made)
+
+
+def test_a_form_sends_dictionaries_as_indexed_fields(server: Server) -> None:
+    """DeepL's Node SDK sends `dictionaries[0].source_lang=...` in a form: read as JSON's list of objects."""
+    form = {"name": "form", "dictionaries[0].source_lang": "en", "dictionaries[0].target_lang": "de",
+            "dictionaries[0].entries": "dog\tHund", "dictionaries[0].entries_format": "tsv"}  # fmt: skip
+    made = call(server, "POST", "/v3/glossaries", data=form)
+    assert made.status_code == 201 and made.json()["dictionaries"][0]["entry_count"] == 1, made.text
+    glossary_id = made.json()["glossary_id"]
+    patch = {
+        "dictionaries[0].source_lang": "en",
+        "dictionaries[0].target_lang": "de",
+        "dictionaries[0].entries": "a\tb",
+    }
+    patched = call(server, "PATCH", f"/v3/glossaries/{glossary_id}", data=patch)
+    assert patched.status_code == 200 and patched.json()["dictionaries"][0]["entry_count"] == 2, patched.text
+    too_far = call(server, "PATCH", f"/v3/glossaries/{glossary_id}", data={"dictionaries[5000].entries": "a\tb"})
+    assert too_far.status_code == 400 and "dictionaries[5000].entries" in too_far.json()["message"]
+    assert call(server, "DELETE", f"/v3/glossaries/{glossary_id}").status_code == 204
 
 
 def test_a_glossary_of_a_pair_not_served_or_a_repeated_pair_is_refused(server: Server) -> None:
