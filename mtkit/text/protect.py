@@ -27,11 +27,17 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "path": r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?" + _TRAIL + r"|\b[A-Za-z]:\\[\w\\.-]+"
     r"|\b[\w-]+(?:/[\w-]+)*/[\w-]+\.[a-zA-Z0-9]{1,5}\b",
     "date": r"(?<![\w.,])\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?![\w])|(?<![\w.,:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])",
+    # A reference or footnote marker ([1], [12], [a], (3)): the model reads it as noise and drops it. "(a)" is left
+    # out, since it may be a word.
+    "marker": r"\[(?:\d{1,3}|[a-z])\](?!\()|(?<![\w(])\(\d{1,3}\)(?![\w)])",
     # A number that is not a plain count: separators, decimals, a sign, a percentage or a unit. A plain count
     # inside a sentence ("2 men") is language the model translates; one standing alone is copied (copy_whole).
     "number": r"(?<![\w.,])(?:[+\-−±]\d[\d,.  ]*\d|[+\-−±]\d"
     r"|[+\-−±]?\d{1,3}(?:[,.  ]\d{3})+(?:[.,]\d+)?|[+\-−±]?\d+[.,]\d+)"
     rf"(?:\s?{_UNITS})?(?![\w])|(?<![\w.,])\d+\s?{_UNITS}",
+    # A year in text (1500-2099: "January 2004", not "1990s" nor "2004.5"), after the numbers so that "2004 km" is
+    # one: a small model rewrites a long number it has seldom seen ("2004" -> "10 110").
+    "year": r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w]|[.,]\d)",
 }
 _PLAIN_NUMBER = re.compile(r"[+\-−±]?\d+(?:[.,  ]\d+)*")
 _ALL = re.compile("|".join(f"(?:{pattern})" for pattern in DEFAULT_PATTERNS.values()))

@@ -37,6 +37,8 @@ def found(text: str, cfg: ProtectConfig = CFG) -> list[str]:
         ("Two men and 2 dogs play in 1 park.", []),  # a plain count in a sentence is language
         ("A 10 m wall, 100 km/h and 2 men.", ["10 m", "100 km/h"]),  # a count with its unit is not
         ("A well-known 100-meter race.", []),
+        ("A dog runs [1] through the grass [12] or [a] (3).", ["[1]", "[12]", "[a]", "(3)"]),  # markers
+        ("Version 2.0, January 2004. In the 1990s f(1) ran 2004.5 km.", ["2.0", "2004", "2004.5 km"]),  # a year
     ],
 )
 def test_the_default_kinds_are_found(text: str, spans: list[str]) -> None:
