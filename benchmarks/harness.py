@@ -292,11 +292,16 @@ def markdown(scenario: str, stamp: dict[str, Any], command: str, rows: list[dict
         lines[4:4] = [f"Kernels narrowed by the environment: {forced}", ""]
     if stamp.get("changed_files"):
         lines[4:4] = [f"Uncommitted changes measured with the commit: {', '.join(stamp['changed_files'])}", ""]
-    if rows:
-        columns = list(dict.fromkeys(k for row in rows for k in row))
-        lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + table(rows)) + "\n"
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """`rows` as the lines of a Markdown table, its columns in the order they first appear ([] without rows)."""
+    if not rows:
+        return []
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return lines + ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
 
 
 def write_results(scenario: str, report: dict[str, Any], rows: list[dict[str, Any]], out: Path = RESULTS) -> Path:

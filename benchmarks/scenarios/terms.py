@@ -16,12 +16,24 @@ against the measured one, how many sentences each way took, and the seconds of 1
 a glossary of 1,000 entries by each method against none: the 1,000 most often aligned words (terms in almost every
 line), and by the run's default method the 1,000 most often aligned words that none of the lines holds (the
 matching alone) and 1,000 aligned words drawn at random (a glossary whose terms some lines hold).
+
+Forced terms, for the random terms by each method and for the plain outputs (a table of its own in the .md, "forced"
+in the .json, each sentence's outputs under "random_terms"): how many outputs hold the target exactly once, how many
+replaced the model's own word (the reference's word aligned to the source term) of those whose plain output held it,
+how many appended the target after a sentence break the source lacks, how many hold digits the source does not, and
+chrF and BLEU against the references with the own word swapped for the target beside the plain outputs' against the
+references as they are: term accuracy counts the word, not the sentence. The one module of the scenario (about 500
+lines): its term sets, runner and measures are read together.
+
+On CTranslate2 (run.py has no --engine): `python benchmarks/scenarios/terms.py --run RUN --engine ctranslate2
+[--small]` writes benchmarks/results/terms-ctranslate2-<date>-<commit>.{json,md}; --engine torch, terms-<date>-...
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import random
 import re
@@ -34,17 +46,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import read_lines as harness_read_lines
-from harness import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: run as a script, not by run.py
+from harness import read_lines as harness_read_lines  # noqa: E402
+from harness import table, write_results  # noqa: E402
 
-from scenarios.langid import read_lines
-from scenarios.texts import append_notes, bleu, demo_run
-from scenarios.workload import MULTI30K
+from scenarios.langid import read_lines  # noqa: E402
+from scenarios.texts import append_notes, bleu, demo_run  # noqa: E402
+from scenarios.workload import MULTI30K  # noqa: E402
 
 WORD = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
 MIN_LETTERS = 4
 TERMS_PER_SENTENCE = 2
 SEED = 1
+SENTENCE_BREAK = re.compile(r"[.!?]+(?!\d)(?=\W*\w)")
 MIN_PAIR_COUNT = 2
 STOP = {
     "en": set(
@@ -122,8 +136,12 @@ def random_terms(terms: Sequence[Term], refs: Sequence[str], count: int, seed: i
 
 def has_word(text: str, word: str, case: bool = True) -> bool:
     """`word` in `text` as a whole word (no letter or digit either side); `case` False ignores case."""
-    pattern = rf"(?<!\w){re.escape(word)}(?!\w)"
-    return re.search(pattern, text, 0 if case else re.IGNORECASE) is not None
+    return re.search(whole_word(word), text, 0 if case else re.IGNORECASE) is not None
+
+
+def whole_word(word: str) -> str:
+    """The pattern of `word` as a whole word: no letter or digit either side."""
+    return rf"(?<!\w){re.escape(word)}(?!\w)"
 
 
 def accuracy(terms: Sequence[Term], outputs: Sequence[str], case: bool = True) -> float:
@@ -131,6 +149,85 @@ def accuracy(terms: Sequence[Term], outputs: Sequence[str], case: bool = True) -
     if not terms:
         return 0.0
     return round(sum(has_word(outputs[t.line], t.target, case) for t in terms) / len(terms), 3)
+
+
+def word_count(text: str, word: str) -> int:
+    """How often `text` holds `word` as a whole word, in any case."""
+    return len(re.findall(whole_word(word), text, re.IGNORECASE))
+
+
+def own_words(terms: Sequence[Term], randoms: Sequence[Term]) -> list[str]:
+    """Each random term's own word: the reference's word aligned to its source term (the target of its sentence's
+    first reference term, whose source word random_terms took), the proxy for the word the model would choose."""
+    first: dict[int, Term] = {}
+    for term in terms:
+        first.setdefault(term.line, term)
+    return [first[t.line].target for t in randoms]
+
+
+def appended(output: str, target: str, source: str = "") -> bool:
+    """The target's first occurrence (whole word, any case) stands after the output's last sentence break (. ! or ?
+    before more words, not a decimal point), where the output has more breaks than `source`: a sentence of its own
+    tacked on ("Ein Hund rennt durch das Gras. Köter.")."""
+    first = re.search(whole_word(target), output, re.IGNORECASE)
+    breaks = [m.end() for m in SENTENCE_BREAK.finditer(output)]
+    return bool(first and len(breaks) > len(SENTENCE_BREAK.findall(source)) and first.start() >= breaks[-1])
+
+
+def replaced(output: str, own: str, target: str) -> bool:
+    """The output holds the target and no longer the model's own word (whole words, any case)."""
+    return word_count(output, target) > 0 and word_count(output, own) == 0
+
+
+def invented_digits(source: str, output: str) -> bool:
+    """The output holds a run of digits the source does not (a stand-in's copy, a looped number)."""
+    return bool(set(re.findall(r"\d+", output)) - set(re.findall(r"\d+", source)))
+
+
+def swapped_reference(reference: str, own: str, target: str) -> str:
+    """The reference with its first whole-word `own` (as written, else in any case) replaced by `target`, given a
+    capital where it starts the sentence; unchanged where it lacks `own`."""
+    pattern = whole_word(own)
+    found = re.search(pattern, reference) or re.search(pattern, reference, re.IGNORECASE)
+    if not found:
+        return reference
+    start = not re.search(r"\w", reference[: found.start()])
+    word = target[:1].upper() + target[1:] if start else target
+    return reference[: found.start()] + word + reference[found.end() :]
+
+
+def forced_row(
+    name: str,
+    outputs: Sequence[str],
+    sources: Sequence[str],
+    plain: Sequence[str],
+    refs: Sequence[str],
+    owns: Sequence[str],
+    targets: Sequence[str],
+) -> dict[str, Any]:
+    """The forced-terms measures of one set of outputs (the plain ones too) of sentences each given one term,
+    `owns[k]` the word the model would choose for it, `targets[k]` the glossary's: the target exactly once, the
+    sentences whose plain output held the own word and of those the outputs that replaced it, the target appended,
+    invented digits, chrF and BLEU against the references with the own word swapped for the target and against the
+    references as they are."""
+    import sacrebleu
+
+    held = [k for k, (line, own) in enumerate(zip(plain, owns, strict=True)) if word_count(line, own)]
+    swapped = [swapped_reference(r, o, t) for r, o, t in zip(refs, owns, targets, strict=True)]
+    chrf, chrf_swapped = (sacrebleu.corpus_chrf(list(outputs), [list(r)]).score for r in (refs, swapped))
+    return {
+        "terms": name,
+        "sentences": len(outputs),
+        "target once": sum(word_count(x, t) == 1 for x, t in zip(outputs, targets, strict=True)),
+        "own word held": len(held),
+        "own word replaced": sum(replaced(outputs[k], owns[k], targets[k]) for k in held),
+        "appended": sum(map(appended, outputs, targets, sources)),
+        "invented digits": sum(map(invented_digits, sources, outputs)),
+        "chrF, swapped refs": round(chrf_swapped, 2),
+        "BLEU, swapped refs": bleu(outputs, swapped)[0],
+        "chrF, refs": round(chrf, 2),
+        "BLEU, refs": bleu(outputs, refs)[0],
+    }
 
 
 def per_line(terms: Sequence[Term]) -> dict[int, dict[str, str]]:
@@ -180,13 +277,15 @@ def sampled_pairs(counts: Counter[tuple[str, str]], size: int, seed: int = SEED)
 
 
 class Terms:
-    """The demo run loaded once, translating lines as `mtkit translate --glossary` does, a glossary per line."""
+    """The demo run loaded once on `engine`, translating lines as `mtkit translate --glossary` does, a glossary per
+    line."""
 
-    def __init__(self, run: Path) -> None:
+    def __init__(self, run: Path, engine: str = "torch") -> None:
+        from mtkit.engines.config import EngineConfig
         from mtkit.engines.factory import load_translator
         from mtkit.engines.plans import split_options
 
-        self.translator = load_translator(run)
+        self.translator = load_translator(run, EngineConfig(engine=engine))
         self.options = split_options(self.translator, split=False)  # the run's default term method
 
     def translate(
@@ -264,25 +363,38 @@ def run(args: argparse.Namespace) -> None:
     randoms = random_terms(terms, refs, 100 if args.small else 200)
     from mtkit.text.glossary import TERM_METHODS
 
-    engine = Terms(demo)
+    engine_name = getattr(args, "engine", "torch")  # run.py has no --engine: mtkit's own
+    engine = Terms(demo, engine_name)
     plain, *_ = engine.translate(src)
     random_lines = [t.line for t in randoms]
     renumbered = [dataclasses.replace(t, line=k) for k, t in enumerate(randoms)]
     without_random = [plain[n] for n in random_lines]
+    random_src, owns = [src[n] for n in random_lines], own_words(terms, randoms)
+    forced_of = functools.partial(
+        forced_row,
+        sources=random_src,
+        plain=without_random,
+        refs=[refs[n] for n in random_lines],
+        owns=owns,
+        targets=[t.target for t in randoms],
+    )
+    forced = [forced_of("random, no glossary", without_random)]
     rows = [
         applied_row("reference, no glossary", terms, plain, [[] for _ in plain])
-        | {"BLEU": bleu(plain, refs)[0], "sentences": count},
+        | {"BLEU": bleu(plain, refs)[0], "sentences": count, "invented digits": sum(map(invented_digits, src, plain))},
         applied_row("random, no glossary", renumbered, without_random, [[] for _ in randoms])
         | {"sentences": len(randoms)},
     ]
+    outputs: dict[str, list[str]] = {}
     for method in TERM_METHODS:
         with_terms, term_reports, used, *_ = engine.translate(src, per_line(terms), method)
-        with_random, random_reports, random_used, *_ = engine.translate(
-            [src[n] for n in random_lines], per_line(renumbered), method
-        )
+        with_random, random_reports, random_used, *_ = engine.translate(random_src, per_line(renumbered), method)
+        outputs[method] = with_random
+        forced.append(forced_of(f"random, glossary, {method}", with_random))
         rows += [
             applied_row(f"reference, glossary, {method}", terms, with_terms, term_reports)
-            | {"BLEU": bleu(with_terms, refs)[0], "sentences": count, "ways": method_counts(used)},
+            | {"BLEU": bleu(with_terms, refs)[0], "sentences": count, "ways": method_counts(used)}
+            | {"invented digits": sum(map(invented_digits, src, with_terms))},
             applied_row(f"random, glossary, {method}", renumbered, with_random, random_reports)
             | {"sentences": len(randoms), "ways": method_counts(random_used)},
         ]
@@ -291,16 +403,22 @@ def run(args: argparse.Namespace) -> None:
     speed = speed_rows(engine, timed, everywhere, args.rounds, TERM_METHODS, nowhere, sampled_pairs(counts, 1000))
     report = {
         "run": str(demo),
+        "engine": engine_name,
         "threads": os.environ.get("OMP_NUM_THREADS"),
         "speed": speed,
+        "forced": forced,
         "terms": [dataclasses.asdict(t) for t in terms],
-        "random_terms": [dataclasses.asdict(t) for t in randoms],
+        "random_terms": [
+            dataclasses.asdict(t) | {"own": own, "source text": x, "plain": p} | {m: o[k] for m, o in outputs.items()}
+            for k, (t, own, x, p) in enumerate(zip(randoms, owns, random_src, without_random, strict=True))
+        ],
     }
-    result = write_results("terms", report, rows)
+    result = write_results("terms" if engine_name == "torch" else f"terms-{engine_name}", report, rows)
     append_notes(
         result,
         [
-            f"test_2016_flickr's first {count} lines, en->de, {demo.parent.name}/{demo.name}, the run's own search; "
+            f"test_2016_flickr's first {count} lines, en->de, {demo.parent.name}/{demo.name}, the run's own search "
+            f"on --engine {engine_name}; "
             f"{len(terms)} reference terms over {len({t.line for t in terms})} sentences, {len(randoms)} random terms.",
             "accuracy: the target term as a whole word in the output (any case: case-insensitive); applied (mtkit): "
             "the terms mtkit reports applied (its target as a whole word in the output); applied (measured): "
@@ -322,6 +440,25 @@ def run(args: argparse.Namespace) -> None:
             f"found; {speed['sampled']['ways']}), {speed['sampled']['ratio']}x the speed without.",
         ],
     )
+    append_forced(result, forced)
+
+
+def append_forced(result: Path, forced: list[dict[str, Any]]) -> None:
+    """The forced-terms table of the random terms and what its columns count, at the end of the result's .md."""
+    md = result.with_suffix(".md")
+    notes = [
+        "Each random term's target is a noun the model would not choose; its own word is the reference's word aligned "
+        "to the source term. target once: outputs holding the target exactly once (whole word, any case); own word "
+        "held: plain outputs holding the own word; own word replaced: of those, outputs holding the target and no "
+        "longer the own word; appended: outputs whose first target stands after a sentence break the source lacks "
+        "(a sentence of its own tacked on); invented digits: outputs holding a run of digits the source does not; "
+        "swapped refs: the references with the own word replaced by the target (the first as a whole word, a capital "
+        "at the sentence's start); refs: as they are.",
+        "Term accuracy counts the word, not the sentence: compare a glossary row's chrF and BLEU against the swapped "
+        "references with the no-glossary row's against the references as they are.",
+    ]
+    section = ["", "## Forced terms (random terms)", "", *table(forced), "", *(f"- {note}" for note in notes)]
+    md.write_text(md.read_text() + "\n".join(section) + "\n")
 
 
 def speed_rows(
@@ -375,3 +512,20 @@ def speed_rows(
         "absent": rows["absent"] | {"entries": len(absent)},
         **({"sampled": rows["sampled"] | {"entries": len(sampled)}} if sampled else {}),
     }
+
+
+def main() -> None:
+    """The scenario on either engine, as a script: run.py's own options for it, and --engine."""
+    parser = argparse.ArgumentParser(description="terms on --engine torch or ctranslate2 (see the module docstring)")
+    parser.add_argument("--demo-run", "--run", dest="demo_run", required=True, help="any trained en->de run directory")
+    parser.add_argument("--engine", default="torch", choices=("torch", "ctranslate2"))
+    parser.add_argument("--small", action="store_true", help="100 random terms, 200 timed lines, 5,000 aligned pairs")
+    parser.add_argument("--rounds", type=int, help="alternating speed rounds (default: 1 with --small, else 3)")
+    parser.add_argument("--lines", type=int, help="only the first N test lines (checks)")
+    args = parser.parse_args()
+    args.rounds = args.rounds or (1 if args.small else 3)
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
