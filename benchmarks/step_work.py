@@ -156,13 +156,15 @@ def build(args: argparse.Namespace, run_dir: Path) -> tuple[Any, Any]:
 
 def batch_indices(run: Any, train_data: Any) -> tuple[list[Any], int]:
     """The first epoch's batches as the loop draws them, and the padding multiple it collates them with."""
-    from mtkit.corpus.mixing import mixed_epoch_batches
+    from mtkit.corpus.batching import epoch_batches
+    from mtkit.corpus.mixing import epoch_draw
     from mtkit.training.step import pad_multiple
 
     multiple = pad_multiple(run.cfg, run.ctx.device)
     cfg = run.cfg
-    batches = mixed_epoch_batches(
-        train_data.src_lens, train_data.tgt_lens, run.mixture, cfg.max_tokens, cfg.seed, 0, pad_multiple=multiple
+    drawn = epoch_draw(run.mixture, cfg.seed, 0)
+    batches = epoch_batches(
+        train_data.src_lens, train_data.tgt_lens, cfg.max_tokens, cfg.seed, 0, pad_multiple=multiple, drawn=drawn
     )
     return batches, multiple
 

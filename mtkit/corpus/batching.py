@@ -73,10 +73,16 @@ def epoch_batches(
     world_size: int = 1,
     max_sentences: int | None = None,
     pad_multiple: int = 1,
+    drawn: np.ndarray | None = None,
 ) -> list[np.ndarray]:
-    """This rank's batches for one epoch; resume with `[position:]`."""
-    batches = make_batches(src_lens, tgt_lens, max_tokens, seed, epoch, max_sentences, pad_multiple)
-    return shard_batches(batches, rank, world_size)
+    """This rank's batches for one epoch; resume with `[position:]`. `drawn`: the indices into the data that the
+    epoch draws (mtkit.corpus.mixing.epoch_draw), cut into length-bucketed batches of those indices; None: every
+    sentence once."""
+    if drawn is None:
+        batches = make_batches(src_lens, tgt_lens, max_tokens, seed, epoch, max_sentences, pad_multiple)
+        return shard_batches(batches, rank, world_size)
+    batches = make_batches(src_lens[drawn], tgt_lens[drawn], max_tokens, seed, epoch, max_sentences, pad_multiple)
+    return shard_batches([drawn[batch] for batch in batches], rank, world_size)
 
 
 def round_up(widths: np.ndarray, multiple: int) -> np.ndarray:

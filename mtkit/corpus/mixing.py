@@ -1,7 +1,8 @@
 """How an epoch draws from several training corpora: each corpus's count from weights, or from a temperature over
-language pairs; the draw (whole repeats plus a subset without replacement); that epoch's batches. Pure functions of
-(sizes, weights, seed, epoch), so a resumed run redraws the same epoch from its checkpoint's epoch and position.
-numpy and mtkit.corpus.batching only (mtkit.errors for the weights' one-line errors); one corpus is never resampled.
+language pairs; the draw (whole repeats plus a subset without replacement), which mtkit.corpus.batching cuts into
+that epoch's batches. Pure functions of (sizes, weights, seed, epoch), so a resumed run redraws the same epoch from
+its checkpoint's epoch and position. numpy only (mtkit.errors for the weights' one-line errors); one corpus is never
+resampled.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.corpus.batching import epoch_batches, make_batches, shard_batches
 from mtkit.errors import check
 
 SAMPLINGS = ("weights", "temperature")
@@ -80,26 +80,10 @@ def draw_epoch(sizes: np.ndarray, counts: np.ndarray, seed: int, epoch: int) -> 
     return np.concatenate(drawn) if drawn else np.zeros(0, np.int64)
 
 
-def mixed_epoch_batches(
-    src_lens: np.ndarray,
-    tgt_lens: np.ndarray,
-    mixture: Mixture | None,
-    max_tokens: int,
-    seed: int,
-    epoch: int,
-    rank: int = 0,
-    world_size: int = 1,
-    max_sentences: int | None = None,
-    pad_multiple: int = 1,
-) -> list[np.ndarray]:
-    """This rank's batches of one epoch (resume with `[position:]`): without a mixture exactly
-    mtkit.corpus.batching.epoch_batches; with one, the epoch's draw cut into length-bucketed batches of indices into
-    the data."""
-    if mixture is None:
-        return epoch_batches(src_lens, tgt_lens, max_tokens, seed, epoch, rank, world_size, max_sentences, pad_multiple)
-    drawn = mixture.draw(seed, epoch)
-    batches = make_batches(src_lens[drawn], tgt_lens[drawn], max_tokens, seed, epoch, max_sentences, pad_multiple)
-    return shard_batches([drawn[batch] for batch in batches], rank, world_size)
+def epoch_draw(mixture: Mixture | None, seed: int, epoch: int) -> np.ndarray | None:
+    """The indices into the data that epoch `epoch` draws, for mtkit.corpus.batching.epoch_batches' `drawn`; None
+    without a mixture, whose epoch takes every sentence once, exactly as without mixing."""
+    return None if mixture is None else mixture.draw(seed, epoch)
 
 
 def resolve_weights(

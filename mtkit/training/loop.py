@@ -97,8 +97,9 @@ def train(data_dir: Path, run_dir: Path, recipe: TrainRecipe) -> dict | None:
 
 def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     """Epochs of updates until a stop condition; returns why it stopped and the signal behind it (0: none)."""
+    from mtkit.corpus.batching import epoch_batches
     from mtkit.corpus.binarized import prefetch_groups
-    from mtkit.corpus.mixing import mixed_epoch_batches
+    from mtkit.corpus.mixing import epoch_draw
 
     cfg, ctx, state = run.cfg, run.ctx, run.state
     flag = SignalFlag()
@@ -106,16 +107,16 @@ def update_until_stopped(run: Run, train_data: Any) -> tuple[str, int]:
     try:
         while not stop:
             multiple = pad_multiple(cfg, ctx.device)
-            batches = mixed_epoch_batches(
+            batches = epoch_batches(
                 train_data.src_lens,
                 train_data.tgt_lens,
-                run.mixture,
                 cfg.max_tokens,
                 cfg.seed,
                 state.epoch,
                 ctx.rank,
                 ctx.world_size,
                 pad_multiple=multiple,
+                drawn=epoch_draw(run.mixture, cfg.seed, state.epoch),
             )
             # The next groups are collated on a background thread while this one computes.
             groups = prefetch_groups(

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtkit.corpus.batching import epoch_batches as plain_epoch_batches
-from mtkit.corpus.mixing import Mixture, draw_epoch, epoch_counts, mixed_epoch_batches, plan_mixture, resolve_weights
+from mtkit.corpus.batching import epoch_batches
+from mtkit.corpus.mixing import Mixture, draw_epoch, epoch_counts, epoch_draw, plan_mixture, resolve_weights
 from mtkit.errors import UserError
 
 
@@ -52,25 +52,27 @@ def test_same_seed_same_batches_other_seed_or_epoch_other_batches() -> None:
     mixture = Mixture(["a", "b"], np.array([400, 100]), np.array([250, 250]))
 
     def batches(seed: int, epoch: int) -> list[list[int]]:
-        return [batch.tolist() for batch in mixed_epoch_batches(src, tgt, mixture, 256, seed, epoch)]
+        return [batch.tolist() for batch in epoch_batches(src, tgt, 256, seed, epoch, drawn=mixture.draw(seed, epoch))]
 
     assert batches(1, 1) == batches(1, 1)
     assert batches(1, 1) != batches(2, 1) and batches(1, 1) != batches(1, 2)
-    drawn = np.sort(np.concatenate(mixed_epoch_batches(src, tgt, mixture, 256, 1, 1)))
+    drawn = np.sort(np.concatenate(epoch_batches(src, tgt, 256, 1, 1, drawn=mixture.draw(1, 1))))
     assert drawn.tolist() == np.sort(mixture.draw(1, 1)).tolist()  # the batches hold the draw, each drawn pair once
-    for batch in mixed_epoch_batches(src, tgt, mixture, 256, 1, 1):
+    for batch in epoch_batches(src, tgt, 256, 1, 1, drawn=mixture.draw(1, 1)):
         assert len(batch) * (max(src[batch].max(), tgt[batch].max()) + 1) <= 256
     # Resuming at position p of the epoch is the list from p; ranks share it out as without mixing.
-    whole = mixed_epoch_batches(src, tgt, mixture, 256, 1, 1)
-    shards = [mixed_epoch_batches(src, tgt, mixture, 256, 1, 1, rank, 2) for rank in (0, 1)]
+    whole = epoch_batches(src, tgt, 256, 1, 1, drawn=mixture.draw(1, 1))
+    shards = [epoch_batches(src, tgt, 256, 1, 1, rank, 2, drawn=mixture.draw(1, 1)) for rank in (0, 1)]
     assert [b.tolist() for b in shards[0]] == [b.tolist() for b in whole[0 : 2 * len(shards[0]) : 2]]
 
 
 def test_without_a_mixture_the_batches_are_batchings_own() -> None:
     rng = np.random.default_rng(1)
     src, tgt = rng.integers(1, 40, 300), rng.integers(1, 40, 300)
-    ours = mixed_epoch_batches(src, tgt, None, 300, 5, 3, 1, 2, pad_multiple=8)
-    theirs = plain_epoch_batches(src, tgt, 300, 5, 3, 1, 2, pad_multiple=8)
+    assert epoch_draw(None, 5, 3) is None
+    # A draw of every sentence once, in order, batches the data exactly as no draw does.
+    ours = epoch_batches(src, tgt, 300, 5, 3, 1, 2, pad_multiple=8, drawn=np.arange(300))
+    theirs = epoch_batches(src, tgt, 300, 5, 3, 1, 2, pad_multiple=8)
     assert [b.tolist() for b in ours] == [b.tolist() for b in theirs]
 
 

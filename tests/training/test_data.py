@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from mtkit.corpus.batching import epoch_batches
 from mtkit.corpus.binarized import MixedData, ParallelData, prefetch_groups, read_manifest
-from mtkit.corpus.mixing import mixed_epoch_batches
+from mtkit.corpus.mixing import epoch_draw
 from mtkit.corpus.modifiers import BatchModifier, ModifiersConfig
 from mtkit.corpus.subword_sampling import BatchResampler
 from mtkit.errors import UserError
@@ -57,7 +58,9 @@ def test_the_tag_reaches_the_batches_the_model_sees(multilingual_data: Path) -> 
     pieces = {piece: i for i, piece in enumerate(Tokenizer.load(multilingual_data / "spm.model").pieces())}
     de, fr, tag = pieces[">>de<<"], pieces[">>fr<<"], pieces["<bt>"]
     opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
-    batches = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)
+    batches = epoch_batches(
+        opened.data.src_lens, opened.data.tgt_lens, 512, 1, 1, drawn=epoch_draw(opened.mixture, 1, 1)
+    )
     seen = {"de": 0, "fr": 0}
     for (batch,), indices in zip(prefetch_groups(opened.data, batches, 0, 1, torch.device("cpu")), batches):
         from_fr = np.asarray(indices) >= manifest["corpora"]["de"]["pairs"]
@@ -78,7 +81,9 @@ def test_subword_regularization_segments_batches_again_behind_the_kept_tokens(mu
     assert subword_resampler(multilingual_data, manifest, train_cfg(), 255, 0) is None
     resample = subword_resampler(multilingual_data, manifest, train_cfg("train.subword_alpha=0.3"), 255, 0)
     assert resample is not None and resample.leads.tolist() == [1] * 240 + [2] * 120  # >>de<<; >>fr<< and <bt>
-    batches = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)
+    batches = epoch_batches(
+        opened.data.src_lens, opened.data.tgt_lens, 512, 1, 1, drawn=epoch_draw(opened.mixture, 1, 1)
+    )
 
     def collated(epoch: int) -> list:
         draw = lambda *args: resample(*args, epoch=epoch)  # noqa: E731
@@ -116,7 +121,9 @@ def test_modifiers_come_before_subword_sampling_behind_the_kept_tokens(tmp_path:
     resample = batch_resampler(multilingual_data, manifest, train_cfg("train.subword_alpha=0.3"), modifiers, 255, 0)
     assert isinstance(resample, BatchModifier) and isinstance(resample.then, BatchResampler)
     opened = open_training_data(multilingual_data, manifest, None, train_cfg(), True)
-    indices = mixed_epoch_batches(opened.data.src_lens, opened.data.tgt_lens, opened.mixture, 512, 1, 1)[0]
+    indices = epoch_batches(
+        opened.data.src_lens, opened.data.tgt_lens, 512, 1, 1, drawn=epoch_draw(opened.mixture, 1, 1)
+    )[0]
     src, tgt = [opened.data.src(i) for i in indices], [opened.data.tgt(i) for i in indices]
     modified_src, modified_tgt, rows = resample.modify(src, tgt, indices, 0, 1)
     sampled_src, sampled_tgt = resample(src, tgt, indices, 0, 1)
