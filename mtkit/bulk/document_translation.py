@@ -24,20 +24,31 @@ if TYPE_CHECKING:
 
 
 def sentence_translator(
-    translator: Translating, language: str | None = None, options: TranslateOptions | None = None
+    translator: Translating,
+    language: str | None = None,
+    options: TranslateOptions | None = None,
+    exact: set[str] | None = None,
 ) -> tuple[Translate, dict[str, dict[str, int]]]:
     """A documents Translate over `translator`: sentences (already cut by their format) taken whole, the guard
     applied, protected text kept and glossary terms put back (mtkit.text.protect) as `options` says (none when
-    None), and each sentence's guard counts kept in the dict returned beside it, by sentence."""
+    None), and each sentence's guard counts kept in the dict returned beside it, by sentence; the sentences
+    options.memory answered whole (a 100% match) added to `exact` when given."""
     whole = split_options(translator, language, False, options)
     counts: dict[str, dict[str, int]] = {}
 
     def translate(sentences: list[str]) -> list[str]:
         done: list[TextTranslation] = translate_split(translator, sentences, whole)
         counts.update((sentence, guard_counts([text])) for sentence, text in zip(sentences, done))
+        if exact is not None:
+            exact.update(sentence for sentence, text in zip(sentences, done) if _answered(text))
         return [text.text for text in done]
 
     return translate, counts
+
+
+def _answered(text: TextTranslation) -> bool:
+    """Whether a translation memory's exact matches gave every sentence of the text."""
+    return bool(text.sentences) and all(s.memory is not None and s.memory.score == 100 for s in text.sentences)
 
 
 def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
@@ -63,7 +74,8 @@ def translate_documents(
     """Every source read, checked and cut into sentences before any is translated (a bad one fails the command
     before the model works), all their sentences translated together, each output written atomically. A
     document's sentences and the total are the guard's count (each sentence as often as its document has it).
-    `fuzzy`: a gettext catalog's machine-filled entries are flagged fuzzy, as Poedit's pre-translation does."""
+    `fuzzy`: a gettext catalog's machine-filled entries are flagged fuzzy, as Poedit's pre-translation does (not
+    those a translation memory's 100% matches filled)."""
     check(len(sources) == len(outputs), "one output per document")
     for source, out in zip(sources, outputs):
         check(source.is_file(), f"{source}: no such file")
@@ -75,9 +87,10 @@ def translate_documents(
         data = source.read_bytes()
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits, target, fuzzy))
-    translate, by_sentence = sentence_translator(translator, language, options)
+    exact: set[str] = set()
+    translate, by_sentence = sentence_translator(translator, language, options, exact)
     start = time.perf_counter()
-    documents = run_jobs(jobs, translate)
+    documents = run_jobs(jobs, translate, exact)
     seconds = time.perf_counter() - start
     for out, document in zip(outputs, documents):
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,8 @@ def translate_file(
         True,
         "--fuzzy/--no-fuzzy",
         help="Flag a gettext catalog's machine-filled entries fuzzy, for a translator to review (Poedit's and "
-        "Weblate's pre-translation do); --no-fuzzy leaves them unflagged.",
+        "Weblate's pre-translation do); --no-fuzzy leaves them unflagged. An entry a --memory answered whole (100% "
+        "matches) is never flagged.",
     ),
     as_json: bool = typer.Option(False, "--json", help="The summary as JSON."),
     memory: str | None = MEMORY,

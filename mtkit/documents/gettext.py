@@ -1,8 +1,8 @@
 """gettext PO and POT catalogs as Jobs: each empty entry's msgid (and msgid_plural) go to the model once per distinct
 string, and the catalog comes back with those entries filled (flagged fuzzy by default, as Poedit's and Weblate's
-pre-translation do), their plural forms as the target language's Plural-Forms count them, and every other line as
-written: translated and obsolete entries, comments, flags, contexts and order. A POT's header gets the target
-language and its plural rule from CLDR (babel)."""
+pre-translation do, but for those a translation memory's 100% matches filled: Job.exact), their plural forms as the
+target language's Plural-Forms count them, and every other line as written: translated and obsolete entries,
+comments, flags, contexts and order. A POT's header gets the target language and its plural rule from CLDR (babel)."""
 
 from __future__ import annotations
 
@@ -51,11 +51,17 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
                 forms = plural.forms(entry, one, many) if plural else {0: one}
             lines = _msgstr_lines(forms, entry.msgid_plural is not None, catalog.newline)
             edits.append((entry.msgstr_line, entry.end, lines))
-            if fuzzy and "fuzzy" not in entry.flags:
+            if fuzzy and "fuzzy" not in entry.flags and not _exact(entry):
                 edits.append(_fuzzy_flag(catalog, entry))
         legacy = not all(_encodes("".join(lines), catalog.charset) for _, _, lines in edits)
         edits += _header(catalog, header, fields, target, plural, legacy)
         return catalog.encode(catalog.written(edits), name)
+
+    def _exact(entry: Entry) -> bool:
+        """Every sentence of the entry's strings answered by a memory's 100% match."""
+        sources = [source for source in (entry.msgid, entry.msgid_plural) if source is not None]
+        texts = [text for source in sources for text in prepared[(source, entry.flags)].texts]
+        return bool(texts) and all(text in job.exact for text in texts)
 
     counts = {
         "entries": sum(not entry.header for entry in catalog.entries),
@@ -63,7 +69,8 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
         "plural": sum(entry.msgid_plural is not None for entry in empty),
         "sentences": len(texts),
     }
-    return Job(texts, finish, counts)
+    job = Job(texts, finish, counts)  # finish reads job.exact, which run_jobs sets before calling it
+    return job
 
 
 class _Plural:

@@ -5,7 +5,7 @@ knows a model, so the sentences of many documents go through the engine in the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from mtkit.errors import UserError
@@ -21,15 +21,21 @@ class DocumentError(UserError):
 @dataclass
 class Job:
     """One document's sentences out and the document back: `finish(translations)` of `texts` in order gives the
-    translated document's bytes. `counts` says what a format did (paragraphs, cues, tags placed, ...), for logs."""
+    translated document's bytes. `counts` says what a format did (paragraphs, cues, tags placed, ...), for logs.
+    `exact`: its texts a translation memory answered whole (a 100% match), set before `finish`; a format that marks
+    machine translations for review (a PO entry's fuzzy flag, an XLIFF 1.2 target's state) leaves those unmarked."""
 
     texts: list[str]
     finish: Callable[[list[str]], bytes]
     counts: dict[str, int] = field(default_factory=dict)
+    exact: set[str] = field(default_factory=set)
 
 
-def run_jobs(jobs: list[Job], translate: Translate) -> list[bytes]:
-    """Every job's sentences translated in one call (each distinct sentence once), then each document built."""
+def run_jobs(jobs: list[Job], translate: Translate, exact: Collection[str] = ()) -> list[bytes]:
+    """Every job's sentences translated in one call (each distinct sentence once), then each document built.
+    `exact`: the sentences a translation memory answered whole, as `translate` finds them (a set it fills)."""
     wanted = list(dict.fromkeys(text for job in jobs for text in job.texts))
     found = dict(zip(wanted, translate(wanted) if wanted else []))
+    for job in jobs:
+        job.exact = {text for text in job.texts if text in exact}
     return [job.finish([found[text] for text in job.texts]) for job in jobs]

@@ -1,7 +1,9 @@
 """XLIFF 1.2 and 2.0/2.1 files as Jobs: each unit (1.2) or segment (2.x) without a target gets one, in the state the
-specification gives a machine translation; translate="no", existing targets, notes and everything else are kept.
-Inline codes cross the model as mtkit.text.protect's stand-ins, each put back once: a paired code (<g>, <pc>, <mrk>)
-around the words it held, a standalone one (<x/>, <ph>, <bpt>, <sc/>, ...) where its stand-in came back."""
+specification gives a machine translation (1.2: needs-review-translation, but translated and exact-match where a
+translation memory's 100% matches gave it: Job.exact); translate="no", existing targets, notes and everything else
+are kept. Inline codes cross the model as mtkit.text.protect's stand-ins, each put back once: a paired code (<g>,
+<pc>, <mrk>) around the words it held, a standalone one (<x/>, <ph>, <bpt>, <sc/>, ...) where its stand-in came
+back."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from mtkit.documents.ui_strings import ALWAYS, UNFLAGGED, Prepared, prepare
 V1 = ("urn:oasis:names:tc:xliff:document:1.2", "urn:oasis:names:tc:xliff:document:1.1")
 V2 = "urn:oasis:names:tc:xliff:document:2.0"  # 2.1 keeps 2.0's namespace
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+EXACT = {"state": "translated", "state-qualifier": "exact-match"}  # XLIFF 1.2's words for a 100% memory match
 PAIRED = {"g", "mrk", "pc"}  # codes around text: the text is translated, the code put around its translation
 _OPEN, _CLOSE, _ALONE = "\ue000", "\ue001", "\ue002"  # a code's marks in the text, each followed by its number
 _MARK = re.compile("([\ue000\ue001\ue002])([\ue100-\uefff])")
@@ -56,10 +59,14 @@ def xliff_job(data: bytes, name: str, language: str, target: str = "") -> Job:
             raise ValueError(f"{len(texts)} translations expected, got {len(translations)}")
         found = dict(zip(texts, translations))
         for segment, (text, codes) in zip(segments, flat):
+            review = "state-qualifier" in segment.attributes  # 1.2's; 2.x has no state a 100% match would change
+            if review and all(t in job.exact for t in prepared[text].texts):
+                segment.attributes.update(EXACT)
             _write(segment, prepared[text].translation(found, _PATTERN), codes)
         return write_xml(root, data)
 
-    return Job(texts, finish, {"segments": len(segments), "sentences": len(texts)})
+    job = Job(texts, finish, {"segments": len(segments), "sentences": len(texts)})  # run_jobs sets job.exact first
+    return job
 
 
 def _no(element: etree._Element) -> bool:

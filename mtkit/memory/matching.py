@@ -1,31 +1,40 @@
 """A translation memory's index: a segment's source normalised (white space, protected spans), exact lookup by a
-hash of that key, fuzzy candidates narrowed by a word index to a few hundred and scored by rapidfuzz, and an exact
-match's target given the new sentence's protected spans (placeholders, numbers, URLs: mtkit.text.protect).
-Fuzzy score: rapidfuzz.fuzz.ratio (the normalised Indel similarity over characters) of the normalised sources,
-floored to a whole percentage, as CAT tools show it; 100 only for an exact match. No IO, no store.
+hash of that key, fuzzy candidates narrowed by a term index (words and pairs of adjacent words, the rarest read
+first within a bounded number of postings) to a few hundred and scored together by rapidfuzz, and an exact match's
+target given the new sentence's protected spans (placeholders, numbers, URLs: mtkit.text.protect). Fuzzy score:
+rapidfuzz.fuzz.ratio (the normalised Indel similarity over characters) of the normalised sources, floored to a whole
+percentage, as CAT tools show it; 100 only for an exact match. The index is plain arrays (IndexArrays), built here
+from pairs or mapped from disk by mtkit.memory.index_files, answering alike. No IO, no store.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import re
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
-from mtkit.text.protect import ProtectConfig
+from mtkit.text.protect import DEFAULT_PATTERNS, ProtectConfig
 
 DEFAULT_THRESHOLD = 75  # the fuzzy score CAT tools (Trados, memoQ) show matches from by default
-CANDIDATES = 300  # sources rapidfuzz scores per lookup, the ones sharing most of the query's rarer words
-RARE_WORDS = 8  # the query's rarest words whose postings are counted
-MAX_POSTINGS = 50_000  # a word in more sources than this (the, a, is) narrows nothing: skipped when rarer ones exist
+CANDIDATES = 300  # sources rapidfuzz scores per lookup, the ones sharing most of the query's rarer terms
+RARE_TERMS = 16  # the query's rarest terms (words, pairs of adjacent words) whose postings are counted
+POSTINGS = 15_000  # the postings a lookup reads at most, rarest terms first: a common word (the, a) narrows nothing
 SPAN = "\ufffc"  # what a protected span is in a key: any placeholder, number or URL matches any other
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: a pair's key mixes both words' hashes (term_keys)
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 # What mtkit.text.protect keeps as written, and plain numbers too: a CAT tool's placeables, which differ between
 # two sentences an exact match still takes ("3 files" and "12 files").
 _PROTECT = ProtectConfig(patterns=(r"\b\d+(?:[.,]\d+)*\b",))
+# A character every protected kind needs (a digit, a placeholder's, a URL's, a path's, code's or math's): a text
+# without one holds no span, and an import skips the patterns for it (most of a memory's segments).
+_MAY_SPAN = re.compile(r"[\d`\\${}%@/\[:]|www\.")
 
 
 @dataclass(frozen=True)
@@ -49,9 +58,21 @@ def normalised(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def key_version() -> str:
+    """What a saved index's keys and terms depend on besides FORMAT (mtkit.memory.index_files): the protected
+    patterns, the stand-in and the word pattern, hashed; an index saved under others is built again."""
+    text = "\n".join([*DEFAULT_PATTERNS.values(), *_PROTECT.patterns, _MAY_SPAN.pattern, SPAN, _WORD.pattern])
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
 def spans_of(text: str) -> tuple[str, list[str]]:
     """The normalised text with each protected span as SPAN, and the spans' texts in order."""
-    text = normalised(text)
+    return _spans_of_normalised(normalised(text))
+
+
+def _spans_of_normalised(text: str) -> tuple[str, list[str]]:
+    if _MAY_SPAN.search(text) is None:
+        return text, []
     places = _PROTECT.spans(text)
     pieces, at = [], 0
     for low, high in places:
@@ -62,7 +83,11 @@ def spans_of(text: str) -> tuple[str, list[str]]:
 
 def key_of(text: str) -> int:
     """The exact lookup's key: 8 bytes of BLAKE2b of the normalised source with its spans as SPAN."""
-    skeleton = spans_of(text)[0]
+    return _key_of_normalised(normalised(text))
+
+
+def _key_of_normalised(text: str) -> int:
+    skeleton = _spans_of_normalised(text)[0]
     return int.from_bytes(hashlib.blake2b(skeleton.encode("utf-8"), digest_size=8).digest(), "little")
 
 
@@ -88,81 +113,208 @@ def carried(target: str, old: list[str], new: list[str]) -> str:
     return "".join(pieces) + target[at:]
 
 
-class MemoryIndex:
-    """A memory's segments, (source, target) in order, indexed for exact and fuzzy lookup; `memory_id` names the
-    memory they came from, for a caller that marks them used."""
+def word_hash(word: str) -> int:
+    """A word's 8-byte BLAKE2b, from which its terms' keys are made (term_keys): the term index keeps them sorted, so
+    a saved index is searched where it lies, never read into a dict. Two terms of one key (odds about 1e-7 at ten
+    million terms) only cost candidates."""
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
 
-    def __init__(self, pairs: Iterable[tuple[str, str]], memory_id: str = "") -> None:
-        self.memory_id = memory_id
-        self.sources: list[str] = []
-        self.targets: list[str] = []
-        self.exact: dict[int, int] = {}
-        vocabulary: dict[str, int] = {}
-        word_ids: list[int] = []
-        segment_ids: list[int] = []
-        for source, target in pairs:
-            position = len(self.sources)
-            self.sources.append(normalised(source))
-            self.targets.append(target)
-            self.exact.setdefault(key_of(source), position)  # the first of duplicates, as the file ordered them
-            for word in words_of(source):
-                word_ids.append(vocabulary.setdefault(word, len(vocabulary)))
-                segment_ids.append(position)
-        self.vocabulary = vocabulary
-        # The word index as one CSR array: postings[starts[w]:starts[w + 1]] are the sources holding word w.
-        order = np.argsort(np.asarray(word_ids, dtype=np.int64), kind="stable")
-        self.postings = np.asarray(segment_ids, dtype=np.int32)[order]
-        counts = np.bincount(np.asarray(word_ids, dtype=np.int64), minlength=len(vocabulary))
-        self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.lengths = np.fromiter((len(s) for s in self.sources), dtype=np.int32, count=len(self.sources))
+
+@dataclass(frozen=True)
+class IndexArrays:
+    """What a MemoryIndex is made of, as mtkit.memory.index_files keeps it on disk: the normalised sources and the
+    targets as UTF-8 (segment i is text[offsets[i]:offsets[i + 1]]), the exact keys sorted with the first segment
+    of each, the term index as sorted term keys (term_keys: a source's words and its pairs of adjacent words) and
+    one CSR array (postings[starts[t]:starts[t + 1]] are the segments holding term t, in order) with each one's
+    normalised source length in characters beside it, so the length bound filters postings as they lie."""
+
+    sources: bytes | mmap.mmap
+    source_offsets: np.ndarray  # int64, one more than segments
+    targets: bytes | mmap.mmap
+    target_offsets: np.ndarray  # int64
+    keys: np.ndarray  # uint64, sorted, unique
+    key_positions: np.ndarray  # int32: the first segment of each key, as the file ordered duplicates
+    terms: np.ndarray  # uint64 term keys, sorted
+    starts: np.ndarray  # int64, one more than terms
+    postings: np.ndarray  # int32
+    posting_lengths: np.ndarray  # uint16 (a longer source as 65535)
+
+
+def term_keys(words: list[str]) -> np.ndarray:
+    """A text's terms, from its lower-cased words in order: each word's hash, and each pair of adjacent words' (the
+    first's hash times an odd constant plus the second's, modulo 2**64). A pair is rarer than either word, so a
+    lookup counts the many pairs it shares with a near match while reading few postings."""
+    hashes = np.fromiter((word_hash(word) for word in words), dtype=np.uint64, count=len(words))
+    return np.concatenate([hashes, hashes[:-1] * _MIX + hashes[1:]])
+
+
+def index_arrays(pairs: Iterable[tuple[str, str]]) -> IndexArrays:
+    """The pairs, in order, as an index's arrays."""
+    sources, targets = bytearray(), bytearray()
+    source_offsets, target_offsets, lengths = array("q", [0]), array("q", [0]), array("i")
+    keys: list[int] = []
+    vocabulary: dict[str, int] = {}
+    adjacent: dict[tuple[int, int], int] = {}  # a pair of word ids' term: -1 - its number
+    term_ids, segment_ids = array("i"), array("i")
+    for position, (source, target) in enumerate(pairs):
+        text = normalised(source)
+        keys.append(_key_of_normalised(text))
+        sources += text.encode("utf-8")
+        targets += target.encode("utf-8")
+        source_offsets.append(len(sources))
+        target_offsets.append(len(targets))
+        lengths.append(len(text))
+        ids = [vocabulary.setdefault(word, len(vocabulary)) for word in _WORD.findall(text.lower())]
+        terms = set(ids).union([adjacent.setdefault(pair, -1 - len(adjacent)) for pair in zip(ids, ids[1:])])
+        term_ids.extend(terms)
+        segment_ids.extend([position] * len(terms))
+    unique_keys, first = np.unique(np.asarray(keys, dtype=np.uint64), return_index=True)
+    hashes = np.fromiter((word_hash(word) for word in vocabulary), dtype=np.uint64, count=len(vocabulary))
+    pairs_of = np.asarray(list(adjacent), dtype=np.int64).reshape(-1, 2)
+    term_hashes = np.concatenate([hashes, hashes[pairs_of[:, 0]] * _MIX + hashes[pairs_of[:, 1]]])
+    order = np.argsort(term_hashes, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    ids = np.frombuffer(term_ids, dtype=np.int32).astype(np.int64)
+    ranked = rank[np.where(ids >= 0, ids, len(vocabulary) - 1 - ids)]
+    counts = np.bincount(ranked, minlength=len(order))
+    postings = np.frombuffer(segment_ids, dtype=np.int32)[np.argsort(ranked, kind="stable")]
+    clipped = np.minimum(np.frombuffer(lengths, dtype=np.int32), np.iinfo(np.uint16).max).astype(np.uint16)
+    return IndexArrays(
+        sources=bytes(sources),
+        source_offsets=np.frombuffer(source_offsets, dtype=np.int64),
+        targets=bytes(targets),
+        target_offsets=np.frombuffer(target_offsets, dtype=np.int64),
+        keys=unique_keys,
+        key_positions=first.astype(np.int32),
+        terms=term_hashes[order],
+        starts=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        postings=postings,
+        posting_lengths=clipped[postings],
+    )
+
+
+class Texts(Sequence[str]):
+    """A memory's sources or targets by position, each decoded from the UTF-8 only when asked for."""
+
+    def __init__(self, blob: bytes | mmap.mmap, offsets: np.ndarray) -> None:
+        self._blob, self._offsets = blob, offsets
 
     def __len__(self) -> int:
-        return len(self.sources)
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, position: int) -> str: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[str]: ...
+    def __getitem__(self, position: int | slice) -> str | list[str]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError(position)
+        return self._blob[int(self._offsets[position]) : int(self._offsets[position + 1])].decode("utf-8")
+
+
+class MemoryIndex:
+    """A memory's segments, (source, target) in order, indexed for exact and fuzzy lookup: built from the pairs, or
+    from arrays saved once (mtkit.memory.index_files), which answer the same. `memory_id` names the memory they came
+    from, for a caller that marks them used."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = (), memory_id: str = "", arrays: IndexArrays | None = None):
+        self.memory_id = memory_id
+        self.arrays = index_arrays(pairs) if arrays is None else arrays
+        self._count = len(self.arrays.source_offsets) - 1
+        self.sources = Texts(self.arrays.sources, self.arrays.source_offsets)  # normalised
+        self.targets = Texts(self.arrays.targets, self.arrays.target_offsets)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def source(self, position: int) -> str:
+        """A segment's normalised source."""
+        return self.sources[position]
+
+    def target(self, position: int) -> str:
+        return self.targets[position]
 
     def exact_match(self, sentence: str) -> Match | None:
         """The segment whose normalised source, spans aside, is the sentence's; its target given the sentence's
         spans. A hash collision is caught by comparing the keys' texts."""
-        position = self.exact.get(key_of(sentence))
-        if position is None:
+        key = np.uint64(key_of(sentence))
+        row = int(np.searchsorted(self.arrays.keys, key))
+        if row == len(self.arrays.keys) or self.arrays.keys[row] != key:
             return None
+        position = int(self.arrays.key_positions[row])
         skeleton, new = spans_of(sentence)
-        stored, old = spans_of(self.sources[position])
+        source = self.source(position)
+        stored, old = spans_of(source)
         if stored != skeleton:
             return None
-        target = self.targets[position]
-        return Match(100, self.sources[position], target, position, carried(target, old, new))
+        target = self.target(position)
+        return Match(100, source, target, position, carried(target, old, new))
+
+    def _term_rows(self, sentence: str) -> np.ndarray:
+        """The rows of the term index of the sentence's terms the memory holds."""
+        terms = self.arrays.terms
+        keys = np.unique(term_keys(_WORD.findall(sentence.lower())))
+        if not len(terms) or not len(keys):
+            return np.empty(0, dtype=np.int64)
+        rows = np.minimum(np.searchsorted(terms, keys), len(terms) - 1)
+        return rows[terms[rows] == keys]
 
     def candidates(self, sentence: str, threshold: int) -> np.ndarray:
-        """The positions of at most CANDIDATES sources sharing most of the sentence's rarer words, within the
-        lengths a ratio at `threshold` allows (ratio <= 2 * min(len) / (len a + len b))."""
-        ids = [self.vocabulary[w] for w in words_of(sentence) if w in self.vocabulary]
-        if not ids:
+        """The positions, in order, of at most CANDIDATES sources sharing most of the sentence's rarer terms (words
+        and pairs of adjacent words), within the lengths a ratio at `threshold` allows (ratio <= 2 * min(len) /
+        (len a + len b)). The terms are taken rarest first, at most RARE_TERMS of them, while their postings total
+        at most POSTINGS (the rarest alone, cut to POSTINGS, when it holds more), so a lookup's work is bounded
+        however large the memory: a source sharing only common words with the sentence may go unseen."""
+        rows = self._term_rows(sentence)
+        if not len(rows):
             return np.empty(0, dtype=np.int32)
-        sizes = sorted((int(self.starts[i + 1] - self.starts[i]), i) for i in ids)
-        chosen = [i for size, i in sizes[:RARE_WORDS] if size <= MAX_POSTINGS] or [sizes[0][1]]
-        found = np.concatenate([self.postings[self.starts[i] : self.starts[i + 1]] for i in chosen])
-        if len(chosen) == 1:
-            found = found[:MAX_POSTINGS]
+        starts = self.arrays.starts
+        sizes = starts[rows + 1] - starts[rows]
+        order = np.lexsort((rows, sizes))[:RARE_TERMS]
+        taken = rows[order[: max(int(np.searchsorted(np.cumsum(sizes[order]), POSTINGS, side="right")), 1)]]
+        spans = [(int(starts[r]), int(min(starts[r + 1], starts[r] + POSTINGS))) for r in taken]
+        found = np.concatenate([self.arrays.postings[a:b] for a, b in spans])
+        lengths = np.concatenate([self.arrays.posting_lengths[a:b] for a, b in spans])
         length = len(normalised(sentence))
         share = threshold / 200
         low, high = length * share / (1 - share), length * (1 - share) / share if share else np.inf
-        found = found[(self.lengths[found] >= low) & (self.lengths[found] <= high)]
-        positions, counts = np.unique(found, return_counts=True)
-        if len(positions) <= CANDIDATES:
-            return positions
-        return positions[np.argpartition(-counts, CANDIDATES)[:CANDIDATES]]
+        found = np.sort(found[(lengths >= low) & (lengths <= high)])
+        if len(found) <= 1:
+            return found
+        # Each source once, with how many of the taken terms it holds: the runs of the sorted postings (np.unique's
+        # answer, without its extra passes).
+        firsts = np.flatnonzero(np.concatenate(([True], found[1:] != found[:-1])))
+        if len(firsts) <= CANDIDATES:
+            return found[firsts]
+        counts = np.diff(np.append(firsts, len(found)))
+        return np.sort(found[firsts[np.argpartition(-counts, CANDIDATES)[:CANDIDATES]]])
 
     def best(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
         """The exact match, else the best fuzzy one scoring at least `threshold` (the earliest of equals)."""
         exact = self.exact_match(sentence)
-        if exact is not None:
-            return exact
-        from rapidfuzz import fuzz  # the serve extra's; a memory is only indexed where it is installed
+        return exact if exact is not None else self.fuzzy_match(sentence, threshold)
 
-        query = normalised(sentence)
-        best: Match | None = None
-        for position in sorted(int(p) for p in self.candidates(sentence, threshold)):
-            score = int(fuzz.ratio(query, self.sources[position]))
-            if score >= threshold and score < 100 and (best is None or score > best.score):
-                best = Match(score, self.sources[position], self.targets[position], position)
-        return best
+    def fuzzy_match(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
+        """The best fuzzy match scoring `threshold` to 99 (the earliest of equals), whatever the exact one."""
+        from rapidfuzz import fuzz, process  # the serve extra's; a memory is only indexed where it is installed
+
+        positions = self.candidates(sentence, threshold)
+        if not len(positions):
+            return None
+        offsets, blob = self.arrays.source_offsets, self.arrays.sources
+        texts = [
+            blob[a:b].decode("utf-8") for a, b in zip(offsets[positions].tolist(), offsets[positions + 1].tolist())
+        ]
+        # All candidates scored in one call, in float64 as fuzz.ratio scores one pair, then floored as CAT tools show
+        scores = np.floor(process.cdist([normalised(sentence)], texts, scorer=fuzz.ratio, dtype=np.float64)[0])
+        scores[(scores < threshold) | (scores >= 100)] = -1
+        best = int(np.argmax(scores))  # the first of equals: the earliest segment
+        if scores[best] < 0:
+            return None
+        position = int(positions[best])
+        return Match(int(scores[best]), texts[best], self.target(position), position)

@@ -2,23 +2,29 @@
 its SQLite implementation beside mtkit.serve.state's (`SqliteMemories`, sharing SqliteState's connection; Redis's
 is mtkit.serve.redis_state's), and the import every caller runs (`import_memory`): segments written in batches
 under a new memory id nobody lists, the memory published in one transaction at the end, so a kill -9 during an
-import leaves no half memory. Also each process's cache of memories' indexes (memories never change once published).
+import leaves no half memory. Each memory's index is built once, by its import, and saved (mtkit.memory.index_files)
+in the store's `index_root`: beside an SQLite file, `<state file>.indexes/<memory_id>/`; for Redis, whose replicas
+share no disk, each machine's cache, $XDG_CACHE_HOME/mtkit/memory-indexes/<memory_id>/ (~/.cache without it), built
+there on first use. A missing or stale index is built again on first use; each process keeps the few it opened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from mtkit import faults
 from mtkit.errors import UserError
+from mtkit.memory.index_files import open_index, remove_index, save_index
 from mtkit.memory.matching import MemoryIndex
 from mtkit.memory.readers import PairReader
 
@@ -53,7 +59,10 @@ class Segment:
 
 
 class MemoryStore(Protocol):
-    """What the CLI and the servers keep of memories; every method is safe to call from several threads."""
+    """What the CLI and the servers keep of memories; every method is safe to call from several threads.
+    `index_root`: the folder the memories' saved indexes are in, one folder each, named by memory id."""
+
+    index_root: Path
 
     def begin_import(self, memory_id: str, now: float) -> None: ...
     def add_segments(self, memory_id: str, start: int, pairs: Sequence[tuple[str, str]], now: float) -> None: ...
@@ -79,15 +88,20 @@ def find_memory(store: MemoryStore, owner: str, name_or_id: str) -> MemoryRecord
 def import_memory(
     store: MemoryStore, reader: PairReader, owner: str, name: str, replace_name: bool, now: float | None = None
 ) -> tuple[MemoryRecord, int]:
-    """The reader's pairs as a new memory, published only once every segment is written (replacing the owner's
-    memories of that name when `replace_name`); the record and the units skipped. A file without one pair of its
-    languages is a UserError, and nothing is kept."""
+    """The reader's pairs as a new memory, published only once every segment is written and its index saved
+    (replacing the owner's memories of that name when `replace_name`); the record and the units skipped. A file
+    without one pair of its languages is a UserError, and nothing is kept."""
     memory_id = str(uuid.uuid4())
     now = time.time() if now is None else now
     store.begin_import(memory_id, now)
     pause_ms = faults.armed(faults.MEMORY_IMPORT_PAUSE_MS)
-    count, batch = 0, []
-    try:
+    count = 0
+
+    def written() -> Iterator[tuple[str, str]]:
+        """The reader's pairs on their way into the index, written to the store a batch at a time as they pass: one
+        read of the file, and no list of every pair held."""
+        nonlocal count
+        batch: list[tuple[str, str]] = []
         for pair in reader:
             batch.append(pair)
             if len(batch) == BATCH:
@@ -95,40 +109,75 @@ def import_memory(
                 count, batch = count + len(batch), []
                 if pause_ms:  # the kill -9 test's moment: segments written, the memory not yet published
                     time.sleep(pause_ms / 1000)
+            yield pair
         if batch:
             store.add_segments(memory_id, count, batch, now)
             count += len(batch)
+
+    try:
+        index = MemoryIndex(written(), memory_id)
         if not count:
             languages = f"{reader.source_lang or '?'} and {reader.target_lang or '?'}"
             raise UserError(f"{name}: no segment holds both {languages} ({reader.skipped} units skipped)")
         record = MemoryRecord(memory_id, owner, name, reader.source_lang, reader.target_lang, now, now, count)
+        _save(store, index)
         store.publish(record, replace_name)
     except BaseException:
         store.abandon(memory_id)
+        remove_index(store.index_root / memory_id)
         raise
     return record, reader.skipped
 
 
+def default_index_root() -> Path:
+    """$XDG_CACHE_HOME/mtkit/memory-indexes, else ~/.cache/mtkit/memory-indexes: indexes a store keeps no disk for
+    (Redis), rebuilt from the store when gone."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mtkit" / "memory-indexes"
+
+
+def _save(store: MemoryStore, index: MemoryIndex) -> None:
+    """The index saved in the store's root; a root that cannot be written (read-only, full) only costs the next
+    process a build."""
+    try:
+        save_index(index, store.index_root / index.memory_id)
+    except OSError:
+        pass
+
+
+def memory_index(store: MemoryStore, record: MemoryRecord) -> MemoryIndex:
+    """The memory's saved index, opened; built from its segments and saved first when missing or stale (a stale one
+    removed, or it would stand in the new one's way)."""
+    folder = store.index_root / record.memory_id
+    found = open_index(folder, record.memory_id, record.segment_count)
+    if found is not None:
+        return found
+    built = MemoryIndex(store.pairs(record.memory_id), record.memory_id)
+    remove_index(folder)
+    _save(store, built)
+    return built
+
+
 class IndexCache:
-    """Each memory's MemoryIndex, built once per process from its pairs: a published memory never changes, so its
-    id is its version. The `size` most recently used are kept."""
+    """The indexes this process opened (or built), by memory id: a published memory never changes, so its id is its
+    version. The `size` most recently used are kept."""
 
     def __init__(self, size: int = 4) -> None:
         self.size = size
         self._built: OrderedDict[str, MemoryIndex] = OrderedDict()
         self._lock = threading.Lock()
 
-    def index(self, memory_id: str, pairs: Callable[[], Iterable[tuple[str, str]]]) -> MemoryIndex:
+    def index(self, memory_id: str, load: Callable[[], MemoryIndex]) -> MemoryIndex:
         with self._lock:
             if memory_id in self._built:
                 self._built.move_to_end(memory_id)
                 return self._built[memory_id]
-        built = MemoryIndex(pairs(), memory_id)
+        loaded = load()
         with self._lock:
-            self._built[memory_id] = built
+            self._built[memory_id] = loaded
             while len(self._built) > self.size:
                 self._built.popitem(last=False)
-        return built
+        return loaded
 
 
 SCHEMA = """
@@ -146,11 +195,13 @@ _COLUMNS = "memory_id, owner, name, source_lang, target_lang, created, updated, 
 
 
 class SqliteMemories:
-    """MemoryStore in SqliteState's file, on its connection and behind its lock."""
+    """MemoryStore in SqliteState's file, on its connection and behind its lock; the indexes beside the file."""
 
     def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
         self._db, self._lock = db, lock
         self._db.executescript(SCHEMA)
+        files = [row[2] for row in self._db.execute("PRAGMA database_list") if row[1] == "main"]
+        self.index_root = Path(files[0] + ".indexes") if files and files[0] else default_index_root()
 
     def _transaction(self, statements: Callable[[], object]) -> None:
         with self._lock:
@@ -163,10 +214,12 @@ class SqliteMemories:
                 raise
 
     def begin_import(self, memory_id: str, now: float) -> None:
-        """The import's id noted as pending; the segments of imports pending since ABANDONED_S (killed) removed."""
+        """The import's id noted as pending; the segments and index of imports pending since ABANDONED_S (killed)
+        removed."""
+        stale: list[str] = []
 
         def write() -> None:
-            stale = [row[0] for row in self._db.execute(
+            stale[:] = [row[0] for row in self._db.execute(
                 "SELECT memory_id FROM memory_imports WHERE started < ?", (now - ABANDONED_S,))]  # fmt: skip
             for old in stale:
                 self._db.execute("DELETE FROM memory_segments WHERE memory_id = ?", (old,))
@@ -174,6 +227,8 @@ class SqliteMemories:
             self._db.execute("INSERT INTO memory_imports (memory_id, started) VALUES (?, ?)", (memory_id, now))
 
         self._transaction(write)
+        for old in stale:
+            remove_index(self.index_root / old)
 
     def add_segments(self, memory_id: str, start: int, pairs: Sequence[tuple[str, str]], now: float) -> None:
         rows = ((memory_id, start + i, source, target, now, now) for i, (source, target) in enumerate(pairs))
@@ -187,13 +242,14 @@ class SqliteMemories:
 
     def publish(self, record: MemoryRecord, replace_name: bool) -> None:
         """The memory listed, its import no longer pending and, with `replace_name`, the owner's memories of that
-        name gone: one transaction."""
+        name gone: one transaction (their indexes removed after it)."""
+        replaced: list[str] = []
 
         def write() -> None:
             if replace_name:
-                for (old,) in self._db.execute(
-                    "SELECT memory_id FROM memories WHERE owner = ? AND name = ?", (record.owner, record.name)
-                ).fetchall():
+                same = "SELECT memory_id FROM memories WHERE owner = ? AND name = ?"
+                replaced[:] = [row[0] for row in self._db.execute(same, (record.owner, record.name))]
+                for old in replaced:
                     self._delete(old)
             self._db.execute(
                 f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -203,6 +259,8 @@ class SqliteMemories:
             self._db.execute("DELETE FROM memory_imports WHERE memory_id = ?", (record.memory_id,))
 
         self._transaction(write)
+        for old in replaced:
+            remove_index(self.index_root / old)
 
     def _delete(self, memory_id: str) -> None:
         self._db.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
@@ -214,6 +272,7 @@ class SqliteMemories:
             self._db.execute("DELETE FROM memory_imports WHERE memory_id = ?", (memory_id,))
 
         self._transaction(write)
+        remove_index(self.index_root / memory_id)
 
     def memories(self, owner: str) -> list[MemoryRecord]:
         with self._lock:
@@ -278,12 +337,15 @@ class SqliteMemories:
             found.append(row is not None)
 
         self._transaction(write)
+        if found[0]:
+            remove_index(self.index_root / memory_id)
         return found[0]
 
 
 class ServedMemories:
-    """The memories a server translates with: found in the store by owner and name or id, indexed once per process
-    (IndexCache), their segments marked used after a translation. `store` opens the StateStore on first use."""
+    """The memories a server translates with: found in the store by owner and name or id, their saved indexes
+    opened once per process (IndexCache), their segments marked used after a translation. `store` opens the
+    StateStore on first use."""
 
     def __init__(self, store: Callable[[], Awaitable[object]]) -> None:
         self._store, self.cache = store, IndexCache()
@@ -305,8 +367,7 @@ class ServedMemories:
         for asked, held, what in ((source, record.source_lang, "source"), (target, record.target_lang, "target")):
             if asked and asked != held:
                 raise RequestError(400, f"The translation memory's {what} language is {held}, the request's {asked}")
-        index = await asyncio.to_thread(self.cache.index, record.memory_id, lambda: list(store.pairs(record.memory_id)))
-        return index
+        return await asyncio.to_thread(self.cache.index, record.memory_id, lambda: memory_index(store, record))
 
     async def used(self, index: MemoryIndex, positions: Sequence[int]) -> None:
         """The segments that answered or were reported, marked used now."""

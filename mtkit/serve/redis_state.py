@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mtkit.errors import UserError, check
-from mtkit.serve.memory_state import ABANDONED_S, BATCH, MemoryRecord, Segment
+from mtkit.memory.index_files import remove_index
+from mtkit.serve.memory_state import ABANDONED_S, BATCH, MemoryRecord, Segment, default_index_root
 from mtkit.serve.request import RequestError
 from mtkit.serve.state import DocumentRecord, GlossaryRecord, StoredFile, safe_filename
 
@@ -220,10 +221,13 @@ MEMORY_FIELDS = ("memory_id", "owner", "name", "source_lang", "target_lang", "cr
 class RedisMemories:
     """mtkit.serve.memory_state.MemoryStore in Redis: a memory's fields in a hash, its owner's list a sorted set,
     its segments a list of JSON [source, target, created, updated] (last use in a hash by position). An import's
-    segments expire unless published (PERSIST, in the publishing MULTI), so a killed import leaves nothing."""
+    segments expire unless published (PERSIST, in the publishing MULTI), so a killed import leaves nothing. The
+    indexes are in this machine's cache (default_index_root), which a deletion here clears; another replica's copy
+    of a deleted memory's index is never opened again (its memory id is never reused)."""
 
     def __init__(self, state: RedisState) -> None:
         self.state, self.client = state, state.client
+        self.index_root = default_index_root()
 
     def _segments_key(self, memory_id: str) -> str:
         return f"{PREFIX}memory-segments:{memory_id}"
@@ -249,6 +253,8 @@ class RedisMemories:
         pipe.zadd(f"{PREFIX}memories:{record.owner}", {record.memory_id: record.created})
         pipe.persist(self._segments_key(record.memory_id))
         self.state._call("a memory's import", pipe.execute)
+        for memory_id in old if replace_name else []:
+            remove_index(self.index_root / memory_id)
 
     def _delete(self, pipe: Any, owner: str, memory_id: str) -> None:
         pipe.delete(f"{PREFIX}memory:{memory_id}", self._segments_key(memory_id), f"{PREFIX}memory-used:{memory_id}")
@@ -316,4 +322,5 @@ class RedisMemories:
         pipe = self.client.pipeline(transaction=True)
         self._delete(pipe, owner, memory_id)
         self.state._call("a memory's deletion", pipe.execute)
+        remove_index(self.index_root / memory_id)
         return True

@@ -47,6 +47,7 @@ def test_fuzzy_score_is_rapidfuzz_ratio_floored_and_the_threshold_holds() -> Non
     assert found is not None and found.score == expected and 75 <= expected < 100
     assert found.target == PAIRS[2][1] and found.translation == ""
     assert index.best(query, expected + 1) is None
+    assert index.fuzzy_match(query, 75) == found and index.fuzzy_match(PAIRS[0][0], 50) is None  # 100 left aside
     assert index.best("Something else entirely, unrelated.", 50) is None
 
 

@@ -1,6 +1,7 @@
 """mtkit/serve/memory_state.py and the Redis memories of mtkit/serve/redis_state.py, the same tests on both: an import
 published whole or not at all, owners kept apart, a name replaced, pages after a cursor with a text filter, last use
-kept, deletion; a memory imported through one Redis client read through another, as by two replicas."""
+kept, deletion; a memory imported through one Redis client read through another, as by two replicas; each memory's
+index saved by its import and opened by later processes, removed with its memory, built again when missing."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import UserError
+from mtkit.memory import matching
+from mtkit.memory.index_files import open_index
+from mtkit.memory.matching import MemoryIndex
 from mtkit.memory.tmx import TmxReader, write_tmx
 from mtkit.serve import memory_state
-from mtkit.serve.memory_state import IndexCache, find_memory, import_memory
+from mtkit.serve.memory_state import IndexCache, find_memory, import_memory, memory_index
 from mtkit.serve.state import SqliteState
 from tests.serve.outside_services import REDIS, Redis
 
@@ -27,8 +31,9 @@ def tmx(pairs: list[tuple[str, str]]) -> TmxReader:
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple]:
-    """Two handles on one store (two replicas' view)."""
+def stores(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple]:
+    """Two handles on one store (two replicas' view); Redis's indexes in a cache folder of the test's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     if request.param == "sqlite":
         yield SqliteState(tmp_path / "s.sqlite3"), SqliteState(tmp_path / "s.sqlite3")
         return
@@ -84,11 +89,44 @@ def test_the_index_cache_builds_each_memory_once() -> None:
     built = []
     cache = IndexCache(size=1)
 
-    def pairs() -> list[tuple[str, str]]:
+    def load() -> MemoryIndex:
         built.append(1)
-        return PAIRS
+        return MemoryIndex(PAIRS)
 
-    assert cache.index("a", pairs) is cache.index("a", pairs) and len(built) == 1
-    cache.index("b", pairs)
-    cache.index("a", pairs)
+    assert cache.index("a", load) is cache.index("a", load) and len(built) == 1
+    cache.index("b", load)
+    cache.index("a", load)
     assert len(built) == 3  # "a" was dropped for "b"
+
+
+def test_the_import_saves_the_index_later_processes_open(stores: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    one, two = stores[0].memories, stores[1].memories
+    record, _ = import_memory(one, tmx(PAIRS), "owner", "pets", replace_name=True)
+    folder = one.index_root / record.memory_id
+    assert (folder / "index.json").is_file() and two.index_root == one.index_root
+    monkeypatch.setattr(matching, "index_arrays", None)  # opened, never built
+    opened = memory_index(two, record)
+    monkeypatch.undo()
+    assert opened.best("A dog number 7 runs.").translation == "Hund Nummer 7 rennt." and len(opened) == len(PAIRS)
+    assert opened.best("A dog number 7 runs!", 75).target == "Hund Nummer 7 rennt."
+    memory_state.remove_index(folder)  # lost (a cache cleared, another replica): built again on first use, and saved
+    assert memory_index(two, record).best("A CAT sleeps.").target == "Katze." and folder.is_dir()
+    (folder / "index.json").write_text('{"format": 0}')  # stale (an older mtkit's): replaced by a new one
+    assert memory_index(two, record).best("A CAT sleeps.").target == "Katze."
+    assert open_index(folder, record.memory_id, len(PAIRS)) is not None
+    again, _ = import_memory(one, tmx(PAIRS[:3]), "owner", "pets", replace_name=True)
+    assert not folder.exists() and (one.index_root / again.memory_id).is_dir()  # replaced with its memory
+    assert two.delete("owner", again.memory_id) and not (one.index_root / again.memory_id).exists()
+
+
+def test_a_failed_import_leaves_no_index(stores: tuple) -> None:
+    one = stores[0].memories
+    broken = io.BytesIO()
+    write_tmx(iter(PAIRS), broken, "en", "de")
+    with pytest.raises(UserError):
+        import_memory(one, TmxReader(io.BytesIO(broken.getvalue()[:-300]), "cut.tmx"), "owner", "half", True)
+    assert not one.index_root.exists() or [p.name for p in one.index_root.iterdir()] == []
+
+
+def test_an_sqlite_stores_indexes_are_beside_its_file(tmp_path: Path) -> None:
+    assert SqliteState(tmp_path / "s.sqlite3").memories.index_root == tmp_path / "s.sqlite3.indexes"
