@@ -9,8 +9,8 @@ DEMO_MINUTES ?= 15
 # first and later runs do not reinstall (again only when pyproject.toml is newer than the last install).
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install lint test test-fast demo bench bench-peers bench-peers-install gpu-check gpu-check-tests gpu-check-bench \
-  clean
+.PHONY: install lint test test-fast demo demo-software bench bench-peers bench-peers-install gpu-check gpu-check-tests \
+  gpu-check-bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,10 @@ test-fast: $(INSTALLED)
 
 demo: $(INSTALLED)
 	MINUTES=$(DEMO_MINUTES) PY=$(PY) bash recipes/multi30k-en-de/run.sh
+
+# The same for software strings, from this machine's gettext catalogs (recipes/software-en-de/README.md).
+demo-software: $(INSTALLED)
+	MINUTES=$(DEMO_MINUTES) PY=$(PY) bash recipes/software-en-de/run.sh
 
 # The CPU scenarios of benchmarks/run.py (preprocess, train, translate, serve, finetune), small sizes, one round
 # each; results in benchmarks/results/. Full sizes: $(PY) benchmarks/run.py all.

@@ -36,8 +36,9 @@ ALLOWED: dict[str, set[str]] = {
     "text": {"errors"},
     # Documents (docx, srt, ...) as sentences out and the file back: formats know mtkit.text, never a model.
     "documents": BASICS | {"text"},
-    # Translation memories: TMX and the other files read as streams, the index; PO through documents' reader.
-    "memory": BASICS | {"text", "documents"},
+    # Translation memories: TMX and the other files read as streams, the index; PO through documents' reader, MO
+    # and the fuzzy-repair piece through corpus's (corpus/ stands below, and hands matching up to the CLI).
+    "memory": BASICS | {"text", "documents", "corpus"},
     "corpus": SHARED,
     # runs.model rebuilds a checkpoint's model; runs.checkpoint never imports the model.
     "runs": SHARED | {"model"},

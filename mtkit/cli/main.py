@@ -16,6 +16,7 @@ import typer
 from mtkit.cli import (
     average_command,
     clean_distilled_command,
+    collect_catalogs_command,
     export_command,
     filter_pairs_command,
     import_command,
@@ -44,6 +45,7 @@ app = typer.Typer(
 
 # `mtkit --help` lists the commands in the order they are registered: the main job first, serving last.
 app.command("preprocess")(preprocess_command.preprocess)
+app.command("collect-catalogs")(collect_catalogs_command.collect_catalogs_command)
 app.command("train")(train_command.train)
 app.command("average")(average_command.average)
 app.command("translate")(translate_command.translate)

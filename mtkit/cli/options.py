@@ -170,8 +170,8 @@ MEMORY_STATE = typer.Option(
 def with_memory(
     options: TranslateOptions, memory: str | None, threshold: int, state: str | None, translator: Any
 ) -> TranslateOptions:
-    """`options` with the memory NAME of the store `state` indexed (a one-line error for a memory the store lacks, or
-    one of another language pair than the translator's model, where its data names one)."""
+    """`options` with the memory NAME of the store `state`, its saved index opened (a one-line error for a memory the
+    store lacks, or one of another language pair than the translator's model, where its data names one)."""
     if memory is None:
         return options
     manifest = translator.info.get("manifest", {})
@@ -179,9 +179,10 @@ def with_memory(
     import dataclasses
 
     from mtkit.cli.memory_command import open_store
+    from mtkit.console import warn
+    from mtkit.corpus.fuzzy_matches import fuzzy_piece
     from mtkit.errors import check
-    from mtkit.memory.matching import MemoryIndex
-    from mtkit.serve.memory_state import find_memory
+    from mtkit.serve.memory_state import find_memory, memory_index
     from mtkit.serve.state import owner_of
 
     store = open_store(state)
@@ -192,6 +193,11 @@ def with_memory(
         not all(pair) or found == pair,
         f"--memory {memory}: a {found[0]}-{found[1]} memory, and the model translates {pair[0]}-{pair[1]}",
     )
-    index = MemoryIndex(store.memories.pairs(record.memory_id))
+    index = memory_index(store.memories, record)  # built and saved here if its import could not save it
     store.close()
+    if not fuzzy_piece(translator.tokenizer):
+        warn(
+            f"--memory {memory}: this model was not trained with fuzzy matches (docs/memories.md): its exact "
+            "matches answer sentences, its fuzzy ones are reported and not given to the model"
+        )
     return dataclasses.replace(options, memory=index, memory_threshold=threshold)

@@ -96,7 +96,11 @@ def preprocess(
             "vocabulary for every shard; --shard 1/1 preprocesses the whole corpus here",
         )
         hints = resolve_term_hints(config).enabled  # the recipe trains with term hints: pieces and alignments
-        manifest = run_preprocess(cfg, out, (spec.index, spec.count) if spec is not None else None, hints)
+        from mtkit.memory.fuzzy_repair import matched_pairs  # a corpus's fuzzy matches, by the memory's index
+
+        manifest = run_preprocess(
+            cfg, out, (spec.index, spec.count) if spec is not None else None, hints, matched_pairs
+        )
     name = shard_directory(out, spec.index, spec.count) if spec is not None else out
     lines = [f"{name}: vocab {manifest['vocab_size']}"]
     for split_name, split in manifest["splits"].items():

@@ -73,17 +73,22 @@ class PreprocessConfig:
     # With corpora: each corpus's default.
     source_lang: str = field(default="", metadata={"help": "Source language suffix, e.g. en."})
     target_lang: str = field(default="", metadata={"help": "Target language suffix, e.g. de."})
-    # A file prefix: PREFIX.{lang} or PREFIX.{lang}.gz; a glob or a directory of such pairs.
+    # A file prefix: PREFIX.{lang} or PREFIX.{lang}.gz; a glob or a directory of such pairs; or translation files.
     train: str | None = field(
         default=None,
         metadata={
-            "help": "Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs."
+            "help": "Training PREFIX: PREFIX.SRC + PREFIX.TGT (plain or .gz), or a glob or folder of such pairs; "
+            "or a .tmx, .po, .mo or .xlf/.xliff file, or a glob or folder of them."
         },
     )
     # A prefix (several language pairs: PREFIX.{src} + PREFIX.{tgt} read for each), or a table "src-tgt" -> prefix.
-    valid: str | dict[str, str] | None = field(default=None, metadata={"help": "Validation PREFIX (never filtered)."})
+    valid: str | dict[str, str] | None = field(
+        default=None, metadata={"help": "Validation PREFIX or translation files (never filtered)."}
+    )
     # Each prefix's basename becomes the split name (+ ".src-tgt").
-    test: list[str] = field(default_factory=list, metadata={"help": "Test PREFIX (repeatable; never filtered)."})
+    test: list[str] = field(
+        default_factory=list, metadata={"help": "Test PREFIX or translation files (repeatable; never filtered)."}
+    )
     corpora: list[dict[str, Any]] = field(  # [[preprocess.corpora]]: see CorpusConfig
         default_factory=list, metadata={"help": "The training corpora, each a table of CorpusConfig's keys."}
     )
@@ -170,8 +175,8 @@ class CorpusConfig:
     train: str | None = field(
         default=None,
         metadata={
-            "help": "File prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz (or a glob); or give "
-            "hf_dataset."
+            "help": "File prefix: PREFIX.{source_lang} + PREFIX.{target_lang}, plain or .gz (or a glob); translation "
+            "files (.tmx, .po, .mo, .xlf/.xliff: a file, glob or folder); or give hf_dataset."
         },
     )
     hf_dataset: str | None = field(
@@ -186,6 +191,15 @@ class CorpusConfig:
         metadata={
             "help": 'A piece put at the start of each of its sources, e.g. "<bt>" for back-translated text: one '
             "piece of the vocabulary."
+        },
+    )
+    # Neural fuzzy repair (mtkit.corpus.fuzzy_matches): this corpus is its pairs that have a match, each source
+    # followed by the match's target; list the same text again without it so the model also learns plain sentences.
+    fuzzy_matches: int = field(
+        default=0,
+        metadata={
+            "help": "0 (off), or the lowest fuzzy score (1-99) at which each pair's source is given the target of "
+            "its best match among the corpus's other pairs; pairs without one are left out."
         },
     )
     cleaning: CleaningConfig = field(  # its table's keys stand flat beside the others
@@ -206,6 +220,7 @@ class CorpusConfig:
             bool(self.train) != bool(self.hf_dataset), f"{where}: give train (a file prefix) or hf_dataset, one of them"
         )
         check(self.weight > 0, f"{where}: weight must be positive, got {self.weight}")
+        check(0 <= self.fuzzy_matches <= 99, f"{where}: fuzzy_matches must be 0 (off) to 99, got {self.fuzzy_matches}")
         check(
             self.tag is None or (self.tag and not any(c.isspace() for c in self.tag)),
             f"{where}: tag {self.tag!r} must be one word without spaces",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mtkit.corpus.config import CorpusConfig, PreprocessConfig, corpus_configs
+from mtkit.corpus.fuzzy_matches import FUZZY_PIECE, Matcher, fuzzy_source
 from mtkit.corpus.sharding import shard_range
 from mtkit.corpus.sources import Source, file_source, hf_source, load_hf_split, source_span
 from mtkit.errors import UserError, check
@@ -42,15 +43,19 @@ class Plan:
     valid_splits: dict[str, str]  # pair -> split name
 
     def symbols(self) -> list[str]:
-        """Every prefix piece once, language tokens first: sentencepiece's user-defined symbols."""
-        return list(dict.fromkeys(piece for split in self.splits for piece in split.prefix))
+        """Every prefix piece once, language tokens first, then the fuzzy-match piece where a corpus has matches:
+        sentencepiece's user-defined symbols."""
+        pieces = [piece for split in self.splits for piece in split.prefix]
+        fuzzy = [FUZZY_PIECE] if any(corpus.fuzzy_matches for corpus in self.corpora) else []
+        return list(dict.fromkeys([*pieces, *fuzzy]))
 
     def train_splits(self) -> list[Split]:
         return [split for split in self.splits if split.corpus is not None]
 
 
-def plan_splits(cfg: PreprocessConfig, chunk_pairs: int) -> Plan:
-    """Resolve, open and count every split; file, pair and line-count problems surface here.
+def plan_splits(cfg: PreprocessConfig, chunk_pairs: int, matcher: Matcher | None = None) -> Plan:
+    """Resolve, open and count every split; file, pair and line-count problems surface here. `matcher` finds the
+    fuzzy matches of a corpus that asks for them (mtkit.corpus.fuzzy_matches).
 
     Without [[preprocess.corpora]] the names are today's (train, valid, each test prefix's basename); with
     several language pairs, train.<corpus>, valid.<src>-<tgt> and <test>.<src>-<tgt>."""
@@ -61,7 +66,10 @@ def plan_splits(cfg: PreprocessConfig, chunk_pairs: int) -> Plan:
         langs_of = {f"{cfg.source_lang}-{cfg.target_lang}": (cfg.source_lang, cfg.target_lang)}
     pairs, targets = list(langs_of), {target for _, target in langs_of.values()}
     tokens = cfg.language_tokens == "always" or (cfg.language_tokens == "auto" and len(targets) > 1)
-    splits = _legacy_splits(cfg, corpora, chunk_pairs) if not cfg.corpora else _corpus_splits(cfg, corpora, chunk_pairs)
+    if cfg.corpora:
+        splits = _corpus_splits(cfg, corpora, chunk_pairs, matcher)
+    else:
+        splits = _legacy_splits(cfg, corpora, chunk_pairs)
     several = len(pairs) > 1
     valid: dict[str, str] = {}
     for pair, prefix in _valid_prefixes(cfg.valid, pairs).items():
@@ -103,7 +111,9 @@ def _legacy_splits(cfg: PreprocessConfig, corpora: list[CorpusConfig], chunk_pai
     return splits
 
 
-def _corpus_splits(cfg: PreprocessConfig, corpora: list[CorpusConfig], chunk_pairs: int) -> list[Split]:
+def _corpus_splits(
+    cfg: PreprocessConfig, corpora: list[CorpusConfig], chunk_pairs: int, matcher: Matcher | None
+) -> list[Split]:
     """One split per corpus, train.<name>; a file or dataset problem names the corpus."""
     splits = []
     for corpus in corpora:
@@ -118,6 +128,8 @@ def _corpus_splits(cfg: PreprocessConfig, corpora: list[CorpusConfig], chunk_pai
                 source = hf_source(name, dataset, langs, True, chunk_pairs)
         except UserError as exc:
             raise UserError(f"corpus {corpus.name}: {exc}") from None
+        if corpus.fuzzy_matches:
+            source = fuzzy_source(source, corpus.fuzzy_matches, chunk_pairs, matcher)
         splits.append(Split(name, source, langs, corpus, (corpus.tag,) if corpus.tag else ()))
     return splits
 

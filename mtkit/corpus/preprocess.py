@@ -27,6 +27,7 @@ from mtkit.console import log, progress
 from mtkit.corpus.binarized import FORMAT, VERSION, BinaryWriter, token_dtype
 from mtkit.corpus.config import CleaningConfig, CorpusConfig, PreprocessConfig, manifest_options
 from mtkit.corpus.filters import FILTER_REASONS, PairFilters
+from mtkit.corpus.fuzzy_matches import Matcher
 from mtkit.corpus.plan import Plan, Split, plan_splits, shard_plan
 from mtkit.corpus.sharding import shard_path
 from mtkit.corpus.term_alignments import carry_alignments, ensure_alignments
@@ -55,7 +56,11 @@ class _EncodedChunk:
 
 
 def preprocess(
-    cfg: PreprocessConfig, out_dir: Path, shard: tuple[int, int] | None = None, term_hints: bool = False
+    cfg: PreprocessConfig,
+    out_dir: Path,
+    shard: tuple[int, int] | None = None,
+    term_hints: bool = False,
+    matcher: Matcher | None = None,
 ) -> dict:
     """Build `out_dir` (spm.model, {split}.{lang}.bin/.idx, manifest.json) atomically; returns the manifest.
 
@@ -64,7 +69,7 @@ def preprocess(
     the set into the `out_dir` one run writes). `term_hints` (the recipe's [term_hints] on): the sentencepiece model
     reserves mtkit.corpus.term_hints.TERM_PIECES (the manifest's "term_pieces"), and once the directory is complete,
     each training corpus is aligned beside it (mtkit.corpus.term_alignments; a shard leaves that to its join's first
-    training run)."""
+    training run). `matcher`: the fuzzy matches of a corpus that asks for them (mtkit.corpus.fuzzy_matches)."""
     out_dir = Path(out_dir)
     if shard is not None:
         check(
@@ -78,7 +83,7 @@ def preprocess(
         or (out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / MANIFEST_NAME).is_file())),
         f"{out_dir}: exists and is not a preprocessed data directory; choose another output directory",
     )
-    whole = plan_splits(cfg, CHUNK_PAIRS)  # every count and mismatch check happens before anything is written
+    whole = plan_splits(cfg, CHUNK_PAIRS, matcher)  # every count and mismatch check happens before anything is written
     plan, lines = shard_plan(whole, *shard, CHUNK_PAIRS) if shard is not None else (whole, None)
     reused = load_tokenizer(cfg.spm_model) if cfg.spm_model else None
     check(

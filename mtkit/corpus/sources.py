@@ -1,6 +1,7 @@
-"""Raw parallel text as re-readable chunks of (source lines, target lines): plain or gzipped file pairs and
-Hugging Face datasets with a `translation` column, each counted and checked before anything is written.
-Reads only: no tokenizing, cleaning or writing (mtkit.corpus.preprocess does those).
+"""Raw parallel text as re-readable chunks of (source lines, target lines): plain or gzipped file pairs, translation
+files (TMX, PO/MO, XLIFF: mtkit.corpus.translation_files) and Hugging Face datasets with a `translation` column,
+each counted and checked before anything is written. Reads only: no tokenizing, cleaning or writing
+(mtkit.corpus.preprocess does those).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtkit.console import log
+from mtkit.corpus.translation_files import PairCounts, is_translation_files, read_pairs, translation_files
 from mtkit.errors import UserError, check
 from mtkit.files import count_lines, decode_line, open_binary, resolve_prefix
 
@@ -33,7 +36,10 @@ def file_source(
 ) -> Source:
     """PREFIX.{source lang} and PREFIX.{target lang} (either may end in .gz), same line count, read in chunks; a
     PREFIX that is a glob or a directory is every file pair it names (corpus_files), read one after the other as if
-    concatenated, never copied."""
+    concatenated, never copied. A PREFIX that names translation files (.tmx, .po, .mo, .xlf/.xliff, or a directory
+    or glob holding them) is read as their pairs instead (translation_file_source)."""
+    if is_translation_files(prefix):
+        return translation_file_source(name, prefix, langs, clean, chunk_pairs)
     pairs, counts = corpus_files(prefix, langs), []
     for src_path, tgt_path in pairs:
         src_count, tgt_count = count_lines(src_path), count_lines(tgt_path)
@@ -41,6 +47,31 @@ def file_source(
         counts.append(src_count)
     chunks = functools.partial(_files_chunks, pairs, counts, on_bad_utf8, chunk_pairs)
     return Source(name, chunks, sum(counts), clean)
+
+
+def translation_file_source(name: str, prefix: str, langs: tuple[str, str], clean: bool, chunk_pairs: int) -> Source:
+    """The pairs of PREFIX's translation files (mtkit.corpus.translation_files), read once to count them (and to
+    refuse a file of another language before anything is written), then again for each reading of the chunks."""
+    paths, counts = translation_files(prefix), PairCounts()
+    for _ in read_pairs(paths, langs, counts):
+        pass
+    check(counts.pairs > 0, f"{prefix}: its translation files hold no translated entry")
+    if counts.uneven_lines:
+        log(
+            f"{prefix}: {counts.pairs} pairs from {len(paths)} file(s); {counts.uneven_lines} entries of several "
+            "lines skipped (source and target have different line counts)"
+        )
+    chunks = functools.partial(_translation_chunks, paths, langs, chunk_pairs)
+    return Source(name, chunks, counts.pairs, clean)
+
+
+def _translation_chunks(
+    paths: list[Path], langs: tuple[str, str], chunk_pairs: int, start: int = 0, end: int | None = None
+) -> Chunks:
+    """Pairs [start, end) of the files, chunk_pairs at a time."""
+    pairs = itertools.islice(read_pairs(paths, langs), start, end)
+    while chunk := list(itertools.islice(pairs, chunk_pairs)):
+        yield [src for src, _ in chunk], [tgt for _, tgt in chunk]
 
 
 def corpus_files(prefix: str, langs: tuple[str, str]) -> list[tuple[Path, Path]]:

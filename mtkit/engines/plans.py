@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mtkit.corpus.fuzzy_matches import fuzzy_piece
 from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import decode, output_line
@@ -59,6 +60,7 @@ def split_options(
         term_guide=translator.guides_terms,
         memory=options.memory,
         memory_threshold=options.memory_threshold,
+        fuzzy_piece=fuzzy_piece(translator.tokenizer),
     )
 
 

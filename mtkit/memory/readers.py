@@ -1,7 +1,8 @@
 """The files a memory is imported from, each as its (source, target) pairs and its languages: TMX 1.4b
 (mtkit.memory.tmx), a gettext PO catalog's translated entries (mtkit.documents.po_file's reader; fuzzy ones left
-out), XLIFF 1.2 and 2.x units with targets (streamed like TMX) and TSV (source TAB target a line). Chosen by the
-file's name; a file that is none of them, or is broken, is a one-line UserError naming it. No store, no index.
+out) and a compiled MO catalog's (its binary tables read here), XLIFF 1.2 and 2.x units with targets (streamed like
+TMX) and TSV (source TAB target a line). Chosen by the file's name; a file that is none of them, or is broken, is a
+one-line UserError naming it. No store, no index.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import IO, Any, Protocol
 
 from lxml import etree
 
+from mtkit.corpus.translation_files import header_field, mo_entries
 from mtkit.errors import UserError, check
 from mtkit.memory.tmx import TmxReader, base_language, cleared, text_of, xml_events
 
-FORMATS = {".tmx": "tmx", ".po": "po", ".xlf": "xliff", ".xliff": "xliff", ".tsv": "tsv", ".txt": "tsv"}
+FORMATS = {".tmx": "tmx", ".po": "po", ".mo": "mo", ".xlf": "xliff", ".xliff": "xliff", ".tsv": "tsv", ".txt": "tsv"}
 
 
 class PairReader(Protocol):
@@ -30,9 +32,10 @@ class PairReader(Protocol):
 
 
 def file_format(name: str) -> str:
-    """tmx, po, xliff or tsv, by the file's name (a .gz is not taken: a memory file is read as a stream as it is)."""
+    """tmx, po, mo, xliff or tsv, by the file's name (a .gz is not taken: a memory file is read as a stream as it
+    is)."""
     found = FORMATS.get(Path(name).suffix.lower())
-    check(found is not None, f"{name}: a memory is imported from .tmx, .po, .xlf/.xliff or .tsv, not this file")
+    check(found is not None, f"{name}: a memory is imported from .tmx, .po, .mo, .xlf/.xliff or .tsv, not this file")
     return found  # type: ignore[return-value]
 
 
@@ -46,6 +49,8 @@ def pair_reader(stream: IO[bytes], name: str, source_lang: str = "", target_lang
         return XliffReader(stream, name, source, target)
     if kind == "po":
         return PoReader(stream, name, source or "en", target)
+    if kind == "mo":
+        return MoReader(stream, name, source or "en", target)
     return TsvReader(stream, name, source, target)
 
 
@@ -115,6 +120,32 @@ class PoReader:
                 yield entry.msgid, entry.msgstr.get(0, "")
             else:
                 self.skipped += 1
+
+
+@dataclass
+class MoReader:
+    """A compiled gettext catalog (GNU's MO format: a magic number, then two tables of (length, offset) strings):
+    msgid -> msgstr, a plural's msgid_plural -> its second form too; msgctxt left out. msgfmt already left out the
+    fuzzy and untranslated entries. The target language is the header's Language unless given."""
+
+    stream: IO[bytes]
+    name: str
+    source_lang: str = "en"
+    target_lang: str = ""
+    skipped: int = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for entry in mo_entries(self.stream.read(), self.name):
+            if not entry.msgid:
+                self.target_lang = self.target_lang or base_language(header_field(entry.msgstr[0], "Language"))
+                continue
+            check(bool(self.target_lang), f"{self.name}: the header names no Language; give --target-lang")
+            forms = entry.msgstr
+            for source, target in ((entry.msgid, forms[0]), (entry.msgid_plural, forms[1] if len(forms) > 1 else "")):
+                if source.strip() and target.strip():
+                    yield source, target
+                elif source:
+                    self.skipped += 1
 
 
 @dataclass

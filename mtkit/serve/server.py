@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.console import log
+from mtkit.corpus.fuzzy_matches import fuzzy_piece
 from mtkit.engines.contract import Translating
 from mtkit.engines.factory import load_translator
 from mtkit.errors import UserError
@@ -191,7 +192,10 @@ def serve(run_dirs: Path | list[Path], cfg: ServeConfig) -> None:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     for model in router.models:
         pairs = ", ".join(f"{source}->{target}" for source, target in model.pairs) or "no languages named"
-        log(f"serving {model.name}: {model.translator.info.get('checkpoint')} ({pairs})")  # the operator's log
+        # Said once, here: a request's fuzzy match reaches only a model trained to use it (docs/memories.md).
+        trained = fuzzy_piece(model.translator.tokenizer)
+        matches = "exact and fuzzy matches used" if trained else "exact matches used, fuzzy ones only reported"
+        log(f"serving {model.name}: {model.translator.info.get('checkpoint')} ({pairs}; memories: {matches})")
     log(f"on http://{address} ({cfg.engine.engine}, {info['device']}, {info['dtype']}); SIGTERM to stop")
     try:
         asyncio.run(run_until_stopped(server, sock, stopping, router, cfg.grace_seconds))

@@ -65,6 +65,7 @@ class MemoryMatch(Protocol):
     for an exact match, the translation to use; `report()` is what a sentence's report shows of it."""
 
     score: int
+    target: str  # the memory's target, as stored
     translation: str
 
     def report(self) -> dict[str, Any]: ...
@@ -162,6 +163,9 @@ class SplitOptions:
     term_guide: bool = False
     memory: MemoryLookup | None = None  # a translation memory: exact matches answered from it, fuzzy ones reported
     memory_threshold: int = 75  # the lowest fuzzy score reported
+    # The model's fuzzy-match piece (a run trained with fuzzy matches, mtkit.corpus.fuzzy_matches): a sentence's
+    # fuzzy match's target goes to the model after it, as in training. "": a model without, matches only reported.
+    fuzzy_piece: str = ""
 
     def __post_init__(self) -> None:
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
@@ -193,7 +197,8 @@ def plan_translation(
     while pending:
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
         guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
-        done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided)
+        matched = {current[s].masked.text: matches[s].target for s in pending if s in matches and options.fuzzy_piece}
+        done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided, matched)
         again = []
         for s in pending:
             ready = current[s]
@@ -246,15 +251,23 @@ def _memory_matches(sources: list[str], options: SplitOptions) -> dict[str, Memo
 
 
 def _plan_sentences(
-    wanted: list[str], options: SplitOptions, count: Count, guided: dict[str, tuple[str, ...]]
+    wanted: list[str],
+    options: SplitOptions,
+    count: Count,
+    guided: dict[str, tuple[str, ...]],
+    matched: dict[str, str],
 ) -> Generator[list[str], list[Output], tuple[dict[str, Sentence], dict[str, Output], dict[str, str]]]:
     """plan_translation's part over the sentences the model gets: each translated in its sentence case, with the
-    targets `guided` gives it for the search to place, and the guard's retries (whose pieces carry none, their
-    terms checked after as any); returns each one's Sentence, its Output and its case."""
+    targets `guided` gives it for the search to place and the fuzzy match's target `matched` gives it, and the
+    guard's retries (whose pieces carry neither, their terms checked after as any); returns each one's Sentence,
+    its Output and its case."""
     cases = {s: case_of(s) if options.case else "" for s in wanted}
-    asked = Asked([normalised(s, cases[s]) for s in wanted], [guided.get(s, ()) for s in wanted])
+    plain = [normalised(s, cases[s]) for s in wanted]
+    # As mtkit.corpus.fuzzy_matches.with_match writes a training source: text/ may not import corpus/.
+    texts = [f"{text} {options.fuzzy_piece} {matched[s]}" if s in matched else text for s, text in zip(wanted, plain)]
+    asked = Asked(texts, [guided.get(s, ()) for s in wanted])
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
-    sizes = dict(zip(wanted, count(asked))) if wanted else {}
+    sizes = dict(zip(wanted, count(plain))) if wanted else {}  # the guard weighs the sentence, not its match
     verdicts = {s: _verdict(options.guard, s, outputs[s], sizes[s]) for s in wanted}
     refused = [s for s in wanted if verdicts[s]]
     unlooped = {s: options.guard.unlooped(outputs[s].text) for s in refused if verdicts[s] == "runaway"}

@@ -40,3 +40,25 @@ def test_exact_matches_are_never_sent_and_fuzzy_ones_are_reported() -> None:
 def test_without_a_memory_nothing_changes() -> None:
     done = run_plan(plan_translation(["A dog runs in the snow."], SplitOptions("en"), lambda t: [1 for _ in t]), upper)
     assert done[0].text == "A DOG RUNS IN THE SNOW." and done[0].sentences[0].memory is None
+
+
+def test_a_model_trained_with_fuzzy_matches_gets_its_sentences_match_after_the_piece() -> None:
+    asked: list[list[str]] = []
+
+    def model(texts: list[str]) -> list[Output]:
+        asked.append(list(texts))
+        return [Output(text.split(" <fz> ")[0].upper(), -1.0, 3) for text in texts]
+
+    counted: list[list[str]] = []
+
+    def count(texts: list[str]) -> list[int]:
+        counted.append(list(texts))
+        return [len(x.split()) for x in texts]
+
+    options = SplitOptions("en", memory=MEMORY, memory_threshold=70, fuzzy_piece="<fz>")
+    text = "A dog runs in the park. A dog runs in the snow. Two cats sleep."
+    done = run_plan(plan_translation([text], options, count), model)
+    assert asked == [["A dog runs in the park. <fz> Ein Hund rennt im Schnee.", "Two cats sleep."]]
+    assert all("<fz>" not in t for texts in counted for t in texts)  # the guard weighs the sentence alone
+    assert done[0].text == "A DOG RUNS IN THE PARK. Ein Hund rennt im Schnee. TWO CATS SLEEP."
+    assert done[0].sentences[0].memory.score < 100 and done[0].sentences[2].memory is None
