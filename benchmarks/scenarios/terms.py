@@ -350,7 +350,7 @@ def applied_row(name: str, terms: Sequence[Term], outputs: Sequence[str], report
 
 def method_counts(methods: Counter[str]) -> str:
     """How many sentences each way took, as "model 610, inline 350, placeholder 30" ("hint" for a hinted model)."""
-    ways = ("model", "guided", "inline", "hint", "placeholder")
+    ways = ("model", "guided", "replace", "inline", "hint", "placeholder")
     return ", ".join(f"{name} {methods[name]}" for name in ways if methods[name])
 
 

@@ -57,6 +57,11 @@ class Decoding(Protocol):
         each glossary term it must hold) guide the search where `guides_terms`, and are ignored elsewhere."""
         ...
 
+    def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
+        """Per (source, target) pair, the target's attention over the source: one row per target id, one column
+        per source id (mtkit.engines.plans reads it as word alignments for a glossary's "replace" way)."""
+        ...
+
 
 def translate_lines(translator: Decoding, lines: list[str]) -> list[str]:
     """One output per input line, in order; empty lines give empty outputs. Both engines' `translate`."""

@@ -260,6 +260,34 @@ class CT2Translator:
         )
         return [list(result.log_probs) for result in scored]
 
+    def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
+        """Per pair, CTranslate2's attention of the target over the source (return_attention: its export's
+        alignment heads of the last decoder layer), the target given as a forced prefix: one row per target id, one
+        column per source id. Batches of like target length within cfg.batch_tokens, decoded `workers` at a time."""
+        results: list[list[list[float]]] = [[] for _ in src]
+        lengths = [max(len(s), len(t) + 1) if t else 0 for s, t in zip(src, tgt)]
+        submitted = []
+        for batch in length_batches(lengths, self.cfg.batch_tokens):
+            steps = max(len(tgt[i]) for i in batch)
+            submitted.append(
+                (
+                    batch,
+                    self.model.translate_batch(
+                        [[self.pieces[t] for t in src[i]] for i in batch],
+                        [[self.target_pieces[t] for t in tgt[i]] for i in batch],
+                        asynchronous=True,
+                        beam_size=1,
+                        max_decoding_length=steps,
+                        return_attention=True,
+                    ),
+                )
+            )
+        for batch, decoded in submitted:
+            for index, result in zip(batch, decoded):
+                rows = result.result().attention[0]
+                results[index] = [list(row[: len(src[index])]) for row in rows[: len(tgt[index])]]
+        return results
+
     def _search_native(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[list[Hypothesis]]:
         """CTranslate2's own search: batches of length-sorted sentences within cfg.batch_tokens
         (mtkit.engines.streaming's length_batches; those with a prefix apart, as in _batches), one translate_batch call

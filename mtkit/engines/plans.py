@@ -5,6 +5,7 @@ serve drives the same plans on its worker). Imports no torch."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from mtkit.corpus.fuzzy_matches import fuzzy_piece
@@ -12,12 +13,14 @@ from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import decode, output_line
 from mtkit.search.config import Hypothesis
+from mtkit.text.glossary import holds
 from mtkit.text.line_plan import Line, plan_lines
 from mtkit.text.sentence_plan import (
     Asked,
     Output,
     SplitOptions,
     TextTranslation,
+    asked_alignments,
     asked_terms,
     plan_translation,
     run_plan,
@@ -86,8 +89,8 @@ def translate_split(
     """Texts translated sentence by sentence, every sentence of them batched together, the guard applied."""
 
     def translate(sentences: list[str]) -> list[Output]:
-        terms = asked_terms(sentences)
-        return outputs_of(translator.tokenizer, translator.translate_hypotheses(sentences, strict=strict, terms=terms))
+        hyps = translator.translate_hypotheses(sentences, strict=strict, terms=asked_terms(sentences))
+        return with_alignments(translator, sentences, hyps, outputs_of(translator.tokenizer, hyps))
 
     return run_plan(plan_translation(texts, options, token_counter(translator.tokenizer)), translate)
 
@@ -113,6 +116,69 @@ def translate_whole_lines(
         hyps = translator.translate_hypotheses(list(asked), lineno, strict, forced, asked_terms(asked))
         for i, found in zip(asked.rows, hyps, strict=True):
             results[i] = found
-        return outputs_of(translator.tokenizer, hyps)
+        return with_alignments(translator, asked, hyps, outputs_of(translator.tokenizer, hyps))
 
     return run_plan(plan_lines(lines), translate), results  # type: ignore[arg-type]
+
+
+def with_alignments(
+    translator: Translating, asked: list[str], results: list[list[Hypothesis]], outputs: list[Output]
+) -> list[Output]:
+    """`outputs` of the `asked` texts, those that lack a target the plan is to put in by the "replace" way
+    (Asked.align) given their best hypothesis's word alignment from the model's attention: one pass over those pairs
+    only, so a sentence without such a term, or whose output holds its targets already, costs nothing."""
+    align = asked_alignments(asked) or []
+    rows = [
+        k
+        for k, targets in enumerate(align)
+        if targets and results[k] and results[k][0].tokens and not all(holds(outputs[k].text, t) for t in targets)
+    ]
+    if not rows:
+        return outputs
+    src = translator.encode_lines([asked[k] for k in rows], 1, False, lambda _: None)  # warned once already
+    tgt = [results[k][0].tokens for k in rows]
+    for k, ids, tokens, weights in zip(rows, src, tgt, translator.attention_ids(src, tgt)):
+        outputs[k].alignment = word_alignment(translator.tokenizer, asked[k], outputs[k].text, ids, tokens, weights)
+    return outputs
+
+
+def word_alignment(
+    tokenizer: Tokenizer, source: str, output: str, src: list[int], tgt: list[int], attention: list[list[float]]
+) -> list[list[float]] | None:
+    """Piece-to-piece attention (a row per target id, a column per source id) as words: per word of
+    `output.split()`, its pieces' rows averaged, over the words of `source.split()`, each its pieces' columns summed
+    (a language code leading the source left out). None where the pieces do not make those words."""
+    pieces, target_pieces, codes = _pieces(tokenizer)
+    skip = 1 if src and src[0] in codes else 0
+    src_words = _piece_words([pieces[i] for i in src[skip:]])
+    out_words = _piece_words([target_pieces[i] for i in tgt])
+    n_src, n_out = len(source.split()), len(output.split())
+    if not src_words or src_words[-1] + 1 != n_src or not out_words or out_words[-1] + 1 != n_out:
+        return None
+    if len(attention) < len(tgt):
+        return None
+    matrix = [[0.0] * n_src for _ in range(n_out)]
+    counts = [0] * n_out
+    for piece, row in enumerate(attention[: len(tgt)]):
+        word = out_words[piece]
+        counts[word] += 1
+        for column, weight in enumerate(row[skip : skip + len(src_words)]):
+            matrix[word][src_words[column]] += weight
+    return [[weight / counts[word] for weight in row] for word, row in enumerate(matrix)]
+
+
+def _piece_words(pieces: list[str]) -> list[int]:
+    """Each sentencepiece piece's word, counted from 0: a piece that begins with the word mark begins a word."""
+    words, word = [], -1
+    for piece in pieces:
+        if word < 0 or piece.startswith("\u2581"):
+            word += 1
+        words.append(word)
+    return words
+
+
+@functools.lru_cache(maxsize=8)  # per model: its vocabularies are read once
+def _pieces(tokenizer: Tokenizer) -> tuple[list[str], list[str], frozenset[int]]:
+    """The source and target pieces of a model's tokenizer and its language codes' ids."""
+    codes = frozenset(code for code in map(tokenizer.language_id, tokenizer.language_codes()) if code is not None)
+    return tokenizer.pieces(), tokenizer.target_pieces(), codes

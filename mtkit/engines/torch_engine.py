@@ -34,7 +34,7 @@ from mtkit.engines.contract import (
 )
 from mtkit.errors import UserError, check
 from mtkit.model.precision import PRECISIONS, resolve_precision
-from mtkit.model.transformer import ModelConfig, configure_cuda_kernels, preset_name
+from mtkit.model.transformer import ModelConfig, configure_cuda_kernels, cross_attention_weights, preset_name
 from mtkit.runs.checkpoint import resolve_checkpoint
 from mtkit.runs.model import load_model
 from mtkit.search.beam import search
@@ -57,6 +57,7 @@ MIN_SOURCE_WIDTH = 16
 # however many more the batch adds (checked at every width to 100 on an AVX2-only CPU). The same
 # multiple bounds the set of source shapes the GPU kernels see.
 SOURCE_WIDTH_MULTIPLE = 16
+SENTENCE_ENDS = (".", "!", "?")  # what closes a sentence, at a target piece's end (ends_sentence)
 
 
 def resolve_torch_device(name: str) -> str:
@@ -219,12 +220,36 @@ class TorchTranslator:
         batch = SearchBatch(
             src, src_lens, c.pad_id, c.start_id, c.eos_id, c.max_positions, prefix_batch(prefixes, self.device)
         )
-        guide = (
-            None
-            if table is None
-            else TermGuide(table, continues_word(self.tokenizer, c.target_vocab_size, self.device))
-        )
+        guide = None
+        if table is not None:
+            size = c.target_vocab_size
+            guide = TermGuide(
+                table,
+                continues_word(self.tokenizer, size, self.device),
+                ends_sentence=ends_sentence(self.tokenizer, size, self.device),
+            )
         return search(self.decoder, batch, self.cfg, guide)
+
+    def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
+        """Per pair, the cross-attention of the model's last decoder layer, averaged over heads, teacher-forced over
+        (source, target): one row per target id, one column per source id (eos and padding left out). One decoder
+        pass per batch, the first model of an ensemble's; batched by length as search_ids batches."""
+        results: list[list[list[float]]] = [[] for _ in src]
+        lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
+        for batch in length_batches(lengths, self.cfg.batch_tokens):
+            for index, rows in zip(batch, self._attention([src[i] for i in batch], [tgt[i] for i in batch])):
+                results[index] = rows
+        return results
+
+    @torch.inference_mode()
+    def _attention(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[list[list[float]]]:
+        c = self.model_cfg
+        src, _ = pad_batch(src_ids, c.pad_id, c.eos_id, self.device)
+        tgt_in = torch.full((len(tgt_ids), max(len(t) for t in tgt_ids) + 1), c.pad_id, dtype=torch.long)
+        for row, tokens in enumerate(tgt_ids):  # padding after a target: the causal mask keeps it out of its rows
+            tgt_in[row, : len(tokens) + 1] = torch.tensor([c.start_id, *tokens])
+        weights = cross_attention_weights(self.decoder.models[0], src, tgt_in.to(self.device)).float().cpu()
+        return [weights[row, : len(t), : len(s)].tolist() for row, (s, t) in enumerate(zip(src_ids, tgt_ids))]
 
 
 @functools.lru_cache(maxsize=8)  # per model: the server makes a translator per batch, the tokenizer stays
@@ -232,6 +257,14 @@ def continues_word(tokenizer: Tokenizer | TableTokenizer, size: int, device: tor
     """[size] bool: the target pieces that continue a word (no word-start mark, a letter or digit first), which may
     not follow a glossary term's last piece; the model's rows past the pieces continue none."""
     flags = [piece[:1].isalnum() for piece in tokenizer.target_pieces()]
+    return torch.tensor(flags + [False] * (size - len(flags)), dtype=torch.bool, device=device)
+
+
+@functools.lru_cache(maxsize=8)
+def ends_sentence(tokenizer: Tokenizer | TableTokenizer, size: int, device: torch.device) -> Tensor:
+    """[size] bool: the target pieces that close a sentence (a full stop, ! or ?, alone or at a piece's end), which
+    the guided search holds back while a term is unmet."""
+    flags = [piece.endswith(SENTENCE_ENDS) for piece in tokenizer.target_pieces()]
     return torch.tensor(flags + [False] * (size - len(flags)), dtype=torch.bool, device=device)
 
 

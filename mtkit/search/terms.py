@@ -2,9 +2,10 @@
 and every hypothesis keeps which of them it holds. While a term is unmet its first token gets a bonus; once a
 hypothesis emits that token the rest of the term is forced; the word the term ends may not run on; and ending costs
 a penalty for each unmet term until the sentence's patience runs out (after which a translation that found no place
-for a term ends as any would, and the caller gives that term another way). The model places each term where it
-fits, in one search, with no second translation: a light form of lexically constrained decoding (Hokamp and Liu
-2017, Post and Vilar 2018) that keeps one beam.
+for a term ends as any would, and the caller gives that term another way); closing the sentence (a piece that is or
+ends with a full stop, ! or ?) costs what ending does, so that a term goes inside its sentence. The model places
+each term where it fits, in one search, with no second translation: a light form of lexically constrained decoding
+(Hokamp and Liu 2017, Post and Vilar 2018) that keeps one beam.
 
 The bonus counts towards ranking (a hypothesis that holds its terms beats one that ended without them) but not
 towards the log-probability a hypothesis reports. Imports torch only: never the model, IO or data.
@@ -35,23 +36,30 @@ PATIENCE = 1.2
 
 @dataclass
 class TermGuide:
-    """The terms of a batch [B, C, T] (-1 past a term's end; a sentence with fewer terms pads with empty ones) and
-    the pieces that continue a word [V] (they may not follow a term's last token). Use `start`, then per step
-    `mask` (on each chunk of log-probs), `gained` (for finished hypotheses), `advance`, `ahead` (for the stopping
-    rule) and `keep`."""
+    """The terms of a batch [B, C, T] (-1 past a term's end; a sentence with fewer terms pads with empty ones),
+    the pieces that continue a word [V] (they may not follow a term's last token) and the pieces that close a
+    sentence [V] (held back as the end is while a term is unmet; None: none). Use `start`, then per step `mask` (on
+    each chunk of log-probs), `gained` (for finished hypotheses), `advance`, `ahead` (for the stopping rule) and
+    `keep`."""
 
     terms: Tensor  # [B, C, T] long
     continues_word: Tensor  # [V] bool
     bonus: float = TERM_BONUS
     end_penalty: float = END_PENALTY
+    ends_sentence: Tensor | None = None  # [V] bool
 
     def __post_init__(self) -> None:
+        self.t = 0  # the step `mask` last guided
         self.lengths = (self.terms >= 0).sum(dim=2)  # [B, C]; 0: no term
         self.first = self.terms[:, :, 0].clamp(min=0)  # [B, C]
         # Added to a row whose term just ended: -inf on the pieces that would continue its word.
         self.word_end = torch.zeros(self.continues_word.shape, device=self.terms.device).masked_fill(
             self.continues_word, -math.inf
         )
+        # The ids of the pieces that close a sentence: a model that would not choose a term otherwise writes it
+        # after the full stop ("Ein Hund rennt durch das Gras. Köter."), where the bonus still pays.
+        stops = self.ends_sentence
+        self.stops = None if stops is None or not bool(stops.any()) else stops.nonzero().squeeze(1)
 
     def start(self, src_lens: Tensor) -> None:
         """State for the first step: one row per sentence, no term begun or met (empty terms count as met); how
@@ -80,6 +88,9 @@ class TermGuide:
         self.pending = bool(unmet.any())  # else no bonus or end cost anywhere: most rows late in a search
         self.bonus_of = (unmet & (current < 0)[:, :, None]).to(bonuses.dtype) * self.bonus
         self.end_cost = unmet.sum(dim=2).to(bonuses.dtype) * self.end_penalty
+        # A row inside a term is forced on at the term piece's own log-prob: a term that ends in a stop ("Inc.")
+        # is not held back by itself.
+        self.stop_cost = self.end_cost * (current < 0)
         begun = current >= 0
         if bool(begun.any()):
             of = self.sentence[:, None].expand_as(current)
@@ -91,6 +102,7 @@ class TermGuide:
     def mask(self, logp: Tensor, rows: slice, eos_id: int, t: int) -> Tensor:
         """The log-probs [r, W, V] at step `t` of the still-searching sentences `rows`, guided: writes into logp
         (fresh each step)."""
+        self.t = t
         if self.pending:
             bonus = self.bonus_of[rows]
             logp.scatter_add_(2, self.first_of[rows][:, None, :].expand_as(bonus), bonus)
@@ -98,6 +110,8 @@ class TermGuide:
             # translation that has found no place for a term would only wander on).
             held = self.patience[rows] > t  # [r]
             logp[..., eos_id] -= self.end_cost[rows] * held[:, None]
+            if self.stops is not None:  # closing the sentence is held back as ending is
+                logp[..., self.stops] -= (self.stop_cost[rows] * held[:, None])[:, :, None]
         flat = logp.view(-1, logp.size(2))  # rows of [r, W, V]; only the rows that need it are written
         forced = self.forced[rows].reshape(-1)
         taken = (forced >= 0).nonzero().squeeze(1)
@@ -126,6 +140,9 @@ class TermGuide:
         bonuses = self.bonuses.gather(1, origin)
         lengths = self.lengths_of[:, None, :].expand_as(met)  # [b, K, C]
         begun = current >= 0
+        if self.stops is not None and self.pending:  # a stop written while held back: its cost only ranks, as the bonus
+            closed = torch.isin(token, self.stops) & (self.patience > self.t)[:, None]  # [b, K]
+            bonuses = bonuses - self.stop_cost.gather(1, origin) * closed
         # A free row whose token begins unmet terms: the first of them is begun (the bonus went to each).
         starts = ~begun[:, :, None] & ~met & (self.first_of[:, None, :] == token[:, :, None])  # [b, K, C]
         if bool(starts.any()):
@@ -149,6 +166,7 @@ class TermGuide:
         self.position, self.ended, self.bonuses = self.position[keep], self.ended[keep], self.bonuses[keep]
         self.first_of, self.lengths_of, self.patience = self.first_of[keep], self.lengths_of[keep], self.patience[keep]
         self.bonus_of, self.end_cost, self.forced = self.bonus_of[keep], self.end_cost[keep], self.forced[keep]
+        self.stop_cost = self.stop_cost[keep]
 
 
 def term_table(terms: list[list[list[int]]], device: torch.device) -> Tensor | None:

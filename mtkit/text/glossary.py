@@ -21,13 +21,17 @@ FORMATS = ("tsv", "csv")
 # ("placeholder", which writes every target by construction); for a model trained with term hints, the source term
 # followed by its target between the model's reserved pieces (`__source__ term __target__ target __done__`, "hint"),
 # which takes the place of "inline" in every method; or the source term left as it is and its target placed by the
-# search itself ("guided", mtkit.search.terms; an engine whose search cannot, CTranslate2's, leaves it to the model).
+# search itself ("guided", mtkit.search.terms; an engine whose search cannot, CTranslate2's, leaves it to the model);
+# or the sentence translated as written and the target put in place of the output word the source term is aligned to
+# by the model's cross-attention ("replace", for a model that would not choose the target itself).
 MODEL, INLINE, PLACEHOLDER, HINT, GUIDED = "model", "inline", "placeholder", "hint", "guided"
+REPLACE = "replace"
 # How a glossary is applied to a model trained without term hints (SplitOptions.term_method): the ways tried in
 # order, a term whose target the translation lacks taking the next way, one it holds keeping its own: "placeholder"
 # alone; "inline", then placeholders; "check-first", the model's own translation, then placeholders;
 # "check-first-inline", the model's own, then inline, then placeholders; "guided", the search places each target,
-# then placeholders.
+# then placeholders; "replace", the target in place of the model's own word, then (where the alignment is too weak)
+# guided, then placeholders.
 CHECK_FIRST, CHECK_FIRST_INLINE = "check-first", "check-first-inline"
 TERM_METHODS: dict[str, tuple[str, ...]] = {
     PLACEHOLDER: (PLACEHOLDER,),
@@ -35,7 +39,12 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     CHECK_FIRST: (MODEL, PLACEHOLDER),
     CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
     GUIDED: (GUIDED, PLACEHOLDER),
+    REPLACE: (REPLACE, GUIDED, PLACEHOLDER),
 }
+# The least attention the output words put in a source term's place must give it (of the summed weights of the source
+# term's pieces, averaged over an output word's pieces) for its target to go there; below it the alignment is not
+# trusted and the term takes the next way.
+ALIGNED_MASS = 0.3
 # The method a model takes a glossary by unless one is asked (docs/terminology.md: the terms benchmark's figures): a
 # model trained with term hints takes its hints first, one model pass where it carries them; one without, on an
 # engine whose search places terms, the guided search (one pass, and the best BLEU with reference terms); elsewhere
@@ -61,9 +70,61 @@ def checked_term_method(method: str, name: str = "term_method") -> str:
 
 def term_ways(method: str, hints: bool, guides: bool = True) -> tuple[str, ...]:
     """The ways `method` tries, in order: TERM_METHODS', "inline" as "hint" for a model trained with term hints,
-    "guided" as "model" where the engine's search does not place terms (`guides` False)."""
+    "guided" as "model" where the engine's search does not place terms (`guides` False), and "model" left out after
+    "replace" (whose translation is the model's own)."""
     renamed = {INLINE: HINT if hints else INLINE, GUIDED: GUIDED if guides else MODEL}
-    return tuple(renamed.get(way, way) for way in TERM_METHODS[method])
+    ways = tuple(renamed.get(way, way) for way in TERM_METHODS[method])
+    return tuple(way for k, way in enumerate(ways) if not (way == MODEL and REPLACE in ways[:k]))
+
+
+def replaced(text: str, alignment: list[list[float]], terms: list[tuple[range, str]]) -> str:
+    """`text` (a translation) with each term's target in place of the output word its source words are aligned to:
+    `alignment[j][i]`, the attention of output word j (of text.split()) over source word i; `terms`, each term's
+    source words and target. A target `text` already holds is left as it is; one whose best output word draws less
+    than ALIGNED_MASS, or whose word another term took, is left out (the caller gives it another way). The word's
+    punctuation stays around the target, which takes the sentence's capital where it replaces the first word; a
+    source term of several words may take as many neighbouring output words aligned to it about as strongly."""
+    words = list(re.finditer(r"\S+", text))
+    if len(alignment) != len(words):
+        return text
+    taken: dict[int, tuple[int, str]] = {}  # first output word -> (last, the target written there)
+    used: set[int] = set()
+    for sources, target in terms:
+        if holds(text, target):
+            continue
+        mass = [sum(row[i] for i in sources if i < len(row)) for row in alignment]
+        free = [j for j in range(len(words)) if j not in used and _core(words[j].group())[1]]
+        best = max(free, key=lambda j: mass[j], default=None)
+        if best is None or mass[best] < ALIGNED_MASS:
+            continue
+        low = high = best
+        strong = max(ALIGNED_MASS, mass[best] / 2)
+        while high - low + 1 < len(sources):  # the neighbour aligned more strongly first, while strong enough
+            side = [j for j in (low - 1, high + 1) if j in free and mass[j] >= strong]
+            if not side:
+                break
+            nearest = max(side, key=lambda j: mass[j])
+            low, high = min(low, nearest), max(high, nearest)
+        used.update(range(low, high + 1))
+        first = _core(words[low].group())[1]
+        if low == 0 and first[:1].isupper() and target[:1].islower():  # the sentence's capital
+            target = target[:1].upper() + target[1:]
+        taken[low] = (high, _core(words[low].group())[0] + target + _core(words[high].group())[2])
+    out, at = [], 0
+    for low in sorted(taken):
+        high, written = taken[low]
+        out += [text[at : words[low].start()], written]
+        at = words[high].end()
+    return "".join(out) + text[at:]
+
+
+def _core(word: str) -> tuple[str, str, str]:
+    """A word as (the punctuation before it, its letters and digits, the punctuation after it); the middle is ""
+    for a word without a letter (a number, a stand-in, a mark), which is never replaced."""
+    start = next((k for k, char in enumerate(word) if char.isalnum()), len(word))
+    end = len(word) - next((k for k, char in enumerate(reversed(word)) if char.isalnum()), len(word))
+    core = word[start:end] if start < end else ""
+    return word[:start], core if any(char.isalpha() for char in core) else "", word[end:] if core else ""
 
 
 def hinted(source: str, target: str, pieces: tuple[str, ...]) -> str:

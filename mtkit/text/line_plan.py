@@ -47,6 +47,14 @@ class Line:
         """The glossary targets the search is to place in this line's translation (its "guided" terms)."""
         return () if self.prepared.whole else self.prepared.targets
 
+    def aligned(self, output: Output) -> Line:
+        """The line with its "replace" terms' targets in place of the words of the model's best output (`output`,
+        with its word alignment) they are aligned to, which `finish` then gives; as it was where nothing changes."""
+        if not self.prepared.aligns or output.alignment is None:
+            return self
+        later = self.prepared.aligned(restored(output.text, self.case), output.alignment, self.case)
+        return self if later is self.prepared else Line(self.source, later, self.case)
+
     def fallback(self, text: str) -> Line | None:
         """The line by its next method where `text` (the model's best output for it) lacks a glossary term and a
         method is left; else None."""
@@ -69,14 +77,18 @@ def prepare_line(line: str, options: SplitOptions, case: bool = True) -> Line:
 
 def plan_lines(lines: list[Line]) -> Generator[Asked, list[Output], list[Line]]:
     """Yields the lines to translate (each Line's `asked`, their rows among `lines` and their targets), as
-    prepare_line made them, and is sent their Outputs, in order; a line whose best output lacks a glossary term is
-    yielded again by its next method until it holds its terms or has none left. Returns every line as last asked."""
+    prepare_line made them, and is sent their Outputs, in order; a line whose "replace" terms are asked with its
+    word alignment gets their targets in place of their aligned words; a line whose best output lacks a glossary term
+    is yielded again by its next method until it holds its terms or has none left. Returns every line as last
+    asked."""
     lines = list(lines)
     rows = list(range(len(lines)))
     while rows:
-        outputs = yield Asked([lines[i].asked for i in rows], [lines[i].targets for i in rows], rows)
+        align = [lines[i].prepared.replacing if lines[i].prepared.aligns else () for i in rows]
+        outputs = yield Asked([lines[i].asked for i in rows], [lines[i].targets for i in rows], rows, align)
         again = []
         for i, output in zip(rows, outputs, strict=True):
+            lines[i] = lines[i].aligned(output)
             if later := lines[i].fallback(output.text):
                 lines[i] = later
                 again.append(i)

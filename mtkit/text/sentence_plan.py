@@ -36,11 +36,13 @@ from mtkit.text.glossary import (
     HINT,
     INLINE,
     MODEL,
+    REPLACE,
     Glossary,
     checked_term_method,
     default_term_method,
     hinted,
     holds,
+    replaced,
     term_ways,
     without_pieces,
 )
@@ -81,12 +83,15 @@ class MemoryLookup(Protocol):
 @dataclass
 class Output:
     """A model's answer for one input: its best text, that text's log-probability (eos included) and token count
-    (eos excluded), and the texts of the rest of its n-best, best first."""
+    (eos excluded), and the texts of the rest of its n-best, best first; where the plan asked for it (Asked.align),
+    the best text's word alignment: per word of `text.split()`, its attention over the words of the input as sent
+    (None: not asked, or the engine could not give it)."""
 
     text: str
     logprob: float
     tokens: int
     others: list[str] = field(default_factory=list)
+    alignment: list[list[float]] | None = None
 
 
 @dataclass
@@ -123,22 +128,36 @@ class TextTranslation:
 
 class Asked(list[str]):
     """Sentences a plan sends to the model, in order, with the glossary targets each translation must hold that
-    the search is to place itself (`terms`, one tuple a sentence; empty for most): a list of str to any caller
-    that has no use for them. The line plan (mtkit.text.line_plan) also says which of its lines they are (`rows`),
-    for a driver that gives each line something of its own (a forced prefix)."""
+    the search is to place itself (`terms`, one tuple a sentence; empty for most) and the targets the "replace" way
+    is to put in (`align`): an Output that lacks one of them is to carry its word alignment. A list of str to any
+    caller that has no use for them. The line plan (mtkit.text.line_plan) also says which of its lines they are
+    (`rows`), for a driver that gives each line something of its own (a forced prefix)."""
 
     def __init__(
-        self, texts: list[str], terms: list[tuple[str, ...]] | None = None, rows: list[int] | None = None
+        self,
+        texts: list[str],
+        terms: list[tuple[str, ...]] | None = None,
+        rows: list[int] | None = None,
+        align: list[tuple[str, ...]] | None = None,
     ) -> None:
         super().__init__(texts)
         self.terms = terms if terms is not None else [() for _ in texts]
         self.rows = rows if rows is not None else list(range(len(texts)))
+        self.align = align if align is not None else [() for _ in texts]
 
 
 def asked_terms(sentences: list[str]) -> list[tuple[str, ...]] | None:
     """The targets the search is to place for each of `sentences` (what a plan yielded), or None for none."""
     terms = sentences.terms if isinstance(sentences, Asked) else None
     return terms if terms and any(terms) else None
+
+
+def asked_alignments(sentences: list[str]) -> list[tuple[str, ...]] | None:
+    """The "replace" targets of each of `sentences` (what a plan yielded), or None for none: an output that lacks
+    one of them (as a whole word, as the model writes: in sentence case) is to come back with its word alignment; a
+    driver that cannot give one leaves Output.alignment None, and those terms take their next way."""
+    align = sentences.align if isinstance(sentences, Asked) else None
+    return align if align and any(align) else None
 
 
 @dataclass(frozen=True)
@@ -198,11 +217,14 @@ def plan_translation(
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
         guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
         matched = {current[s].masked.text: matches[s].target for s in pending if s in matches and options.fuzzy_piece}
-        done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided, matched)
+        aligned = {current[s].masked.text: current[s].replacing for s in pending if current[s].aligns}
+        done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided, matched, aligned)
         again = []
         for s in pending:
             ready = current[s]
             key = ready.masked.text
+            if ready.aligns and not done[key].guard:  # its translation is the output aligned (not retried in pieces)
+                ready = current[s] = ready.aligned(outputs[key].text, outputs[key].alignment, cases[key])
             later = None if ready.whole else ready.fallback(done[key].translation, cases[key])
             if ready.whole:
                 chosen[s] = (ready, None, None, "")
@@ -256,16 +278,17 @@ def _plan_sentences(
     count: Count,
     guided: dict[str, tuple[str, ...]],
     matched: dict[str, str],
+    aligned: dict[str, tuple[str, ...]],
 ) -> Generator[list[str], list[Output], tuple[dict[str, Sentence], dict[str, Output], dict[str, str]]]:
     """plan_translation's part over the sentences the model gets: each translated in its sentence case, with the
     targets `guided` gives it for the search to place and the fuzzy match's target `matched` gives it, and the
-    guard's retries (whose pieces carry neither, their terms checked after as any); returns each one's Sentence,
-    its Output and its case."""
+    guard's retries (whose pieces carry neither, their terms checked after as any), with the "replace" targets
+    `aligned` gives it; returns each one's Sentence, its Output and its case."""
     cases = {s: case_of(s) if options.case else "" for s in wanted}
     plain = [normalised(s, cases[s]) for s in wanted]
     # As mtkit.corpus.fuzzy_matches.with_match writes a training source: text/ may not import corpus/.
     texts = [f"{text} {options.fuzzy_piece} {matched[s]}" if s in matched else text for s, text in zip(wanted, plain)]
-    asked = Asked(texts, [guided.get(s, ()) for s in wanted])
+    asked = Asked(texts, [guided.get(s, ()) for s in wanted], align=[aligned.get(s, ()) for s in wanted])
     outputs = dict(zip(wanted, _restored((yield asked) if wanted else [], [cases[s] for s in wanted])))
     sizes = dict(zip(wanted, count(plain))) if wanted else {}  # the guard weighs the sentence, not its match
     verdicts = {s: _verdict(options.guard, s, outputs[s], sizes[s]) for s in wanted}
@@ -317,7 +340,8 @@ class Prepared:
     or, `whole`, nothing but protected text, copied and never sent. `found`: the glossary's terms found (start,
     end, source, target); `ways[i]`, how found[i] reaches the model, one of `chain` (the term method's ways, in
     order); `places`, the protected spans; `case`, the sentence's, which inline targets take; `pieces`, the model's
-    reserved term-hint pieces, which hints are written with and no output keeps."""
+    reserved term-hint pieces, which hints are written with and no output keeps; `edited`, a translation and that
+    translation with the "replace" way's targets in place of their aligned words, which `finish` gives for it."""
 
     masked: Masked
     whole: bool = False
@@ -327,6 +351,7 @@ class Prepared:
     places: tuple[tuple[int, int, Span], ...] = ()
     case: str = ""
     pieces: tuple[str, ...] = ()
+    edited: tuple[str, str] = ()
 
     @property
     def protected(self) -> int:
@@ -343,9 +368,36 @@ class Prepared:
         """How the sentence's terms reached the model: the last of the chain any of them took ("" for none)."""
         return max(self.ways, key=self.chain.index, default="")
 
+    @property
+    def replacing(self) -> tuple[str, ...]:
+        """The targets of the terms whose way is "replace", as the glossary writes them."""
+        return tuple(target for (_, _, _, target), way in zip(self.found, self.ways) if way == REPLACE)
+
+    @property
+    def aligns(self) -> bool:
+        """Whether the model's output for this sentence may need its word alignment (a "replace" term)."""
+        return not self.whole and REPLACE in self.ways
+
+    def aligned(self, text: str, alignment: list[list[float]] | None, case: str) -> Prepared:
+        """This sentence with the "replace" terms' targets (in the source's `case`) put in place of the words of
+        `text` (the model's output, in that case) their source words are aligned to; as it was without an alignment
+        or where nothing changes."""
+        if alignment is None:
+            return self
+        places = _term_words(self)
+        terms = [
+            (places[k], restored(target, case))
+            for k, ((_, _, _, target), way) in enumerate(zip(self.found, self.ways))
+            if way == REPLACE and places[k]
+        ]
+        edited = replaced(text, alignment, terms)
+        return self if edited == text else dataclasses.replace(self, edited=(text, edited))
+
     def finish(self, translation: str, case: str) -> tuple[str, list[dict[str, Any]]]:
         """The translation (already in the source's `case`) with every span put back, and the terms' report: each
         term's target (in the source's case) is `applied` where the text holds it as a whole word."""
+        if self.edited and translation == self.edited[0]:
+            translation = self.edited[1]
         text = without_pieces(translation, self.pieces)
         if self.masked.spans:
             text = unmask(text, self.masked, lambda target: restored(target, case)).text
@@ -373,10 +425,26 @@ def _by_ways(prepared: Prepared, ways: tuple[str, ...]) -> Prepared:
     spans = [
         (low, high, _term_span(prepared, low, high, term, target, way))
         for (low, high, term, target), way in zip(prepared.found, ways)
-        if way not in (MODEL, GUIDED)
+        if way not in (MODEL, GUIDED, REPLACE)
     ]
     masked = mask(prepared.masked.source, list(prepared.places) + spans)
-    return dataclasses.replace(prepared, masked=masked, ways=ways)
+    return dataclasses.replace(prepared, masked=masked, ways=ways, edited=())
+
+
+def _term_words(prepared: Prepared) -> list[range]:
+    """For each found term left as written ("model", "guided", "replace"), the indices of its words among the
+    words of the text the model gets (`masked.text.split()`); an empty range for the others."""
+    text, at, places = prepared.masked.text, 0, []
+    for (low, high, _, _), way in zip(prepared.found, prepared.ways):
+        written = prepared.masked.source[low:high]
+        start = text.find(written, at) if way in (MODEL, GUIDED, REPLACE) else -1
+        if start < 0:
+            places.append(range(0))
+            continue
+        at = start + len(written)
+        first = len(text[:start].split()) - (start > 0 and not text[start - 1].isspace())
+        places.append(range(first, len(text[:at].split())))
+    return places
 
 
 def _term_span(prepared: Prepared, low: int, high: int, term: str, target: str, way: str) -> Span:
@@ -412,7 +480,9 @@ def prepare(source: str, options: SplitOptions) -> Prepared:
 def _restored(outputs: list[Output], cases: list[str]) -> list[Output]:
     """Outputs of case-normalised sentences given their sources' case back (mtkit.text.casing)."""
     return [
-        Output(restored(o.text, case), o.logprob, o.tokens, [restored(t, case) for t in o.others]) if case else o
+        Output(restored(o.text, case), o.logprob, o.tokens, [restored(t, case) for t in o.others], o.alignment)
+        if case
+        else o
         for o, case in zip(outputs, cases)
     ]
 

@@ -288,7 +288,8 @@ def test_distill_with_a_glossary_puts_its_targets_in(tmp_path: Path, monkeypatch
     assert (tmp_path / "terms.en").read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
     bad = run_mtkit_in_process(*common, "-o", tmp_path / "bad", "--glossary", glossary, "--term-method", "hints")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
-        "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided; got 'hints'"
+        "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided, replace; "
+        "got 'hints'"
     ]
     # the glossary is part of a run's identity: a resumed run with another (or none) is refused
     cfg = SyntheticCorpusConfig(

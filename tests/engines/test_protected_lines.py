@@ -145,8 +145,8 @@ def test_mtkit_translate_takes_a_term_method_and_refuses_a_bad_one_in_one_line(o
         result = run_mtkit_in_process(*command, "--glossary", glossary, "--term-method", "hint", stdin=lines)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.strip().splitlines() == [
-            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided; "
-            "got 'hint'"
+            "error: --term-method must be one of placeholder, inline, check-first, check-first-inline, guided, "
+            "replace; got 'hint'"
         ]
 
 

@@ -152,3 +152,56 @@ def test_a_live_beam_with_bonuses_ahead_keeps_its_sentence_searching() -> None:
     assert bool(_sentences_done(finished, live, 3, max_len, cfg, torch.zeros(1, 2)))  # nothing can beat -1
     assert not bool(_sentences_done(finished, live, 3, max_len, cfg, torch.tensor([[8.0, 0.0]])))  # -3 + 8 can
     assert not bool(_sentences_done(finished, live, 3, max_len, cfg))  # unguided: K finished, as before
+
+
+STOP = 7  # a piece that closes a sentence ("." alone or at a piece's end)
+
+
+def closing_table(source: tuple[int, ...], prefix: tuple[int, ...]) -> Tensor:
+    """A model that closes its sentence after one word and would write the term (5) only after the full stop."""
+    logp = torch.full((VOCAB,), -20.0)
+    logp[PAD] = logp[BOS] = -math.inf
+    chosen = {(): {3: -0.1}, (3,): {STOP: -0.05, 5: -12.0, EOS: -8.0}, (3, STOP): {EOS: -0.05, 5: -6.0}}
+    chosen |= {(3, 5): {STOP: -0.1}, (3, 5, STOP): {EOS: -0.01}, (3, STOP, 5): {EOS: -0.1}}
+    for token, value in chosen.get(prefix, {EOS: -0.01}).items():
+        logp[token] = value
+    return logp
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_term_goes_before_the_full_stop_not_after_it(held: bool) -> None:
+    """Without the rule the term's bonus pays after the stop (3 . 5); held back as ending is while the term is unmet,
+    the stop comes after it (3 5 .), and the log-prob reported is the model's, the stop's cost not in it."""
+    src, src_lens = make_batch([[3, 4, 5]])
+    stops = torch.zeros(VOCAB, dtype=torch.bool)
+    stops[STOP] = True
+    continues = torch.zeros(VOCAB, dtype=torch.bool)
+    guide = TermGuide(term_table([[[5]]], torch.device("cpu")), continues, ends_sentence=stops if held else None)
+    cfg = TranslateConfig(beam=2, nbest=1, length_penalty=0.0)
+    best = search(FakeDecoder(closing_table), SearchBatch(src, src_lens, PAD, BOS, EOS), cfg, guide)[0][0]
+    assert best.tokens == ([3, 5, STOP] if held else [3, STOP, 5])
+    assert best.logprob == pytest.approx(table_logprob(closing_table, (3, 4, 5), best.tokens), abs=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_with_stops_held_back_every_hypothesis_still_holds_its_terms_at_the_tables_logprob(seed: int) -> None:
+    """The rule on random tables (the stop piece also begins one term): terms held, log-probs the table's, and a
+    sentence without terms decodes as unguided search does."""
+    sources = [[3, 4, 5, 6, 7], [4, 5], [6, 7, 8, 3], [5, 5, 5, 5, 5, 5], [8, 3, 4]]
+    terms = [*TERM_SETS[:4], []]
+    table = table_of(seed)
+    src, src_lens = make_batch(sources)
+    continues, stops = torch.zeros(VOCAB, dtype=torch.bool), torch.zeros(VOCAB, dtype=torch.bool)
+    continues[list(CONTINUES)] = True
+    stops[[STOP, 8]] = True
+    guide = TermGuide(term_table(terms, torch.device("cpu")), continues, ends_sentence=stops)
+    cfg = TranslateConfig(beam=4, nbest=4, max_len_a=1.0, max_len_b=8)
+    results = search(FakeDecoder(table), SearchBatch(src, src_lens, PAD, BOS, EOS), cfg, guide)
+    for source, sentence_terms, hyps in zip(sources, terms, results):
+        assert hyps
+        for hyp in hyps:
+            assert all(holds(hyp.tokens, term) for term in sentence_terms), (hyp.tokens, sentence_terms)
+            assert hyp.logprob == pytest.approx(table_logprob(table, tuple(source), hyp.tokens), abs=1e-4)
+    one, one_lens = make_batch([sources[-1]])
+    alone = beam_search(FakeDecoder(table), SearchBatch(one, one_lens, PAD, BOS, EOS), cfg)
+    assert [(h.tokens, h.logprob) for h in results[-1]] == [(h.tokens, h.logprob) for h in alone[0]]

@@ -120,7 +120,7 @@ def test_a_term_method_is_read_with_a_422_naming_the_field() -> None:
             parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM)
         assert refused.value.status == 422
         assert str(refused.value) == (
-            "term_method must be one of placeholder, inline, check-first, check-first-inline, guided; "
+            "term_method must be one of placeholder, inline, check-first, check-first-inline, guided, replace; "
             f"got {json.dumps(value)}"
         )
 
