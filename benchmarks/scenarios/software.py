@@ -3,7 +3,8 @@
 translate-file` as a translator's tool would, without and with `--memory`, and scored per entry against the
 packages' own translations (chrF, BLEU) by fuzzy band (the entry's best match in the memory, as `mtkit memory`
 scores it: 100, 75-99, 50-74, below 50 or none), beside the match's own target copied. Also the share of outputs
-that keep their source's placeholders (printf, Python, braces), and `msgfmt --check` on each output.
+that keep their source's placeholders (printf, Python, braces), `msgfmt --check` on each output, and pofilter's
+failures (variables, printf, accelerators, xmltags) on each output and on the packages' own translations.
 
     python benchmarks/scenarios/software.py --run runs/software --catalogs data/software-en-de/test
 
@@ -25,10 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from mtkit.documents.ui_strings import UNFLAGGED  # noqa: E402
 from mtkit.memory.matching import MemoryIndex  # noqa: E402
 from mtkit.memory.tmx import write_tmx  # noqa: E402
+from scenarios.catalogs import failures  # noqa: E402
 
 BANDS = ((100, 100, "100"), (75, 99, "75-99"), (50, 74, "50-74"), (0, 49, "below 50"))
 MEMORY_SHARE = 0.8
@@ -61,13 +64,13 @@ def split_packages(folder: Path, seed: int) -> tuple[list[tuple[str, str]], list
     return memory, test
 
 
-def write_catalog(path: Path, sources: list[str]) -> None:
+def write_catalog(path: Path, sources: list[str], targets: list[str] | None = None) -> None:
     import polib
 
     catalog = polib.POFile()
     catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": "de"}
-    for source in sources:
-        catalog.append(polib.POEntry(msgid=source, msgstr=""))
+    for k, source in enumerate(sources):
+        catalog.append(polib.POEntry(msgid=source, msgstr=targets[k] if targets else ""))
     catalog.save(str(path))
 
 
@@ -112,7 +115,9 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench-out" / "software"))
     parser.add_argument("--threshold", type=int, default=75, help="--memory-threshold")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--length-penalty", default="", help="over the run's recipe (its [translate])")
     args = parser.parse_args()
+    search = ("--length-penalty", args.length_penalty) if args.length_penalty else ()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     memory, test = split_packages(Path(args.catalogs), args.seed)
@@ -123,11 +128,12 @@ def main() -> None:
     mtkit("memory", "import", str(out / "memory.tmx"), "--name", "held-out", "--state", str(state))
     sources, references = [s for _, s, _ in test], [t for _, _, t in test]
     write_catalog(out / "test.po", sources)
+    write_catalog(out / "human.po", sources, references)
     seconds = {
-        "plain": mtkit("translate-file", args.run, str(out / "test.po"), "-o", str(out / "plain.po")),
+        "plain": mtkit("translate-file", args.run, str(out / "test.po"), "-o", str(out / "plain.po"), *search),
         "memory": mtkit(
             "translate-file", args.run, str(out / "test.po"), "-o", str(out / "memory.po"),
-            "--memory", "held-out", "--state", str(state), "--memory-threshold", str(args.threshold),
+            "--memory", "held-out", "--state", str(state), "--memory-threshold", str(args.threshold), *search,
         ),
     }  # fmt: skip
     outputs = {way: translated(out / f"{way}.po") for way in ("plain", "memory")}
@@ -138,8 +144,10 @@ def main() -> None:
         "memory_pairs": len(memory),
         "test_entries": len(test),
         "threshold": args.threshold,
+        "length_penalty": args.length_penalty or "the run's",
         "seconds": {way: round(value, 2) for way, value in seconds.items()},
         "msgfmt_check": {way: msgfmt_ok(out / f"{way}.po") for way in ("plain", "memory")},
+        "pofilter_failures": {way: failures(out / f"{way}.po") for way in ("plain", "memory", "human")},
     }
     for way in ("plain", "memory"):
         hyps = [outputs[way].get(source, "") for source in sources]

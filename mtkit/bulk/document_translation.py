@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtkit.documents.formats import detect_format, open_job
-from mtkit.documents.job import Translate, run_jobs
+from mtkit.documents.job import Answer, Translate, run_jobs
 from mtkit.documents.safety import Limits
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.plans import split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
-from mtkit.text.sentence_plan import GUARD_LABELS, TextTranslation, guard_counts
+from mtkit.text.sentence_plan import GUARD_LABELS, MemoryLookup, TextTranslation, guard_counts
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
@@ -44,6 +44,16 @@ def sentence_translator(
         return [text.text for text in done]
 
     return translate, counts
+
+
+def whole_matches(memory: MemoryLookup) -> Answer:
+    """A catalog's units answered by the memory's exact (100%) matches, as a CAT tool matches a unit whole."""
+
+    def answer(units: list[str]) -> dict[str, str]:
+        found = {unit: memory.best(unit, 100) for unit in units}
+        return {unit: match.translation for unit, match in found.items() if match is not None and match.score == 100}
+
+    return answer
 
 
 def _answered(text: TextTranslation) -> bool:
@@ -90,7 +100,7 @@ def translate_documents(
     exact: set[str] = set()
     translate, by_sentence = sentence_translator(translator, language, options, exact)
     start = time.perf_counter()
-    documents = run_jobs(jobs, translate, exact)
+    documents = run_jobs(jobs, translate, exact, whole_matches(options.memory) if options and options.memory else None)
     seconds = time.perf_counter() - start
     for out, document in zip(outputs, documents):
         out.parent.mkdir(parents=True, exist_ok=True)

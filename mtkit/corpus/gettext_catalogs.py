@@ -169,7 +169,7 @@ def collect_catalogs(cfg: CatalogsConfig, out: Path, quiet: bool = False, dpkg_d
                 _write_lines(out / LINES_DIR, split, langs, lines)
             summary["splits"][split] = {
                 "pairs": counts.pairs,
-                "uneven_lines_skipped": counts.uneven_lines,
+                "uneven_lines_joined": counts.uneven_lines,
                 "packages": packages,
             }
     _write_text(out / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

@@ -59,7 +59,7 @@ def translation_file_source(name: str, prefix: str, langs: tuple[str, str], clea
     if counts.uneven_lines:
         log(
             f"{prefix}: {counts.pairs} pairs from {len(paths)} file(s); {counts.uneven_lines} entries of several "
-            "lines skipped (source and target have different line counts)"
+            "lines joined into one pair each (source and target have different line counts)"
         )
     chunks = functools.partial(_translation_chunks, paths, langs, chunk_pairs)
     return Source(name, chunks, counts.pairs, clean)

@@ -67,9 +67,9 @@ def read_pairs(
     for path in paths:
         for source, target in file_entries(path, langs):
             lines = split_lines(source, target)
-            if lines is None:
+            if lines is None:  # a help text the translator wrapped otherwise: one pair of its lines joined
                 counts.uneven_lines += 1
-                continue
+                lines = [(" ".join(_lines(source)).strip(), " ".join(_lines(target)).strip())]
             counts.pairs += len(lines)
             yield from lines
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from mtkit.documents.job import DocumentError, Job
 from mtkit.documents.po_file import Catalog, Entry, escape, read_catalog, string_lines
-from mtkit.documents.ui_strings import Prepared, catalog_marker, placeholder_pattern, prepare
+from mtkit.documents.ui_strings import Prepared, catalog_marker, placeholder_pattern, prepare, white_space_of
 
 DEFAULT_PLURAL = (2, "(n != 1)")  # gettext's own when nothing says otherwise (English, German, ...)
 _PLURAL_FORMS = re.compile(r"nplurals\s*=\s*(\d+)\s*;\s*plural\s*=\s*([^;]+?)\s*;?\s*$")
@@ -43,19 +43,28 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
         edits: list[tuple[int, int, list[str]]] = []
         for entry in empty:
             pattern = placeholder_pattern(entry.flags)
-            one = prepared[(entry.msgid, entry.flags)].translation(found, pattern)
+            whole = _answered(entry)
+            one = whole[0] if whole else prepared[(entry.msgid, entry.flags)].translation(found, pattern)
             if entry.msgid_plural is None:
                 forms = {0: one}
             else:
-                many = prepared[(entry.msgid_plural, entry.flags)].translation(found, pattern)
+                many = whole[1] if whole else prepared[(entry.msgid_plural, entry.flags)].translation(found, pattern)
                 forms = plural.forms(entry, one, many) if plural else {0: one}
             lines = _msgstr_lines(forms, entry.msgid_plural is not None, catalog.newline)
             edits.append((entry.msgstr_line, entry.end, lines))
-            if fuzzy and "fuzzy" not in entry.flags and not _exact(entry):
+            if fuzzy and "fuzzy" not in entry.flags and not _answered(entry) and not _exact(entry):
                 edits.append(_fuzzy_flag(catalog, entry))
         legacy = not all(_encodes("".join(lines), catalog.charset) for _, _, lines in edits)
         edits += _header(catalog, header, fields, target, plural, legacy)
         return catalog.encode(catalog.written(edits), name)
+
+    def _answered(entry: Entry) -> list[str] | None:
+        """The entry's strings as a memory holds them whole, or None where it lacks one of them."""
+        sources = [source for source in (entry.msgid, entry.msgid_plural) if source is not None]
+        found = [job.answered.get(source) for source in sources]
+        if None in found:
+            return None
+        return [white_space_of(source, text) for source, text in zip(sources, found)]  # type: ignore[arg-type]
 
     def _exact(entry: Entry) -> bool:
         """Every sentence of the entry's strings answered by a memory's 100% match."""
@@ -69,7 +78,8 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
         "plural": sum(entry.msgid_plural is not None for entry in empty),
         "sentences": len(texts),
     }
-    job = Job(texts, finish, counts)  # finish reads job.exact, which run_jobs sets before calling it
+    units = list(dict.fromkeys(source for source, _ in prepared))
+    job = Job(texts, finish, counts, units=units)  # finish reads job.exact and job.answered, which run_jobs sets
     return job
 
 

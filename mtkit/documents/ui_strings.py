@@ -146,7 +146,7 @@ class Prepared:
             text = unmask(text.strip(), self.masked).text
             text = _in_source_order(_unpadded(text, self.masked), self.masked.source, pattern)
         text = _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
-        return _white_space_of(self.source, text)
+        return white_space_of(self.source, text)
 
 
 def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = "") -> Prepared:
@@ -215,7 +215,7 @@ def _in_source_order(text: str, source: str, pattern: re.Pattern[str]) -> str:
     return "".join(pieces) + text[at:]
 
 
-def _white_space_of(source: str, text: str) -> str:
+def white_space_of(source: str, text: str) -> str:
     """The translation with the source's leading and trailing white space (a msgid's closing "\\n", its indent):
     msgfmt refuses a msgstr whose ends differ, and a program prints the string as it is."""
     core = text.strip()

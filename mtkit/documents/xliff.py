@@ -60,12 +60,14 @@ def xliff_job(data: bytes, name: str, language: str, target: str = "") -> Job:
         found = dict(zip(texts, translations))
         for segment, (text, codes) in zip(segments, flat):
             review = "state-qualifier" in segment.attributes  # 1.2's; 2.x has no state a 100% match would change
-            if review and all(t in job.exact for t in prepared[text].texts):
+            whole = None if codes else job.answered.get(text)  # a memory's text has no inline codes to place
+            if review and (whole is not None or all(t in job.exact for t in prepared[text].texts)):
                 segment.attributes.update(EXACT)
-            _write(segment, prepared[text].translation(found, _PATTERN), codes)
+            _write(segment, whole if whole is not None else prepared[text].translation(found, _PATTERN), codes)
         return write_xml(root, data)
 
-    job = Job(texts, finish, {"segments": len(segments), "sentences": len(texts)})  # run_jobs sets job.exact first
+    units = list(dict.fromkeys(text for text, codes in flat if not codes))
+    job = Job(texts, finish, {"segments": len(segments), "sentences": len(texts)}, units=units)  # run_jobs: exact
     return job
 
 

@@ -57,7 +57,7 @@ msgstr "Eine Zeile und noch zwei"
 #~ msgstr "Längst entfernt"
 """
 # What a Poedit or Weblate user expects of PO above: no fuzzy, untranslated, obsolete or header entry; both plural
-# forms; msgctxt left out; the help text line by line; the entry of 3 source lines and 1 target line skipped.
+# forms; msgctxt left out; the help text line by line; the entry of 3 source lines and 1 target line one pair.
 EXPECTED = [
     ("Open file", "Datei öffnen"),
     ("Quit", "Beenden"),
@@ -65,6 +65,7 @@ EXPECTED = [
     ("%d files deleted", "%d Dateien gelöscht"),
     ("Usage: demo [OPTION]...", "Aufruf: demo [OPTION]..."),
     ('Show the "demo".', 'Zeigt die "Demo".'),
+    ("One line and another and a third", "Eine Zeile und noch zwei"),
 ]
 
 
@@ -99,13 +100,13 @@ def test_a_po_catalog_gives_its_translated_entries_line_by_line(po: Path, capsys
     assert source.count == len(EXPECTED)
     assert pairs(source) == EXPECTED
     assert pairs(source) == EXPECTED  # re-readable, as every Source
-    assert "1 entries of several lines skipped" in capsys.readouterr().err
+    assert "1 entries of several lines joined into one pair each" in capsys.readouterr().err
 
 
 def test_a_compiled_catalog_gives_the_same_pairs(po: Path) -> None:
     source = read(write_mo(po))
     # An MO file holds its entries sorted by their key (msgctxt, EOT, msgid): "menu\x04Quit" comes last.
-    assert pairs(source) == [EXPECTED[i] for i in (2, 3, 0, 4, 5, 1)]
+    assert pairs(source) == [EXPECTED[i] for i in (2, 3, 6, 0, 4, 5, 1)]
     assert source.count == len(EXPECTED)
 
 

@@ -18,6 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 EXACT = ("The dog runs in the snow.", "Der Hund rennt im Schnee.")
 NEAR = "The dog runs in the deep snow."  # a fuzzy match of EXACT's source: reported, translated by the model
 OTHER = "A man rides a bicycle."
+# A help text the memory holds whole (its columns spaced otherwise): matched as a unit, as a CAT tool matches it,
+# though the catalog's sentences (an option, its description) never stood alone in the memory.
+HELP = (
+    "  -b, --bytes      print SIZE in bytes\\n",
+    "-b, --bytes print SIZE in bytes",
+    "-b, --bytes    SIZE in Byte ausgeben",
+)
 
 PO = f"""msgid ""
 msgstr ""
@@ -34,6 +41,10 @@ msgstr ""
 
 #: app.py:3
 msgid "{OTHER}"
+msgstr ""
+
+#: app.py:5
+msgid "{HELP[0]}"
 msgstr ""
 
 #: app.py:4
@@ -68,7 +79,7 @@ def mtkit(*args: object) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("memory")
-    (folder / "m.tsv").write_text(f"{EXACT[0]}\t{EXACT[1]}\n", encoding="utf-8")
+    (folder / "m.tsv").write_text(f"{EXACT[0]}\t{EXACT[1]}\n{HELP[1]}\t{HELP[2]}\n", encoding="utf-8")
     state = folder / "state.sqlite3"
     done = mtkit("memory", "import", folder / "m.tsv", "--name", "m", "--source-lang", "en", "--target-lang", "de",
                  "--state", state)  # fmt: skip
@@ -101,6 +112,7 @@ def test_a_po_entry_a_100_percent_match_fills_is_not_fuzzy(state: Path, tmp_path
     for machine in (NEAR, OTHER):
         assert "#, fuzzy" in found[machine] and 'msgstr ""' not in found[machine]
     assert "#, fuzzy" not in found["Kept."] and 'msgstr "Behalten."' in found["Kept."]
+    assert f'msgstr "  {HELP[2]}\\n"' in found[HELP[0]] and "#, fuzzy" not in found[HELP[0]]  # the msgid's ends
     if shutil.which("msgfmt"):
         check = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", str(tmp_path / "out-app.po")], text=True,
                                capture_output=True)  # fmt: skip

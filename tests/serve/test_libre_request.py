@@ -90,7 +90,7 @@ def test_a_term_method_is_mtkits_extra_field_refused_with_a_400_naming_it() -> N
         parse_translate(fields | {"term_method": "hint"}, 10, 3)
     assert refused.value.status == 400 and str(refused.value) == (
         "Invalid request: term_method must be one of placeholder, inline, check-first, check-first-inline, "
-        'guided; got "hint"'
+        'guided, replace; got "hint"'
     )
 
 
