@@ -15,7 +15,7 @@ from mtkit.engines.config import EngineConfig
 from mtkit.engines.factory import load_translator
 from mtkit.engines.plans import word_alignment
 from mtkit.engines.torch_engine import ends_sentence, pad_batch
-from mtkit.model.transformer import cross_attention_weights
+from mtkit.model.alignment import cross_attention_weights
 from tests.conftest import run_mtkit_in_process
 from tests.engines.test_protected_lines import old_run  # noqa: F401  (the fixture)
 
