@@ -11,6 +11,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -228,15 +229,42 @@ def validation_set(data: Any, cfg: Any, ctx: DistContext, mcfg: Any) -> Validati
     if data is None:
         return None
     multiple = pad_multiple(cfg, ctx.device)
-    bleu_batches = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1)
+    drawn = fitting_pairs(data, mcfg.max_positions - 1, ctx.is_main)
+    bleu_batches = epoch_batches(data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1, drawn=drawn)
     shard = epoch_batches(
-        data.src_lens, data.tgt_lens, cfg.max_tokens, 0, 1, ctx.rank, ctx.world_size, pad_multiple=multiple
+        data.src_lens,
+        data.tgt_lens,
+        cfg.max_tokens,
+        0,
+        1,
+        ctx.rank,
+        ctx.world_size,
+        pad_multiple=multiple,
+        drawn=drawn,
     )
     return Validation(
         data,
         [collate(data, idx, *token_ids(mcfg), pad_multiple=multiple).to(ctx.device) for idx in shard],
         bleu_batches,
     )
+
+
+def fitting_pairs(data: Any, longest: int, say: bool) -> np.ndarray | None:
+    """The valid pairs whose sides the model can take (`longest` tokens, its positions less the start or end token),
+    or None for all. preprocess keeps a valid split whole (its `max_len` filters training pairs only), and a pair
+    over the model's positions (a catalog's help text of many lines joined) would stop the run at its first
+    validation, at the latest after the whole budget: it is left out of the loss and BLEU, and said once (`say`)."""
+    from mtkit.console import warn
+
+    fits = (data.src_lens <= longest) & (data.tgt_lens <= longest)
+    if fits.all():
+        return None
+    if say:
+        left = int((~fits).sum())
+        warn(
+            f"valid: {left:,} of {len(fits):,} pairs longer than the model's {longest:,} tokens left out of validation"
+        )
+    return np.flatnonzero(fits)
 
 
 def pad_multiple(cfg: Any, device: torch.device) -> int:

@@ -227,6 +227,31 @@ def test_validation_reports_bleu(tmp_path: Path, overfit_data: Path) -> None:
     assert all(0.0 <= b <= 100.0 for b in bleus)
 
 
+def test_a_valid_pair_longer_than_the_model_takes_is_left_out_not_fatal(
+    tmp_path: Path, multi30k: Path, multi30k_spm: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """preprocess keeps a valid split whole; a pair over the model's positions (a catalog's help text of many lines
+    joined) once stopped the run at its last validation, after the whole budget, the last updates unsaved."""
+    from mtkit.corpus.config import PreprocessConfig
+    from mtkit.corpus.preprocess import preprocess
+    from tests.conftest import read_gz_lines
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for lang in ("en", "de"):
+        lines = read_gz_lines(multi30k / f"train.{lang}.gz", 32)
+        (raw / f"train.{lang}").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        (raw / f"valid.{lang}").write_text("".join(f"{line}\n" for line in [*lines[:8], " ".join(lines)]), "utf-8")
+    data = tmp_path / "data"
+    cfg = PreprocessConfig("en", "de", train=str(raw / "train"), valid=str(raw / "valid"), spm_model=str(multi30k_spm))
+    preprocess(cfg, data)
+    train(data, tmp_path / "run", tiny_recipe("train.max_steps=2", "model.max_positions=128", "train.valid_bleu=True"))
+    assert "valid: 1 of 9 pairs longer than the model's 127 tokens left out of validation" in capfd.readouterr().err
+    records = logged(tmp_path / "run")
+    assert records[-1]["step"] == 2 and records[-1]["valid_loss"] > 0
+    assert [path.name for path in list_checkpoints(tmp_path / "run")][-1] == "step_00000002.pt"
+
+
 def logged(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
 
