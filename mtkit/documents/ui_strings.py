@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from mtkit.text.protect import DEFAULT_PATTERNS, Masked, Span, mask, unmask
-from mtkit.text.sentences import Segmented, split_sentences
+from mtkit.text.sentences import Segmented, option_columns, split_sentences
 
 # printf as C, PHP, awk, Lua, Tcl, Perl, Objective-C (%@) and GNU's <PRIu64> macros write it: the flags (' and I
 # included), width and precision (also from *arguments, also positional), the length modifiers, the conversion.
@@ -157,7 +157,12 @@ def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = 
     text = source
     if at is not None:
         letter, text = source[at + 1], source[:at] + source[at + 1 :]
-    places = [(low, high, Span(text[low:high], text[low:high])) for low, high in spans(text, pattern)]
+    columns = option_columns(text)  # kept as written by split_sentences: their options are not stand-ins
+    places = [
+        (low, high, Span(text[low:high], text[low:high]))
+        for low, high in spans(text, pattern)
+        if not any(low in column for column in columns)
+    ]
     masked = mask(text, places)
     segmented = split_sentences(masked.text, language)
     texts = [sentence for sentence in segmented.sources if _words(sentence)]

@@ -20,6 +20,12 @@ from sentencex import segment
 _CLAUSE = re.compile(r"(?<=[,;:\)\]\u3001\uff0c\uff1b\uff1a])\s+|\s+(?=[\u2013\u2014-]\s)|(?<=\s[\u2013\u2014-])\s+")
 _SPACE = re.compile(r"\s+")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+# A command-line help line's option column ("  -b, --bytes=SIZE      print SIZE in bytes"): options, each with its
+# argument (`=SIZE`, `[=WHEN]`, ` FILE`, ` <num>`), after one another, then a tab or two spaces and the description,
+# or nothing (a column alone on its line). The column is kept as written with the white space around the text, never
+# sent: a model reads it as a sentence and drops the description after it, or rewrites the options.
+_OPTION = r"--?[A-Za-z0-9?][\w-]*(?:\[?=[^\s,\]]+\]?|\s(?:[A-Z][A-Z_]+|<[\w-]+>|\[[A-Z_]+\]))?"
+_OPTION_COLUMN = re.compile(rf"[ \t]*{_OPTION}(?:,?[ \t]+{_OPTION}|,{_OPTION})*(?:[ \t]{{2,}}|\t|[ \t]*(?=[\r\n]|$))")
 Count = Callable[[list[str]], list[int]]  # texts -> their lengths in the model's tokens
 
 
@@ -44,6 +50,8 @@ def split_sentences(text: str, language: str) -> Segmented:
     pieces: list[tuple[str, str]] = []  # (white space before, sentence)
     space = ""
     for line in _LINE.findall(text):
+        column = option_column(line)
+        space, line = space + line[:column], line[column:]
         for chunk in segment(language, line) if line.strip() else [line]:
             core = chunk.strip()
             if not core:
@@ -147,14 +155,15 @@ def split_lines(text: str) -> Segmented:
     lead = ""
     for line in _LINE.findall(text):
         body = line.rstrip("\r\n")
-        core = body.strip()
+        column = option_column(body)
+        core = body[column:].strip()
         if not core:
             if gaps:
                 gaps[-1] += line
             else:
                 lead += line
             continue
-        start = body.index(core)
+        start = body.index(core, column)
         if gaps:
             gaps[-1] += body[:start]
         else:
@@ -162,6 +171,22 @@ def split_lines(text: str) -> Segmented:
         sources.append(core)
         gaps.append(body[start + len(core) :] + line[len(body) :])
     return Segmented(lead, sources, gaps)
+
+
+def option_column(line: str) -> int:
+    """The length of `line`'s command-line option column and the white space after it (0 for a line without)."""
+    found = _OPTION_COLUMN.match(line)
+    return found.end() if found else 0
+
+
+def option_columns(text: str) -> list[range]:
+    """Where in `text` its lines' option columns stand (the characters split_sentences keeps as written)."""
+    columns, at = [], 0
+    for line in _LINE.findall(text):
+        if column := option_column(line):
+            columns.append(range(at, at + column))
+        at += len(line)
+    return columns
 
 
 def wordy(text: str) -> bool:

@@ -275,3 +275,24 @@ def test_in_order_placeholders_keep_the_sources_order_and_the_ends_their_white_s
     (tmp_path / "app.po").write_text(out, encoding="utf-8")
     checked = msgfmt_check(tmp_path / "app.po")
     assert checked.returncode == 0, checked.stderr
+
+
+def test_an_options_help_line_sends_its_description_and_keeps_its_option_column(tmp_path: Path) -> None:
+    """A catalog's help line: the options as written (not stand-ins the model drops the description after), the
+    description translated, the column's spacing and the msgid's closing \\n kept."""
+    body = (
+        '\n#, c-format\nmsgid "  -y, --side-by-side            output in two columns\\n"\nmsgstr ""\n'
+        '\nmsgid "      --tabsize=NUM             tab stops every NUM (default 8) print columns"\nmsgstr ""\n'
+    )
+    recorder = Recorder()
+    out = run_jobs([po_job(catalog(body), "diff.po", "en", "de")], recorder)[0].decode()
+    assert recorder.asked == ["output in two columns", "tab stops every NUM (default 8) print columns"]
+    entries = {entry.msgid: entry.msgstr for entry in polib.pofile(out)}
+    assert entries["  -y, --side-by-side            output in two columns\n"] == (
+        "  -y, --side-by-side            OUTPUT IN TWO COLUMNS\n"
+    )
+    assert entries["      --tabsize=NUM             tab stops every NUM (default 8) print columns"] == (
+        "      --tabsize=NUM             TAB STOPS EVERY NUM (DEFAULT 8) PRINT COLUMNS"
+    )
+    (tmp_path / "diff.po").write_text(out, encoding="utf-8")
+    assert msgfmt_check(tmp_path / "diff.po").returncode == 0

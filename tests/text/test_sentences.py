@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from mtkit.text.sentences import cut_long, cut_segmented, halves, split_lines, split_sentences, wordy
+from mtkit.text.sentences import cut_long, cut_segmented, halves, option_columns, split_lines, split_sentences, wordy
 
 TEXTS = [
     "",
@@ -38,6 +38,36 @@ def test_sentences_and_line_breaks() -> None:
     assert segmented.gaps == [" ", "  ", "\n", ""]
     assert segmented.join(["1", "2", "3", "4"]) == "1 2  3\n4"
     assert split_lines("A. B.\n\nC.").sources == ["A. B.", "C."]
+
+
+HELP = (
+    "Usage: diff [OPTION]... FILES\n"
+    "  -y, --side-by-side            output in two columns\n"
+    "      --color[=WHEN]            colorize the output\n"
+    "  -o FILE, --output FILE        write to FILE.  Never to a pipe.\n"
+    "  -n <num>\tshow <num> lines\n"
+    "  -h, --help\n"
+    "-5 degrees today.  A dog -- the brown one -- runs.\n"
+)
+
+
+def test_a_help_lines_option_column_is_kept_as_written_and_its_description_sent() -> None:
+    for segmented in (split_sentences(HELP, "en"), split_lines(HELP)):
+        assert segmented.join(segmented.sources) == HELP
+        sent = "\n".join(segmented.sources)
+        assert "output in two columns" in sent and "colorize the output" in sent and "show <num> lines" in sent
+        assert not any(option in sent for option in ("--side-by-side", "--color", "--output", "-n <num>", "--help"))
+        assert "-5 degrees today." in sent and "A dog -- the brown one -- runs." in sent  # not a help line
+    assert {"write to FILE.", "Never to a pipe."} <= set(split_sentences(HELP, "en").sources)
+    lines = HELP.splitlines(keepends=True)
+    assert [HELP[c.start : c.stop] for c in option_columns(HELP)] == [
+        "  -y, --side-by-side            ",
+        "      --color[=WHEN]            ",
+        "  -o FILE, --output FILE        ",
+        "  -n <num>\t",
+        "  -h, --help",
+    ]
+    assert option_columns(lines[0]) == []
 
 
 def test_abbreviations_and_decimals_do_not_end_sentences() -> None:
