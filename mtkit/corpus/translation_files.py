@@ -2,7 +2,8 @@
 target) pairs preprocess cleans like any corpus's lines. Only translated entries count (untranslated, fuzzy,
 obsolete and header entries never); an entry of several lines gives one pair per line where both sides have as
 many, and is skipped otherwise. Reads only. Its own small readers, not mtkit.memory's: corpus/ stands below memory/
-and may not import it (docs/architecture.md).
+and may not import it (docs/architecture.md); the XML they parse is read safely one way (xml_events, text_of), which
+mtkit.memory's TMX and XLIFF readers use too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lxml import etree
 
@@ -262,7 +263,7 @@ def _xml_entries(path: Path, langs: tuple[str, str], tmx: bool) -> Iterator[tupl
     """TMX units' (source, target) segments by xml:lang, or XLIFF units' source and non-empty target; a file that
     names another target language than the corpus's is refused."""
     units = ("tu",) if tmx else ("trans-unit", "segment")
-    for element in _xml_units(path, () if tmx else ("file",), units):
+    for _, element in xml_events(str(path), str(path), units, () if tmx else ("file",)):
         local = etree.QName(element).localname
         if element.getparent() is None:
             root = "tmx" if tmx else "xliff"
@@ -279,7 +280,7 @@ def _xml_entries(path: Path, langs: tuple[str, str], tmx: bool) -> Iterator[tupl
         else:
             parts = {etree.QName(child).localname: child for child in element if isinstance(child.tag, str)}
             if "source" in parts and "target" in parts:
-                source, target = _text_of(parts["source"]), _text_of(parts["target"])
+                source, target = text_of(parts["source"]), text_of(parts["target"])
                 if source.strip() and target.strip():
                     yield source, target
         element.clear()
@@ -295,38 +296,49 @@ def _tmx_pair(unit: Any, langs: tuple[str, str]) -> tuple[str, str] | None:
         code = base_language(lang)
         seg = next((c for c in tuv if isinstance(c.tag, str) and etree.QName(c).localname == "seg"), None)
         if seg is not None:
-            found.setdefault(code, _text_of(seg))
+            found.setdefault(code, text_of(seg))
     source, target = found.get(base_language(langs[0]), ""), found.get(base_language(langs[1]), "")
     return (source, target) if source.strip() and target.strip() else None
 
 
-def _xml_units(path: Path, starts: tuple[str, ...], ends: tuple[str, ...]) -> Iterator[Any]:
-    """The root element and each of `starts` as they start (their attributes read), each of `ends` as it ends
-    (its content read), parsed safely: no entity resolved, no DTD or network
-    loaded; a DOCTYPE declaring entities, or XML not well-formed, a UserError naming the file."""
+def xml_events(
+    source: str | IO[bytes], name: str, ends: tuple[str, ...], starts: tuple[str, ...] = ()
+) -> Iterator[tuple[str, Any]]:
+    """iterparse's (event, element) for the root and each of `starts` as they start (their attributes read) and each
+    of `ends` as it ends (its content read), parsed safely: no entity resolved, no DTD or network loaded, no huge text
+    node, comments and processing instructions left out; a DOCTYPE declaring entities, or XML not well-formed, a
+    UserError naming `name`. The one safe way both this module and mtkit.memory read a translation file's XML."""
+    events = etree.iterparse(
+        source,
+        events=("start", "end"),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
     try:
-        events = etree.iterparse(
-            str(path), events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False
-        )
         for event, element in events:
             if event == "start" and element.getparent() is None:
                 dtd = element.getroottree().docinfo.internalDTD
-                check(dtd is None or not any(True for _ in dtd.iterentities()),
-                      f"{path}: the XML declares entities in its DOCTYPE, which mtkit refuses")  # fmt: skip
-                yield element
+                if dtd is not None and any(True for _ in dtd.iterentities()):
+                    raise UserError(f"{name}: the XML declares entities in its DOCTYPE, which mtkit refuses")
+                yield event, element
             elif event == "start" and etree.QName(element).localname in starts:
-                yield element
+                yield event, element
             elif event == "end" and etree.QName(element).localname in ends:
-                yield element
+                yield event, element
     except etree.XMLSyntaxError as exc:
-        raise UserError(f"{path}: not well-formed XML ({exc})") from None
+        raise UserError(f"{name}: not well-formed XML ({exc})") from None
 
 
-def _text_of(element: Any) -> str:
-    """An element's text, inline codes' content left out and every other element's text kept."""
+def text_of(element: Any) -> str:
+    """An element's text, inline codes' content left out and every other element's text kept (xml_events leaves no
+    comment or processing instruction in the tree; of an unresolved entity, only the text after it)."""
     pieces = [element.text or ""]
     for child in element:
         if isinstance(child.tag, str) and etree.QName(child).localname not in CODES:
-            pieces.append(_text_of(child))
+            pieces.append(text_of(child))
         pieces.append(child.tail or "")
     return "".join(pieces)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -59,6 +59,7 @@ MIN_SOURCE_WIDTH = 16
 # multiple bounds the set of source shapes the GPU kernels see.
 SOURCE_WIDTH_MULTIPLE = 16
 SENTENCE_ENDS = (".", "!", "?")  # what closes a sentence, at a target piece's end (ends_sentence)
+T = TypeVar("T")  # what TorchTranslator._by_length's run gives for a pair
 
 
 def resolve_torch_device(name: str) -> str:
@@ -188,12 +189,7 @@ class TorchTranslator:
     def score_ids(self, src: list[list[int]], tgt: list[list[int]]) -> list[list[float]]:
         """Per-piece log-probabilities of each target and its end of sentence, batched by length as search_ids
         batches; an ensemble's combine its members' as the search does (mtkit.search.step.combine)."""
-        results: list[list[float]] = [[] for _ in src]
-        lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
-        for batch in length_batches(lengths, self.cfg.batch_tokens):
-            for index, scores in zip(batch, self._score([src[i] for i in batch], [tgt[i] for i in batch])):
-                results[index] = scores
-        return results
+        return self._by_length(src, tgt, self._score)
 
     @torch.inference_mode()
     def _score(self, src_ids: list[list[int]], tgt_ids: list[list[int]]) -> list[list[float]]:
@@ -235,11 +231,17 @@ class TorchTranslator:
         """Per pair, the cross-attention of the model's last decoder layer, averaged over heads, teacher-forced over
         (source, target): one row per target id, one column per source id (eos and padding left out). One decoder
         pass per batch, the first model of an ensemble's; batched by length as search_ids batches."""
-        results: list[list[list[float]]] = [[] for _ in src]
+        return self._by_length(src, tgt, self._attention)
+
+    def _by_length(self, src: Ids, tgt: Ids, run: Callable[[Ids, Ids], list[T]]) -> list[T]:
+        """`run` over the (source, target) pairs in batches of like length (a target counted with its end of
+        sentence) within cfg.batch_tokens, its answers given back in the pairs' order: score_ids' and
+        attention_ids' one loop."""
+        results: list[Any] = [[] for _ in src]
         lengths = [max(len(s), len(t) + 1) for s, t in zip(src, tgt)]
         for batch in length_batches(lengths, self.cfg.batch_tokens):
-            for index, rows in zip(batch, self._attention([src[i] for i in batch], [tgt[i] for i in batch])):
-                results[index] = rows
+            for index, answer in zip(batch, run([src[i] for i in batch], [tgt[i] for i in batch])):
+                results[index] = answer
         return results
 
     @torch.inference_mode()

@@ -14,9 +14,9 @@ from typing import IO, Any, Protocol
 
 from lxml import etree
 
-from mtkit.corpus.translation_files import header_field, mo_entries
+from mtkit.corpus.translation_files import header_field, mo_entries, text_of, xml_events
 from mtkit.errors import UserError, check
-from mtkit.memory.tmx import TmxReader, base_language, cleared, text_of, xml_events
+from mtkit.memory.tmx import PairFile, TmxReader, base_language, cleared
 
 FORMATS = {".tmx": "tmx", ".po": "po", ".mo": "mo", ".xlf": "xliff", ".xliff": "xliff", ".tsv": "tsv", ".txt": "tsv"}
 
@@ -55,14 +55,8 @@ def pair_reader(stream: IO[bytes], name: str, source_lang: str = "", target_lang
 
 
 @dataclass
-class TsvReader:
+class TsvReader(PairFile):
     """source TAB target a line, UTF-8; an empty line is skipped; the languages must be given."""
-
-    stream: IO[bytes]
-    name: str
-    source_lang: str = ""
-    target_lang: str = ""
-    skipped: int = 0
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         check(
@@ -85,15 +79,11 @@ class TsvReader:
 
 
 @dataclass
-class PoReader:
+class PoReader(PairFile):
     """A catalog's translated, not fuzzy entries: msgid -> msgstr (a plural's first form); the target language is
     the header's Language unless given."""
 
-    stream: IO[bytes]
-    name: str
     source_lang: str = "en"  # gettext's msgids are written in English unless the catalog says otherwise
-    target_lang: str = ""
-    skipped: int = 0
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         from mtkit.documents.job import DocumentError
@@ -123,16 +113,12 @@ class PoReader:
 
 
 @dataclass
-class MoReader:
+class MoReader(PairFile):
     """A compiled gettext catalog (GNU's MO format: a magic number, then two tables of (length, offset) strings):
     msgid -> msgstr, a plural's msgid_plural -> its second form too; msgctxt left out. msgfmt already left out the
     fuzzy and untranslated entries. The target language is the header's Language unless given."""
 
-    stream: IO[bytes]
-    name: str
-    source_lang: str = "en"
-    target_lang: str = ""
-    skipped: int = 0
+    source_lang: str = "en"  # as PoReader's
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         for entry in mo_entries(self.stream.read(), self.name):
@@ -149,15 +135,10 @@ class MoReader:
 
 
 @dataclass
-class XliffReader:
+class XliffReader(PairFile):
     """XLIFF 1.2 trans-units and 2.x segments with a non-empty target, streamed; languages from the file's
     source-language/target-language (1.2) or srcLang/trgLang (2.x) unless given."""
 
-    stream: IO[bytes]
-    name: str
-    source_lang: str = ""
-    target_lang: str = ""
-    skipped: int = 0
     seen: set[str] = field(default_factory=set)
 
     def __iter__(self) -> Iterator[tuple[str, str]]:

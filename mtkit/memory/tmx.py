@@ -1,7 +1,9 @@
 """TMX 1.4b read as a stream and written as one: lxml's iterparse with entities unresolved, no DTD, no network and
-no huge trees, each translation unit cleared once read, so a file of any size is read in bounded memory; a DOCTYPE
-declaring entities (XXE, a billion laughs), XML that is not well-formed or a file without the languages asked is a
-one-line UserError naming the file. Writing streams too (lxml's xmlfile). Pairs only: no store, no index.
+no huge trees (mtkit.corpus.translation_files.xml_events, the corpus's reader's too), each translation unit cleared
+once read, so a file of any size is read in bounded memory; a DOCTYPE declaring entities (XXE, a billion laughs),
+XML that is not well-formed or a file without the languages asked is a one-line UserError naming the file. Writing
+streams too (lxml's xmlfile). Pairs only: no store, no index. Also what every reader of a memory file holds
+(PairFile), TMX's and mtkit.memory.readers' alike.
 """
 
 from __future__ import annotations
@@ -12,57 +14,15 @@ from typing import IO, Any
 
 from lxml import etree
 
+from mtkit.corpus.translation_files import text_of, xml_events
 from mtkit.errors import UserError
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
-# Inline codes whose content is the original format's markup, not text: dropped, their tails kept (TMX 1.4b 3.7).
-CODES = {"bpt", "ept", "it", "ph", "ut"}
 
 
 def base_language(code: str) -> str:
     """en-US, EN_gb, en -> en: a memory's languages as the server's models name them."""
     return code.strip().replace("_", "-").split("-")[0].lower()
-
-
-def xml_events(stream: IO[bytes], name: str, tags: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    """iterparse's (event, element) over `tags`' ends and the root's start, safely: no entity resolved, no DTD or
-    network loaded, no huge text node; a DOCTYPE with an entity, or XML not well-formed, a UserError naming `name`."""
-    events = etree.iterparse(
-        stream,
-        events=("start", "end"),
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
-    checked = False
-    try:
-        for event, element in events:
-            if not checked:
-                dtd = element.getroottree().docinfo.internalDTD
-                if dtd is not None and any(True for _ in dtd.iterentities()):
-                    raise UserError(f"{name}: the XML declares entities in its DOCTYPE, which mtkit refuses")
-                checked = True
-            if event == "start" and element.getparent() is None:
-                yield event, element
-            elif event == "end" and etree.QName(element).localname in tags:
-                yield event, element
-    except etree.XMLSyntaxError as exc:
-        raise UserError(f"{name}: not well-formed XML ({exc})") from None
-
-
-def text_of(element: Any) -> str:
-    """An element's text with its inline codes' content left out and every other element's text kept."""
-    pieces = [element.text or ""]
-    for child in element:
-        if isinstance(child.tag, str) and etree.QName(child).localname not in CODES:
-            pieces.append(text_of(child))
-        elif not isinstance(child.tag, str) and child.text and child.tag is not etree.Entity:
-            pieces.append(child.text)
-        pieces.append(child.tail or "")
-    return "".join(pieces)
 
 
 def cleared(element: Any) -> None:
@@ -74,15 +34,22 @@ def cleared(element: Any) -> None:
 
 
 @dataclass
-class TmxReader:
-    """The (source, target) pairs of a TMX file, read as they are iterated. `source_lang` empty: the header's
-    srclang; `target_lang` empty: the first unit's other language. `skipped`: units without both languages."""
+class PairFile:
+    """What every reader of a memory file holds (mtkit.memory.readers.PairReader): the stream and its name for
+    errors, the languages given ("": the file's own, found as it is read) and the units skipped so far."""
 
     stream: IO[bytes]
     name: str
     source_lang: str = ""
     target_lang: str = ""
     skipped: int = 0
+
+
+@dataclass
+class TmxReader(PairFile):
+    """The (source, target) pairs of a TMX file, read as they are iterated. `source_lang` empty: the header's
+    srclang; `target_lang` empty: the first unit's other language. `skipped`: units without both languages."""
+
     languages: set[str] = field(default_factory=set)
 
     def __iter__(self) -> Iterator[tuple[str, str]]:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from mtkit import faults
 from mtkit.errors import UserError
@@ -194,6 +194,25 @@ CREATE TABLE IF NOT EXISTS memory_segments (
 _COLUMNS = "memory_id, owner, name, source_lang, target_lang, created, updated, segment_count"
 
 
+def transaction(db: sqlite3.Connection, lock: threading.Lock, statements: Callable[[], object]) -> None:
+    """`statements` run in one transaction on the connection SqliteState and SqliteMemories share, behind its lock:
+    all of them or, if the process dies half-way (or they raise), none."""
+    with lock:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            statements()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def read_rows(db: sqlite3.Connection, lock: threading.Lock, sql: str, parameters: Sequence[object]) -> list[Any]:
+    """Every row `sql` selects, read behind the lock of the connection SqliteState and SqliteMemories share."""
+    with lock:
+        return db.execute(sql, parameters).fetchall()
+
+
 class SqliteMemories:
     """MemoryStore in SqliteState's file, on its connection and behind its lock; the indexes beside the file."""
 
@@ -204,14 +223,7 @@ class SqliteMemories:
         self.index_root = Path(files[0] + ".indexes") if files and files[0] else default_index_root()
 
     def _transaction(self, statements: Callable[[], object]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                statements()
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        transaction(self._db, self._lock, statements)
 
     def begin_import(self, memory_id: str, now: float) -> None:
         """The import's id noted as pending; the segments and index of imports pending since ABANDONED_S (killed)
@@ -275,11 +287,8 @@ class SqliteMemories:
         remove_index(self.index_root / memory_id)
 
     def memories(self, owner: str) -> list[MemoryRecord]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE owner = ? ORDER BY created, memory_id", (owner,)
-            ).fetchall()
-        return [MemoryRecord(*row) for row in rows]
+        query = f"SELECT {_COLUMNS} FROM memories WHERE owner = ? ORDER BY created, memory_id"
+        return [MemoryRecord(*row) for row in read_rows(self._db, self._lock, query, (owner,))]
 
     def memory(self, owner: str, memory_id: str) -> MemoryRecord | None:
         """The owner's memory (None for another owner's: it does not exist for them)."""
@@ -302,8 +311,7 @@ class SqliteMemories:
                 else " AND (instr(lower(source), ?) > 0 OR instr(lower(target), ?) > 0)"
             )
             parameters += [text if case else text.lower()] * 2
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY position LIMIT ?", (*parameters, count)).fetchall()
+        rows = read_rows(self._db, self._lock, sql + " ORDER BY position LIMIT ?", (*parameters, count))
         return [Segment(*row) for row in rows]
 
     def pairs(self, memory_id: str) -> Iterator[tuple[str, str]]:

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from mtkit import faults
 from mtkit.errors import UserError
-from mtkit.serve.memory_state import MemoryStore, SqliteMemories
+from mtkit.serve.memory_state import MemoryStore, SqliteMemories, read_rows, transaction
 from mtkit.serve.request import RequestError
 
 STATE_FILE = "state.sqlite3"
@@ -131,44 +131,35 @@ class SqliteState:
 
     def _write(self, statements: list[tuple[str, Sequence]]) -> None:
         """The statements in one transaction: all of them or, if the process dies half-way, none."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, parameters in statements:
-                    self._db.execute(sql, parameters)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+
+        def write() -> None:
+            for sql, parameters in statements:
+                self._db.execute(sql, parameters)
+
+        transaction(self._db, self._lock, write)
 
     def create_glossary(self, record: GlossaryRecord, entries: Sequence[tuple[str, str]]) -> None:
         """The glossary and its entries, in one transaction (a kill -9 inside it leaves the list as it was)."""
         pause_ms = faults.armed(faults.STATE_WRITE_PAUSE_MS)
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute(
-                    f"INSERT INTO glossaries ({_GLOSSARY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (record.glossary_id, record.owner, record.name, record.source_lang, record.target_lang,
-                     record.created, record.entry_count),
-                )  # fmt: skip
-                self._db.executemany(
-                    "INSERT INTO glossary_entries (glossary_id, position, source, target) VALUES (?, ?, ?, ?)",
-                    ((record.glossary_id, i, source, target) for i, (source, target) in enumerate(entries)),
-                )
-                if pause_ms:  # the kill -9 test's moment: everything written, nothing committed
-                    time.sleep(pause_ms / 1000)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+
+        def write() -> None:
+            self._db.execute(
+                f"INSERT INTO glossaries ({_GLOSSARY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (record.glossary_id, record.owner, record.name, record.source_lang, record.target_lang,
+                 record.created, record.entry_count),
+            )  # fmt: skip
+            self._db.executemany(
+                "INSERT INTO glossary_entries (glossary_id, position, source, target) VALUES (?, ?, ?, ?)",
+                ((record.glossary_id, i, source, target) for i, (source, target) in enumerate(entries)),
+            )
+            if pause_ms:  # the kill -9 test's moment: everything written, nothing committed
+                time.sleep(pause_ms / 1000)
+
+        transaction(self._db, self._lock, write)
 
     def glossaries(self, owner: str) -> list[GlossaryRecord]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_GLOSSARY_COLUMNS} FROM glossaries WHERE owner = ? ORDER BY created, glossary_id", (owner,)
-            ).fetchall()
-        return [GlossaryRecord(*row) for row in rows]
+        query = f"SELECT {_GLOSSARY_COLUMNS} FROM glossaries WHERE owner = ? ORDER BY created, glossary_id"
+        return [GlossaryRecord(*row) for row in read_rows(self._db, self._lock, query, (owner,))]
 
     def glossary(self, owner: str, glossary_id: str, entries: bool = False) -> GlossaryRecord | None:
         """The owner's glossary (None for another owner's: it does not exist for them), with its entries if asked."""
@@ -188,17 +179,16 @@ class SqliteState:
         return GlossaryRecord(*row, entries=pairs)
 
     def delete_glossary(self, owner: str, glossary_id: str) -> bool:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = self._db.execute(
-                    "DELETE FROM glossaries WHERE glossary_id = ? AND owner = ?", (glossary_id, owner)
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        return cursor.rowcount > 0
+        deleted: list[int] = []
+
+        def write() -> None:
+            cursor = self._db.execute(
+                "DELETE FROM glossaries WHERE glossary_id = ? AND owner = ?", (glossary_id, owner)
+            )
+            deleted.append(cursor.rowcount)
+
+        transaction(self._db, self._lock, write)
+        return deleted[0] > 0
 
     def characters(self, owner: str) -> int:
         """Characters translated for this owner so far (DeepL's character_count)."""
