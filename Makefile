@@ -44,9 +44,10 @@ FORCE_AVX2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_C
 TEST_ENV := OMP_NUM_THREADS=1
 # Two test processes (pytest-xdist), one per core of the 2-core machines the suite is held to, each test module
 # whole in one of them (its module fixtures made once); a session fixture's run is trained by one process while
-# the other waits for it (tests/conftest.py, trained_once).
+# the other waits for it (tests/conftest.py, trained_once). The longest modules go first (conftest.py,
+# LONGEST_FIRST), in that order: --no-loadscope-reorder, or xdist hands out the modules of most tests first.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Ends with its own wall time (each pass and the total), the figure the suite is held to. Both passes share one
 # folder of the runs the session fixtures train (tests/conftest.py, trained_once): the AVX2 pass copies them.

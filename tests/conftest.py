@@ -17,6 +17,34 @@ MULTI30K = ROOT / "data" / "multi30k"
 # Tests run on 2 cores next to other work; one intra-op thread keeps them predictable.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# The modules that take longest (`make test`'s first pass, 2-core Xeon, 2026-12-02: 20 to 100 s each, most of it a
+# few tests that train, kill or start processes), handed to the two test processes first. pytest-xdist's loadscope
+# hands out modules by their number of tests, most first, so a long module of few tests started last and kept one
+# process busy alone while the other had nothing left. Order only: every module runs, whole, in one process.
+LONGEST_FIRST = (
+    "tests/training/test_loop.py",
+    "tests/serve/test_libre_endpoints.py",
+    "tests/exports/test_huggingface.py",
+    "tests/corpus/test_preprocess.py",
+    "tests/engines/test_torch_engine.py",
+    "tests/reliability/test_ddp_faults.py",
+    "tests/bulk/test_shards.py",
+    "tests/reliability/test_kill_resume.py",
+    "tests/serve/test_app.py",
+    "tests/serve/test_replicas.py",
+    "tests/engines/test_ct2.py",
+    "tests/reliability/test_bad_text.py",
+    "tests/exports/test_ctranslate2.py",
+    "tests/test_end_to_end.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """LONGEST_FIRST's modules before the rest (Makefile: `--no-loadscope-reorder` keeps this order), each module's
+    tests in their own order."""
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
 
 def read_gz_lines(path: Path, limit: int | None = None) -> list[str]:
     """First `limit` lines of a gzip text file, without newlines."""
@@ -349,30 +377,38 @@ def foreign_spm(tmp_path_factory: pytest.TempPathFactory, multi30k: Path) -> Pat
 
 
 @pytest.fixture(scope="session")
-def foreign_run(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, foreign_spm: Path) -> Path:
-    """A tiny model trained for 40 steps on 2,000 Multi30k pairs preprocessed with `foreign_spm`."""
+def foreign_data(tmp_path_factory: pytest.TempPathFactory, multi30k: Path, foreign_spm: Path) -> Path:
+    """2,000 train / 200 valid Multi30k pairs preprocessed with `foreign_spm`."""
+    return preprocess_slice(tmp_path_factory.mktemp("foreign") / "data", multi30k, foreign_spm, 2000, 200)
+
+
+@pytest.fixture(scope="session")
+def foreign_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A tiny model trained for 40 steps on `foreign_data`; made once for both passes of `make test`, as the other
+    runs are (the forced-AVX2 pass trained it again: 40 s of its 2 minutes), its data preprocessed only to train."""
     from mtkit.corpus.binarized import read_manifest
     from mtkit.recipe import resolve_recipe
 
-    data = preprocess_slice(tmp_path_factory.mktemp("foreign") / "data", multi30k, foreign_spm, 2000, 200)
-    recipe = resolve_recipe(
-        None,
-        "tiny",
-        [
-            "train.max_steps=40",
-            "train.warmup_steps=10",
-            "train.lr=3e-3",
-            "train.max_tokens=2048",
-            "train.save_interval_steps=20",
-            "train.save_interval_minutes=0",
-            "train.average_last=2",
-            "train.log_interval=20",
-        ],
-        vocab_size=read_manifest(data)["vocab_size"],
-    )
-    run = data.parent / "run"
-    train_fixture(data, run, recipe)
-    return run
+    def build(run: Path) -> None:
+        data = request.getfixturevalue("foreign_data")
+        recipe = resolve_recipe(
+            None,
+            "tiny",
+            [
+                "train.max_steps=40",
+                "train.warmup_steps=10",
+                "train.lr=3e-3",
+                "train.max_tokens=2048",
+                "train.save_interval_steps=20",
+                "train.save_interval_minutes=0",
+                "train.average_last=2",
+                "train.log_interval=20",
+            ],
+            vocab_size=read_manifest(data)["vocab_size"],
+        )
+        train_fixture(data, run, recipe)
+
+    return trained_once(tmp_path_factory, "foreign-run", build)
 
 
 def _process_state() -> tuple:

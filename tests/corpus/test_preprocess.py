@@ -351,14 +351,14 @@ def test_hub_parquet_layout_with_a_cache_dir(tmp_path: Path, multi30k: Path, mul
 
 
 def test_a_foreign_sentencepiece_model_preprocesses_trains_and_translates(
-    foreign_run: Path, foreign_spm: Path, multi30k: Path
+    foreign_data: Path, foreign_run: Path, foreign_spm: Path, multi30k: Path
 ) -> None:
     """--spm-model made with sentencepiece's defaults (unk 0, bos 1, eos 2, no pad): data in mtkit's ids, a run."""
     import sentencepiece as spm
 
     from mtkit.engines.torch_engine import TorchTranslator
 
-    data = foreign_run.parent / "data"
+    data = foreign_data
     theirs = spm.SentencePieceProcessor(model_file=str(foreign_spm))
     manifest = read_manifest(data)
     assert manifest["vocab_size"] == theirs.get_piece_size() + 1  # + mtkit's pad
