@@ -8,6 +8,7 @@ streams too (lxml's xmlfile). Pairs only: no store, no index. Also what every re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -100,8 +101,14 @@ class TmxReader(PairFile):
         return variants[self.source_lang], variants[self.target_lang]
 
 
+# What XML 1.0 cannot hold (C0 controls but tab and line breaks, lone surrogates, U+FFFE and U+FFFF): a catalog's
+# terminal escapes ("\x1b[1m") and stray bytes, which lxml refuses with a ValueError and a TMX reader would too.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def write_tmx(pairs: Iterator[tuple[str, str]], stream: IO[bytes], source_lang: str, target_lang: str) -> int:
-    """The pairs as TMX 1.4b, written as they come; the number written."""
+    """The pairs as TMX 1.4b, written as they come, without the characters XML cannot hold (left out, as
+    translate-toolkit's and Pontoon's TMX writers leave them out); the number written."""
     count = 0
     with etree.xmlfile(stream, encoding="utf-8") as xml:
         xml.write_declaration()
@@ -114,7 +121,7 @@ def write_tmx(pairs: Iterator[tuple[str, str]], stream: IO[bytes], source_lang: 
                     unit = etree.Element("tu")
                     for language, text in ((source_lang, source), (target_lang, target)):
                         tuv = etree.SubElement(unit, "tuv", {XML_LANG: language})
-                        etree.SubElement(tuv, "seg").text = text
+                        etree.SubElement(tuv, "seg").text = _NOT_XML.sub("", text)
                     xml.write(unit)
                     count += 1
     return count

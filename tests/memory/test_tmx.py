@@ -44,6 +44,15 @@ def test_written_tmx_reads_back_the_same_pairs() -> None:
     assert read(out.getvalue())[0] == pairs
 
 
+def test_characters_xml_cannot_hold_are_left_out_not_an_error() -> None:
+    """A catalog's terminal escapes and a stray control byte (binutils' and glibc's catalogs hold them) once stopped
+    an export with lxml's ValueError; tab and line breaks are kept."""
+    pairs = [("\x1b[1mbold\x1b[0m\tand\x07", "\x1b[1mfett\x1b[0m\tund\x00"), ("plain", "schlicht")]
+    out = io.BytesIO()
+    assert write_tmx(iter(pairs), out, "en", "de") == 2
+    assert read(out.getvalue())[0] == [("[1mbold[0m\tand", "[1mfett[0m\tund"), ("plain", "schlicht")]
+
+
 @pytest.mark.parametrize(
     "data, message",
     [
