@@ -21,6 +21,7 @@ from torch import Tensor
 
 from mtkit.console import warn
 from mtkit.corpus.batching import round_up
+from mtkit.corpus.fuzzy_matches import fuzzy_piece
 from mtkit.corpus.term_hints import term_piece_ids
 from mtkit.engines.contract import (
     Ids,
@@ -40,6 +41,7 @@ from mtkit.runs.checkpoint import resolve_checkpoint
 from mtkit.runs.model import load_model
 from mtkit.search.beam import search
 from mtkit.search.config import Hypothesis, TranslateConfig
+from mtkit.search.matches import MatchGuide, match_table
 from mtkit.search.step import ModelDecoder, SearchBatch, combine
 from mtkit.search.terms import TermGuide, term_table
 from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
@@ -217,7 +219,7 @@ class TorchTranslator:
         batch = SearchBatch(
             src, src_lens, c.pad_id, c.start_id, c.eos_id, c.max_positions, prefix_batch(prefixes, self.device)
         )
-        guide = None
+        guide: TermGuide | MatchGuide | None = None
         if table is not None:
             size = c.target_vocab_size
             guide = TermGuide(
@@ -225,7 +227,21 @@ class TorchTranslator:
                 continues_word(self.tokenizer, size, self.device),
                 ends_sentence=ends_sentence(self.tokenizer, size, self.device),
             )
+        elif self._fuzzy is not None:  # a glossary's terms go first: a line has one guide
+            matches = match_table(ids, *self._fuzzy)
+            guide = None if matches is None else MatchGuide(matches.to(self.device), c.target_vocab_size)
         return search(self.decoder, batch, self.cfg, guide)
+
+    @functools.cached_property
+    def _fuzzy(self) -> tuple[int, Tensor] | None:
+        """The source id of a fuzzy-repair model's ｟fuzzy｠ and each source id's target id (-1: none), or None for
+        a model trained without it (mtkit.search.matches guides the search by the match after it)."""
+        piece = fuzzy_piece(self.tokenizer)
+        if not piece:
+            return None
+        target = {name: k for k, name in enumerate(self.tokenizer.target_pieces())}
+        ids = [target.get(name, -1) for name in self.tokenizer.pieces()]
+        return self.tokenizer.pieces().index(piece), torch.tensor(ids, dtype=torch.long)
 
     def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
         """Per pair, the cross-attention of the model's last decoder layer, averaged over heads, teacher-forced over
