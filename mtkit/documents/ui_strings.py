@@ -6,6 +6,7 @@ out of the model by mtkit.text.protect's stand-ins and put back exactly once, it
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from mtkit.text.protect import DEFAULT_PATTERNS, Masked, Span, mask, unmask
@@ -145,6 +146,7 @@ class Prepared:
             # Ends stripped first: a stand-in the model lost is put back before the source's closing "\\n", not after.
             text = unmask(text.strip(), self.masked).text
             text = _in_source_order(_unpadded(text, self.masked), self.masked.source, pattern)
+        text = _without_invented(text, self.masked.source, pattern)
         text = _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
         return white_space_of(self.source, text)
 
@@ -218,6 +220,27 @@ def _in_source_order(text: str, source: str, pattern: re.Pattern[str]) -> str:
         pieces += [text[at : match.start()], placeholder]
         at = match.end()
     return "".join(pieces) + text[at:]
+
+
+def _without_invented(text: str, source: str, pattern: re.Pattern[str]) -> str:
+    """The translation without the placeholders the source does not hold (or holds fewer times), each with a space
+    beside it: a model that learnt catalogs' `%s` writes one of its own now and then, or a second beside the one
+    put back, and a program would hand it an argument it never passes."""
+    allowed = Counter(m.group() for m in pattern.finditer(source))
+    extra = []
+    for match in pattern.finditer(text):
+        if allowed[match.group()] > 0:
+            allowed[match.group()] -= 1
+        else:
+            extra.append((match.start(), match.end()))
+    for low, high in reversed(extra):
+        before, after = text[:low], text[high:]
+        if after.startswith(" ") and (not before or before.endswith(" ")):
+            after = after[1:]
+        elif before.endswith(" ") and (not after or after[0] in ".,;:!?»«\"'"):
+            before = before[:-1]
+        text = before + after
+    return text
 
 
 def white_space_of(source: str, text: str) -> str:

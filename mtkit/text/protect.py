@@ -175,6 +175,18 @@ def protected_places(source: str, cfg: ProtectConfig) -> list[tuple[int, int, Sp
     return [(low, high, Span(source[low:high], source[low:high])) for low, high in cfg.spans(source)]
 
 
+def masked_like(text: str, masked: Masked, cfg: ProtectConfig) -> str:
+    """`text` (a fuzzy match's target, which the model reads after the sentence) with each of the sentence's
+    protected spans as the sentence's stand-in for it and every other protected span taken out: the model is to
+    copy the sentence's stand-ins, and a placeholder of the match's written beside them would stand twice."""
+    for span, standin in zip(masked.spans, masked.standins):
+        if not span.term and span.source in text:
+            text = text.replace(span.source, standin)
+    for low, high in reversed(cfg.spans(text)):
+        text = text[:low] + text[high:]
+    return " ".join(text.split())
+
+
 @dataclass
 class Unmasked:
     """A translation with every span put back, and per span whether its stand-in came back exactly once."""

@@ -49,7 +49,16 @@ from mtkit.text.glossary import (
     without_pieces,
 )
 from mtkit.text.guard import Guard
-from mtkit.text.protect import Masked, ProtectConfig, Span, copied_whole, mask, protected_places, unmask
+from mtkit.text.protect import (
+    Masked,
+    ProtectConfig,
+    Span,
+    copied_whole,
+    mask,
+    masked_like,
+    protected_places,
+    unmask,
+)
 from mtkit.text.sentences import (
     Count,
     Segmented,
@@ -218,7 +227,11 @@ def plan_translation(
     while pending:
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
         guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
-        matched = {current[s].masked.text: matches[s].target for s in pending if s in matches and options.fuzzy_piece}
+        matched = {
+            current[s].masked.text: masked_like(matches[s].target, current[s].masked, options.protect)
+            for s in pending
+            if s in matches and options.fuzzy_piece
+        }
         aligned = {current[s].masked.text: current[s].replacing for s in pending if current[s].aligns}
         done, outputs, cases = yield from _plan_sentences(wanted, options, count, guided, matched, aligned)
         again = []

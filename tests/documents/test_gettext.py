@@ -296,3 +296,20 @@ def test_an_options_help_line_sends_its_description_and_keeps_its_option_column(
     )
     (tmp_path / "diff.po").write_text(out, encoding="utf-8")
     assert msgfmt_check(tmp_path / "diff.po").returncode == 0
+
+
+def test_a_placeholder_the_model_invents_or_doubles_is_taken_out(tmp_path: Path) -> None:
+    """A model that learnt catalogs' `%s` writes one of its own now and then, or a second `%lu` beside the one put
+    back: the program would pass no argument for it (msgfmt --check sees it in a c-format entry)."""
+    body = '\n#, c-format\nmsgid "Failed to set locktime for UID %lu\\n"\nmsgstr ""\n'
+    body += '\nmsgid "unsupported argument"\nmsgstr ""\n'
+
+    def inventive(texts: list[str]) -> list[str]:
+        return [f"{text} %s" if "argument" in text else text.replace("UID", "UID 1") for text in texts]
+
+    out = run_jobs([po_job(catalog(body), "shadow.po", "en", "de")], inventive)[0].decode()
+    entries = {entry.msgid: entry.msgstr for entry in polib.pofile(out)}
+    assert entries["unsupported argument"] == "unsupported argument"
+    assert entries["Failed to set locktime for UID %lu\n"].count("%lu") == 1
+    (tmp_path / "shadow.po").write_text(out, encoding="utf-8")
+    assert msgfmt_check(tmp_path / "shadow.po").returncode == 0

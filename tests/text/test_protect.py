@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mtkit.errors import UserError
-from mtkit.text.protect import ProtectConfig, Span, copied_whole, mask, protected_places, unmask
+from mtkit.text.protect import ProtectConfig, Span, copied_whole, mask, masked_like, protected_places, unmask
 
 CFG = ProtectConfig()
 
@@ -127,3 +127,16 @@ def test_a_sentence_without_spans_is_sent_as_it_is() -> None:
     m = masked("Two men and 2 dogs play in 1 park.")
     assert m.text == m.source and not m.spans
     assert unmask("Zwei Männer", m).text == "Zwei Männer"
+
+
+def test_a_fuzzy_matchs_target_takes_the_sentences_stand_ins_and_loses_its_other_spans() -> None:
+    """The model reads the match after the sentence: the sentence's `%s` is a stand-in there, and so it is in the
+    match; a span only the match has (its own URL, its other placeholder) is not for the translation to copy."""
+    cfg = ProtectConfig()
+    source = "Cannot open %s at https://example.org/a/b"
+    masked = mask(source, protected_places(source, cfg))
+    assert masked.text == "Cannot open 1 at 2"
+    assert (
+        masked_like("Kann %s nicht unter https://other.org/q/r öffnen: %d", masked, cfg) == "Kann 1 nicht unter öffnen:"
+    )
+    assert masked_like("Keine Spanne", masked, cfg) == "Keine Spanne"
