@@ -40,7 +40,10 @@ def test_an_output_that_holds_the_target_is_left_as_it_is() -> None:
 
 
 def test_a_weak_alignment_replaces_nothing() -> None:
-    weak = aligned({j: j for j in range(6)}, weight=ALIGNED_MASS / 2)
+    # Over 10 source words: every output word's attention to the term's word, the diagonal's and the rest's, is
+    # below ALIGNED_MASS.
+    weak = aligned({j: j for j in range(6)}, n_src=10, weight=ALIGNED_MASS / 2)
+    assert max(row[1] for row in weak) < ALIGNED_MASS
     assert replaced(OUTPUT, weak, [(range(1, 2), "Köter")]) == OUTPUT
     assert replaced(OUTPUT, DIAGONAL[:5], [(range(1, 2), "Köter")]) == OUTPUT  # words and alignment disagree
 
