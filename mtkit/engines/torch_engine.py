@@ -240,13 +240,14 @@ class TorchTranslator:
         if not piece:
             return None
         target = {name: k for k, name in enumerate(self.tokenizer.target_pieces())}
-        ids = [target.get(name, -1) for name in self.tokenizer.pieces()]
-        return self.tokenizer.pieces().index(piece), torch.tensor(ids, dtype=torch.long)
+        pieces = self.tokenizer.pieces()
+        return pieces.index(piece), torch.tensor([target.get(name, -1) for name in pieces], dtype=torch.long)
 
     def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
-        """Per pair, the cross-attention of the model's last decoder layer, averaged over heads, teacher-forced over
-        (source, target): one row per target id, one column per source id (eos and padding left out). One decoder
-        pass per batch, the first model of an ensemble's; batched by length as search_ids batches."""
+        """Per pair, the cross-attention of the model's decoder layer before the last (mtkit.model.alignment's
+        choice), averaged over heads, teacher-forced over (source, target): one row per target id, one column per
+        source id (eos and padding left out). One decoder pass per batch, the first model of an ensemble's; batched
+        by length as search_ids batches."""
         return self._by_length(src, tgt, self._attention)
 
     def _by_length(self, src: Ids, tgt: Ids, run: Callable[[Ids, Ids], list[T]]) -> list[T]:
