@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from mtkit.text.protect import DEFAULT_PATTERNS, Masked, Span, mask, unmask
 from mtkit.text.sentences import Segmented, option_columns, split_sentences
+from mtkit.text.wrapping import Unwrapped, unwrapped
 
 # printf as C, PHP, awk, Lua, Tcl, Perl, Objective-C (%@) and GNU's <PRIu64> macros write it: the flags (' and I
 # included), width and precision (also from *arguments, also positional), the length modifiers, the conversion.
@@ -134,6 +135,7 @@ class Prepared:
     texts: list[str]
     marker: str = ""
     letter: str = ""
+    wrapped: Unwrapped = Unwrapped("")  # paragraphs joined from wrapped lines, wrapped again after
 
     def translation(self, found: dict[str, str], pattern: re.Pattern[str]) -> str:
         """The string's translation from its sentences' (`found`), its placeholders and accelerator put back."""
@@ -148,7 +150,7 @@ class Prepared:
             text = _in_source_order(_unpadded(text, self.masked), self.masked.source, pattern)
         text = _without_invented(text, self.masked.source, pattern)
         text = _put_accelerator(text, self.marker, self.letter, pattern) if self.marker else text
-        return white_space_of(self.source, text)
+        return self.wrapped.rewrapped(white_space_of(self.source, text))
 
 
 def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = "") -> Prepared:
@@ -159,6 +161,8 @@ def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = 
     text = source
     if at is not None:
         letter, text = source[at + 1], source[:at] + source[at + 1 :]
+    wrapped = unwrapped(text)  # a sentence wrapped over lines goes to the model whole
+    text = wrapped.text
     columns = option_columns(text)  # kept as written by split_sentences: their options are not stand-ins
     places = [
         (low, high, Span(text[low:high], text[low:high]))
@@ -168,7 +172,7 @@ def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = 
     masked = mask(text, places)
     segmented = split_sentences(masked.text, language)
     texts = [sentence for sentence in segmented.sources if _words(sentence)]
-    return Prepared(source, masked, segmented, texts, marker if at is not None else "", letter)
+    return Prepared(source, masked, segmented, texts, marker if at is not None else "", letter, wrapped)
 
 
 def _unpadded(text: str, masked: Masked) -> str:

@@ -14,11 +14,12 @@ import mmap
 import re
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
 
+from mtkit.memory.repair import repaired
 from mtkit.text.protect import DEFAULT_PATTERNS, ProtectConfig
 
 DEFAULT_THRESHOLD = 75  # the fuzzy score CAT tools (Trados, memoQ) show matches from by default
@@ -40,7 +41,8 @@ _MAY_SPAN = re.compile(r"[\d`\\${}%@/\[:]|www\.")
 @dataclass(frozen=True)
 class Match:
     """The memory's best segment for a sentence: its score (100: exact), its source and target as stored, and the
-    target to use (an exact match's target with the sentence's own protected spans; the stored one otherwise)."""
+    translation that answers the sentence, if any: an exact match's target with the sentence's own protected spans,
+    a fuzzy one's with its placeables repaired (mtkit.memory.repair); "" where the match only informs."""
 
     score: int
     source: str
@@ -295,9 +297,14 @@ class MemoryIndex:
         return np.sort(found[firsts[np.argpartition(-counts, CANDIDATES)[:CANDIDATES]]])
 
     def best(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
-        """The exact match, else the best fuzzy one scoring at least `threshold` (the earliest of equals)."""
+        """The exact match, else the best fuzzy one scoring at least `threshold` (the earliest of equals), its
+        translation set where the sentence differs from it only in placeables (mtkit.memory.repair)."""
         exact = self.exact_match(sentence)
-        return exact if exact is not None else self.fuzzy_match(sentence, threshold)
+        if exact is not None:
+            return exact
+        match = self.fuzzy_match(sentence, threshold)
+        fixed = None if match is None else repaired(sentence, match.source, match.target)
+        return match if fixed is None else replace(match, translation=fixed)
 
     def fuzzy_match(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
         """The best fuzzy match scoring `threshold` to 99 (the earliest of equals), whatever the exact one."""

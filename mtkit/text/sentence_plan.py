@@ -74,8 +74,9 @@ GUARD_LABELS = ("retried", "kept", "tamed")  # what the guard did to a sentence 
 
 
 class MemoryMatch(Protocol):
-    """A translation memory's best segment for a sentence (mtkit.memory.matching.Match): its score (100: exact) and,
-    for an exact match, the translation to use; `report()` is what a sentence's report shows of it."""
+    """A translation memory's best segment for a sentence (mtkit.memory.matching.Match): its score (100: exact) and
+    the translation that answers the sentence ("" for none: a fuzzy match the sentence differs from in more than
+    placeables); `report()` is what a sentence's report shows of it."""
 
     score: int
     target: str  # the memory's target, as stored
@@ -191,7 +192,7 @@ class SplitOptions:
     term_pieces: tuple[str, ...] = ()
     # Whether the engine's search places glossary targets itself (its `guides_terms`): the "guided" way's.
     term_guide: bool = False
-    memory: MemoryLookup | None = None  # a translation memory: exact matches answered from it, fuzzy ones reported
+    memory: MemoryLookup | None = None  # a memory: exact and repaired matches answer, fuzzy ones are reported
     memory_threshold: int = 75  # the lowest fuzzy score reported
     # The model's fuzzy-match piece (a run trained with fuzzy matches, mtkit.corpus.fuzzy_matches): a sentence's
     # fuzzy match's target goes to the model after it, as in training. "": a model without, matches only reported.
@@ -216,14 +217,14 @@ def plan_translation(
     translation. `count` gives texts' lengths in the model's source tokens. A sentence goes to the model with its
     protected spans as stand-ins (mtkit.text.protect), which are put back after, and its glossary terms by the
     first of options.term_method's methods; one whose translation lacks a target goes again by the next method.
-    One of protected text only is copied, never sent; one a translation memory holds (exact match) is answered from
-    it, never sent, and every other is told the memory's best fuzzy match."""
+    One of protected text only is copied, never sent; one a translation memory holds (an exact match, or a fuzzy one
+    repaired) is answered from it, never sent, and every other is told the memory's best fuzzy match."""
     segments = [_segment(text, options, count) for text in texts]
     sources = list(dict.fromkeys(s for segmented in segments for s in segmented.sources if wordy(s)))
     matches = _memory_matches(sources, options)
     current = {s: prepare(s, options) for s in sources}
     chosen: dict[str, tuple[Prepared, Sentence | None, Output | None, str]] = {}
-    pending = [s for s in sources if s not in matches or matches[s].score < 100]
+    pending = [s for s in sources if s not in matches or not matches[s].translation]
     while pending:
         wanted = list(dict.fromkeys(current[s].masked.text for s in pending if not current[s].whole))
         guided = {current[s].masked.text: current[s].targets for s in pending if not current[s].whole}
@@ -254,7 +255,7 @@ def plan_translation(
         if not wordy(source):
             return Sentence(source, source)
         match = matches.get(source)
-        if match is not None and match.score == 100:
+        if match is not None and match.translation:
             return Sentence(source, match.translation, memory=match)
         ready, inner, _, case = chosen[source]
         if inner is None:

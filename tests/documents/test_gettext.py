@@ -298,6 +298,26 @@ def test_an_options_help_line_sends_its_description_and_keeps_its_option_column(
     assert msgfmt_check(tmp_path / "diff.po").returncode == 0
 
 
+def test_a_description_wrapped_over_lines_is_sent_whole_and_wrapped_again(tmp_path: Path) -> None:
+    """A help text wrapped at its column goes to the model as one sentence, not line by line, and its translation is
+    wrapped again at the source's width, its continuation lines at the description's column."""
+    source = (
+        "  -n, --mindays MIN_DAYS        set minimum number of days before password\\n"
+        + " " * 32
+        + "change to MIN_DAYS\\n"
+    )
+    body = f'\n#, c-format\nmsgid "{source}"\nmsgstr ""\n'
+    recorder = Recorder()
+    out = run_jobs([po_job(catalog(body), "shadow.po", "en", "de")], recorder)[0].decode()
+    assert recorder.asked == ["set minimum number of days before password change to MIN_DAYS"]
+    msgstr = next(entry.msgstr for entry in polib.pofile(out) if entry.msgid.startswith("  -n"))
+    assert msgstr == "  -n, --mindays MIN_DAYS        SET MINIMUM NUMBER OF DAYS BEFORE PASSWORD\n" + " " * 32 + (
+        "CHANGE TO MIN_DAYS\n"
+    )
+    (tmp_path / "shadow.po").write_text(out, encoding="utf-8")
+    assert msgfmt_check(tmp_path / "shadow.po").returncode == 0
+
+
 def test_a_placeholder_the_model_invents_or_doubles_is_taken_out(tmp_path: Path) -> None:
     """A model that learnt catalogs' `%s` writes one of its own now and then, or a second `%lu` beside the one put
     back: the program would pass no argument for it (msgfmt --check sees it in a c-format entry)."""

@@ -62,3 +62,18 @@ def test_a_model_trained_with_fuzzy_matches_gets_its_sentences_match_after_the_p
     assert all("<fz>" not in t for texts in counted for t in texts)  # the guard weighs the sentence alone
     assert done[0].text == "A DOG RUNS IN THE PARK. Ein Hund rennt im Schnee. TWO CATS SLEEP."
     assert done[0].sentences[0].memory.score < 100 and done[0].sentences[2].memory is None
+
+
+def test_a_fuzzy_match_differing_only_in_placeables_answers_and_is_never_sent() -> None:
+    memory = MemoryIndex([("in_tr(%s): trailing junk ignored!", "in_tr(%s): nachfolgender Müll ignoriert!")])
+    asked: list[list[str]] = []
+
+    def model(texts: list[str]) -> list[Output]:
+        asked.append(list(texts))
+        return upper(texts)
+
+    options = SplitOptions("en", memory=memory, memory_threshold=75, fuzzy_piece="<fz>")
+    done = run_plan(plan_translation(["in_fddi(%s): trailing junk ignored!"], options, lambda t: [1 for _ in t]), model)
+    assert asked == []
+    assert done[0].text == "in_fddi(%s): nachfolgender Müll ignoriert!"
+    assert 75 <= done[0].sentences[0].memory.score < 100  # reported as the fuzzy match it is

@@ -1,0 +1,74 @@
+"""mtkit.memory.repair: a fuzzy match whose source differs from the sentence only in placeables (identifiers, option
+letters, numbers, names in capitals) answers it with those swapped in its target; any other difference leaves the
+match to the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from mtkit.memory.matching import MemoryIndex
+from mtkit.memory.repair import repaired
+
+pytest.importorskip("rapidfuzz")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "source", "target", "expected"),
+    [
+        (
+            "internal error: bpf_cgen_rebuild_tables: conflicting values",
+            "internal error: fr30_cgen_rebuild_tables: conflicting values",
+            "interner Fehler: fr30_cgen_rebuild_tables: widersprüchliche Werte",
+            "interner Fehler: bpf_cgen_rebuild_tables: widersprüchliche Werte",
+        ),
+        (
+            "%s: the -c, -e, and -m flags are exclusive",
+            "%s: the -L, -p, and -U flags are exclusive",
+            "%s: -L, -p und -U können nur exklusiv genutzt werden.",
+            "%s: -c, -e und -m können nur exklusiv genutzt werden.",
+        ),
+        (
+            "INET6 (IPv6) not configured",
+            "AX25 (IPv6) not configured",
+            "AX25 (IPv6) nicht konfiguriert",
+            "INET6 (IPv6) nicht konfiguriert",
+        ),
+        ("Is a directory", "%s: Is a directory", "%s: Ist ein Verzeichnis", "Ist ein Verzeichnis"),
+    ],
+)
+def test_placeables_are_swapped_in_the_target(sentence: str, source: str, target: str, expected: str) -> None:
+    assert repaired(sentence, source, target) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "source", "target"),
+    [
+        ("Accessible Parent", "Accessible Name", "Barrierefreier Name"),  # a word the target may translate alike
+        ("failed to open scratch file", "failed to unlink scratch file", "Löschen (unlink) der Datei fehlgeschlagen"),
+        ("Binary files %s and %s differ", "Files %s and %s differ", "Dateien %s und %s sind verschieden."),  # added
+        ("source register differs", "size register differs", "Größenregister unterscheidet sich"),  # translated
+        ("duplicate group entry", "duplicate shadow group entry", "Doppelter Eintrag für shadow-Gruppe"),  # glued
+        ("copy A1 to A1", "copy B2 to B2", "B2 nach B2 kopieren"),  # the placeable twice in the target
+        ("Same text", "Same text", "Gleicher Text"),  # nothing to repair: an exact match's business
+    ],
+)
+def test_any_other_difference_is_not_repaired(sentence: str, source: str, target: str) -> None:
+    assert repaired(sentence, source, target) is None
+
+
+def test_the_memorys_best_match_carries_its_repair_and_keeps_its_score() -> None:
+    memory = MemoryIndex(
+        [
+            (
+                "internal error: fr30_cgen_rebuild_tables: conflicting values",
+                "interner Fehler: fr30_cgen_rebuild_tables",
+            ),
+            ("Accessible Name", "Barrierefreier Name"),
+        ]
+    )
+    match = memory.best("internal error: bpf_cgen_rebuild_tables: conflicting values", 75)
+    assert match is not None and 75 <= match.score < 100
+    assert match.translation == "interner Fehler: bpf_cgen_rebuild_tables"
+    assert match.report()["target"] == "interner Fehler: fr30_cgen_rebuild_tables"
+    other = memory.best("Accessible Names", 75)
+    assert other is not None and other.score < 100 and other.translation == ""
