@@ -170,9 +170,24 @@ def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = 
         if not any(low in column for column in columns)
     ]
     masked = mask(text, places)
-    segmented = split_sentences(masked.text, language)
+    segmented = _cells(split_sentences(masked.text, language))
     texts = [sentence for sentence in segmented.sources if _words(sentence)]
     return Prepared(source, masked, segmented, texts, marker if at is not None else "", letter, wrapped)
+
+
+_CELL_GAP = re.compile(r"[ \t]{2,}")
+
+
+def _cells(segmented: Segmented) -> Segmented:
+    """The sentences cut again where two or more spaces stand inside one: a table's header or row ("Destination
+    Gateway     Flags"), its cells aligned by the spaces, each cell translated alone and the spaces kept."""
+    sources, gaps = [], []
+    for source, gap in zip(segmented.sources, segmented.gaps):
+        pieces = _CELL_GAP.split(source)
+        spaces = _CELL_GAP.findall(source)
+        sources += pieces
+        gaps += spaces + [gap]
+    return Segmented(segmented.lead, sources, gaps)
 
 
 def _unpadded(text: str, masked: Masked) -> str:

@@ -318,6 +318,17 @@ def test_a_description_wrapped_over_lines_is_sent_whole_and_wrapped_again(tmp_pa
     assert msgfmt_check(tmp_path / "shadow.po").returncode == 0
 
 
+def test_a_tables_cells_are_sent_one_by_one_and_their_spacing_kept() -> None:
+    """A table's header in a catalog (netstat's, route's): its cells aligned by runs of spaces, each cell sent alone
+    (as one sentence the model drops most of them) and the spaces between them kept."""
+    header = "Destination     Gateway         Genmask         Flags Metric Ref    Use Iface\\n"
+    recorder = Recorder()
+    out = run_jobs([po_job(catalog(f'\nmsgid "{header}"\nmsgstr ""\n'), "net.po", "en", "de")], recorder)[0].decode()
+    assert recorder.asked == ["Destination", "Gateway", "Genmask", "Flags Metric Ref", "Use Iface"]
+    msgstr = next(entry.msgstr for entry in polib.pofile(out) if entry.msgid.startswith("Destination"))
+    assert msgstr == "DESTINATION     GATEWAY         GENMASK         FLAGS METRIC REF    USE IFACE\n"
+
+
 def test_a_placeholder_the_model_invents_or_doubles_is_taken_out(tmp_path: Path) -> None:
     """A model that learnt catalogs' `%s` writes one of its own now and then, or a second `%lu` beside the one put
     back: the program would pass no argument for it (msgfmt --check sees it in a c-format entry)."""
