@@ -262,8 +262,9 @@ class CT2Translator:
 
     def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
         """Per pair, CTranslate2's attention of the target over the source (return_attention: its export's
-        alignment heads of the last decoder layer), the target given as a forced prefix: one row per target id, one
-        column per source id. Batches of like target length within cfg.batch_tokens, decoded `workers` at a time."""
+        alignment layer and heads, the torch engine's: the decoder layer before the last, every head averaged), the
+        target given as a forced prefix: one row per target id, one column per source id. Batches of like target
+        length within cfg.batch_tokens, decoded `workers` at a time."""
         results: list[list[list[float]]] = [[] for _ in src]
         lengths = [max(len(s), len(t) + 1) if t else 0 for s, t in zip(src, tgt)]
         submitted = []

@@ -59,6 +59,11 @@ def cache_path(path: Path) -> Path:
     return run_directory(path) / CACHE_DIR
 
 
+# What the exporter writes, as a revision: a cache of another (an older mtkit's) is exported again. 2: the alignment
+# of return_attention is the torch engine's (the decoder layer before the last, all heads), 2026-12-02.
+EXPORT_REVISION = 2
+
+
 def cache_key(cache: Path) -> dict[str, Any] | None:
     """The cache's key, when the cache is whole: every file it lists present at its size; else None."""
     try:
@@ -82,7 +87,7 @@ def model_directory(path: str | Path, exporter: Exporter | None, rebuild: bool =
     cache = cache_path(path)
     key = cache_key(cache)
     if not rebuild and key is not None and key["checkpoint"] == checkpoint_identity(checkpoint_candidate(path)):
-        if key.get("shortlist") == shortlist_digest(path):
+        if key.get("shortlist") == shortlist_digest(path) and key.get("revision") == EXPORT_REVISION:
             return cache
     check(
         exporter is not None,
@@ -105,13 +110,17 @@ def export_to_cache(path: Path, cache: Path, key: dict[str, Any] | None, exporte
     """
     source = exporter.resolve(path)
     identity, shortlist = checkpoint_identity(source), shortlist_digest(path)
-    if key is not None and key["checkpoint"] == identity and key.get("shortlist") == shortlist:
+    if key is not None and (key["checkpoint"], key.get("shortlist"), key.get("revision")) == (
+        identity,
+        shortlist,
+        EXPORT_REVISION,
+    ):
         return cache  # the newest checkpoint is damaged; the cache is of the one resolve fell back to
     log(f"exporting {source} to CTranslate2 (cached in {cache})")
     if cache.exists():  # stale or damaged: never reused, and export refuses to replace what is not an export
         shutil.rmtree(cache)
     exporter.export(source, cache)
     files = {p.name: p.stat().st_size for p in cache.iterdir() if p.is_file()}
-    key = {"checkpoint": identity, "shortlist": shortlist, "files": files}
+    key = {"checkpoint": identity, "shortlist": shortlist, "revision": EXPORT_REVISION, "files": files}
     write_text(cache / CACHE_KEY_NAME, json.dumps(key, indent=2) + "\n")
     return cache

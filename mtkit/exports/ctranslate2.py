@@ -146,6 +146,10 @@ def build_spec(
         cfg.n_heads,
         pre_norm=cfg.norm == "pre",
         activation=specs.Activation.SWISH if cfg.activation == "swish" else specs.Activation.RELU,
+        # return_attention gives what mtkit.model.alignment reads (the torch engine's word alignment): the layer
+        # before the last, every head averaged (0). A change here changes every export: raise EXPORT_REVISION.
+        alignment_layer=-2 if cfg.decoder_layers > 1 else -1,
+        alignment_heads=0,
     )
     _set_stack(spec.encoder, model.encoder, cfg)
     spec.encoder.embeddings[0].weight = _array(model.encoder.embed.tokens.weight)

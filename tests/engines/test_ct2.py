@@ -18,7 +18,7 @@ import pytest
 
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.ct2 import MIN_BATCH, RAW_SCORES, CT2Translator
-from mtkit.engines.ct2_cache import CACHE_DIR, model_directory
+from mtkit.engines.ct2_cache import CACHE_DIR, EXPORT_REVISION, model_directory
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE, load_translator
 from mtkit.engines.torch_engine import TorchTranslator
 from mtkit.errors import UserError
@@ -234,6 +234,10 @@ def test_the_cache_follows_its_checkpoint_and_is_rebuilt_when_damaged(tiny_run: 
         key["checkpoint"]["path"],
         key["checkpoint"]["sha256"],
     )
+    older = cache_key(run) | {"revision": EXPORT_REVISION - 1}  # an older mtkit's export (its alignment layer)
+    (run / CACHE_DIR / CACHE_KEY_NAME).write_text(json.dumps(older))
+    model_directory(run, EXPORT_ON_FIRST_USE)
+    assert cache_key(run)["revision"] == EXPORT_REVISION
     damages = {
         "truncated model": lambda cache: (cache / MODEL_NAME).write_bytes((cache / MODEL_NAME).read_bytes()[:1000]),
         "missing model": lambda cache: (cache / MODEL_NAME).unlink(),

@@ -53,6 +53,17 @@ def test_each_engine_gives_a_row_per_output_piece_over_the_source(old_run: Path,
     assert translator.attention_ids(ids, outputs) == attention
 
 
+def test_both_engines_align_alike(old_run: Path) -> None:  # noqa: F811
+    """CTranslate2's return_attention is its export's alignment layer and heads: exported as the torch engine reads
+    the attention (the decoder layer before the last, every head averaged), the replace way aligns alike on both."""
+    torch_engine = load_translator(old_run)
+    ct2_engine = load_translator(old_run, EngineConfig(engine="ctranslate2"))
+    ids = torch_engine.encode_lines(LINES)
+    outputs = [hyps[0].tokens for hyps in torch_engine.search_ids(ids)]
+    for mine, theirs in zip(torch_engine.attention_ids(ids, outputs), ct2_engine.attention_ids(ids, outputs)):
+        assert torch.allclose(torch.tensor(mine), torch.tensor(theirs), atol=1e-4)
+
+
 @pytest.mark.parametrize("engine", ["torch", "ctranslate2"])
 def test_mtkit_translate_replaces_the_models_own_word(old_run: Path, tmp_path: Path, engine: str) -> None:  # noqa: F811
     glossary = tmp_path / "terms.tsv"
