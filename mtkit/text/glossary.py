@@ -31,7 +31,9 @@ REPLACE = "replace"
 # alone; "inline", then placeholders; "check-first", the model's own translation, then placeholders;
 # "check-first-inline", the model's own, then inline, then placeholders; "guided", the search places each target,
 # then placeholders; "replace", the target in place of the model's own word, then (where the alignment is too weak)
-# guided, then placeholders.
+# placeholders. Not the guided search between them: on Multi30k val (demo model, 100 random terms) it replaced the
+# own word in 73 of 82 sentences against 74 without, chrF with swapped references 60.91 against 60.87, and made
+# replace 0.41x the speed without a glossary against 0.51x (200 lines, 4.6 terms a line), each retry round a pass.
 CHECK_FIRST, CHECK_FIRST_INLINE = "check-first", "check-first-inline"
 TERM_METHODS: dict[str, tuple[str, ...]] = {
     PLACEHOLDER: (PLACEHOLDER,),
@@ -39,7 +41,7 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     CHECK_FIRST: (MODEL, PLACEHOLDER),
     CHECK_FIRST_INLINE: (MODEL, INLINE, PLACEHOLDER),
     GUIDED: (GUIDED, PLACEHOLDER),
-    REPLACE: (REPLACE, GUIDED, PLACEHOLDER),
+    REPLACE: (REPLACE, PLACEHOLDER),
 }
 # The least attention the output words put in a source term's place must give it (of the summed weights of the source
 # term's pieces, averaged over an output word's pieces) for its target to go there; below it the alignment is not
