@@ -259,8 +259,8 @@ def _glued(translation: str, standins: list[str], kept: set[str]) -> dict[tuple[
         )
         if (alone and run in standins) or run in kept:
             continue
-        parts = _split_into(run, standins)
-        if parts is not None:
+        parts = _split_into(run, standins) or _garbled(run, standins)
+        if parts:
             while low > previous and translation[low - 1].isalpha():
                 low -= 1
             while high < len(translation) and translation[high].isalpha():
@@ -268,6 +268,15 @@ def _glued(translation: str, standins: list[str], kept: set[str]) -> dict[tuple[
             runs[(low, high)] = dict.fromkeys(parts, "")
             previous = high
     return runs
+
+
+def _garbled(run: str, standins: list[str]) -> list[str]:
+    """The stand-in a run of digits begins or ends with, as the model's garbled copy of it ("19" for 1, "10"), or
+    none: a number the source does not hold that grew out of a stand-in is never the translation's."""
+    for standin in sorted(standins, key=len, reverse=True):
+        if run.startswith(standin) or run.endswith(standin):
+            return [standin]
+    return []
 
 
 def _split_into(run: str, standins: list[str]) -> list[str] | None:

@@ -192,6 +192,21 @@ def test_adjacent_stand_ins_run_together_leave_no_digits() -> None:
     assert unmask("Eine 1a2b Sache.", m).text == "Eine Dame stehen Sache."
 
 
+def test_a_number_grown_out_of_a_stand_in_is_the_stand_in() -> None:
+    """The model's garbled copy of a stand-in ("19" and "10" for 1; the demo model's on test_2016_flickr): a number
+    the source does not hold is never the translation's, and the target goes where it stands."""
+    m = placeholders("A man in a work uniform passing a tool.", {"work": "Arbeits"})
+    assert m.text == "A man in a 1 uniform passing a tool."
+    assert unmask("Ein Mann in einer 19 Uniform reicht ein Werkzeug.", m).text == (
+        "Ein Mann in einer Arbeits Uniform reicht ein Werkzeug."
+    )
+    assert unmask("Ein Mann in 1 Uniform mit 10 Werkzeugen.", m).text == "Ein Mann in Arbeits Uniform mit Werkzeugen."
+    kept = placeholders("A man with 19 tools in a work uniform.", {"work": "Arbeits"})  # the source's own number
+    assert unmask("Ein Mann mit 19 Werkzeugen in 2 Uniform.", kept).text == (
+        "Ein Mann mit 19 Werkzeugen in Arbeits Uniform."
+    )
+
+
 def test_a_runaway_of_stand_in_digits_is_restored_at_once() -> None:
     # eleven terms: stand-ins 1 to 11, so a run of ones splits into "1" and "11" in Fibonacci-many ways, and one
     # ending in "00", which no stand-ins make, was tried in all of them (minutes at 40 digits) before it was let be
