@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mtkit.corpus.language_pairs import language_pairs
 from mtkit.engines.contract import Translating, encode_terms, encode_texts, source_codes
 from mtkit.errors import UserError, check
 from mtkit.search.config import Hypothesis, SearchOverrides
 from mtkit.serve.request import RequestError
-from mtkit.serve.worker import BatchWorker, WorkerJob
+from mtkit.serve.worker import BatchWorker, WorkerCall, WorkerJob
+
+T = TypeVar("T")
 
 
 def model_pairs(translator: Translating) -> list[tuple[str, str]]:
@@ -82,10 +85,22 @@ class ServedModel:
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
         job = WorkerJob(ids, search, prefixes=prefixes, terms=encode_terms(translator.tokenizer, terms))
-        if not self.worker.submit(job):
-            raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
+        self._submit(job)
         if self.observer is not None:
             self.observer.decoded(self.name, texts)
+        return await self._answer(job)
+
+    async def on_worker(self, run: Callable[[Translating], T]) -> T:
+        """`run(translator)` on the model's thread, in turn with the searches (the "replace" way's alignment)."""
+        call = WorkerCall(run)
+        self._submit(call)
+        return await self._answer(call)
+
+    def _submit(self, job: WorkerJob | WorkerCall) -> None:
+        if not self.worker.submit(job):
+            raise RequestError(503, "server busy: the model's queue is full (--queue-size); retry later")
+
+    async def _answer(self, job: WorkerJob | WorkerCall) -> Any:
         try:
             return await asyncio.wrap_future(job.future)
         except Exception as exc:  # noqa: BLE001 - the worker logged the traceback

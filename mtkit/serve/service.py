@@ -18,7 +18,7 @@ from mtkit.documents.safety import Limits
 from mtkit.engines.contract import encode_prefixes
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import best_lines, confidence, output_line, scored_rows
-from mtkit.engines.plans import outputs_of, split_options, token_counter
+from mtkit.engines.plans import outputs_of, split_options, token_counter, with_alignments
 from mtkit.search.config import Hypothesis, SearchOverrides
 from mtkit.serve.request import RequestError
 from mtkit.serve.router import Router, ServedModel
@@ -31,6 +31,7 @@ from mtkit.text.sentence_plan import (
     Sentence,
     SplitOptions,
     TextTranslation,
+    asked_alignments,
     asked_terms,
     guard_counts,
     plan_translation,
@@ -128,6 +129,15 @@ def memory_segments(done: list[TextTranslation]) -> list[int]:
     return [s.memory.segment for text in done for s in text.sentences if s.memory is not None]  # type: ignore[attr-defined]
 
 
+async def aligned(model: ServedModel, asked: list[str], results: list[list[Hypothesis]]) -> list[Output]:
+    """The outputs of `asked`, those the plan put "replace" terms in given their alignment (an attention pass on the
+    model's worker, as mtkit.engines.plans.with_alignments does for `mtkit translate`)."""
+    outputs = outputs_of(model.translator.tokenizer, results)
+    if not any(asked_alignments(asked) or ()):
+        return outputs
+    return await model.on_worker(lambda translator: with_alignments(translator, asked, results, outputs))
+
+
 def take(values: list[str], count: int) -> list[str]:
     """The first `count` values, removed from the list."""
     taken = values[:count]
@@ -168,7 +178,7 @@ class TranslationService:
         async def translate(sentences: list[str]) -> list[Output]:
             terms = asked_terms(sentences)
             results = await model.decode(sentences, search, self.strict, warnings, None, target, terms)
-            return outputs_of(tokenizer, results)
+            return await aligned(model, sentences, results)
 
         done = await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
         if model.observer is not None:
@@ -287,7 +297,7 @@ class TranslationService:
             found = await model.decode(list(asked), search, self.strict, warnings, forced, target, asked_terms(asked))
             for i, hyps in zip(asked.rows, found, strict=True):
                 results[i] = hyps
-            return outputs_of(tokenizer, found)
+            return await aligned(model, asked, found)
 
         plan = plan_lines([prepare_line(line, cut, prefixes is None) for line in lines])
         done = await run_plan_async(plan, translate)  # type: ignore[arg-type]

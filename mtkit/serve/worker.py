@@ -1,5 +1,6 @@
 """The one thread that runs the model for mtkit serve: collect queued requests up to a token budget or a delay,
-decode them together (one search per set of search overrides) and answer each request's future.
+decode them together (one search per set of search overrides) and answer each request's future; other work on the
+model (a glossary's alignment pass) runs there too, between searches.
 
 Works over either engine's translator (mtkit.engines.contract.Translating); stdlib threads only, no HTTP.
 """
@@ -14,7 +15,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mtkit.console import warn
 from mtkit.search.config import SearchOverrides
@@ -38,6 +39,16 @@ class WorkerJob:
         return sum(len(seq) + 1 for seq in self.ids)  # + eos, as the batches count them
 
 
+@dataclass
+class WorkerCall:
+    """Other work on the model's thread, which alone may use the model: `run(translator)`, its answer in `future`
+    (the "replace" way's alignment pass over a request's outputs)."""
+
+    run: Callable[[Translating], Any]
+    future: Future = field(default_factory=Future)
+    tokens: int = 0  # counts nothing towards a batch's budget
+
+
 def group_by_options(jobs: list[WorkerJob]) -> list[list[WorkerJob]]:
     """Jobs split by their search overrides, first-come order kept within and across groups: one search per group."""
     groups: dict[SearchOverrides, list[WorkerJob]] = {}
@@ -53,7 +64,7 @@ class BatchWorker:
         self.translator = translator
         self.max_batch_tokens = max_batch_tokens
         self.max_delay_s = max_delay_ms / 1000
-        self._queue: queue.Queue[WorkerJob | None] = queue.Queue()
+        self._queue: queue.Queue[WorkerJob | WorkerCall | None] = queue.Queue()
         self._slots = threading.BoundedSemaphore(queue_size)  # bounds memory: admitted, unanswered requests
         self._pending = 0
         self._stopped = False
@@ -87,7 +98,7 @@ class BatchWorker:
         if self._thread.ident is not None:
             self._thread.join()
 
-    def submit(self, job: WorkerJob) -> bool:
+    def submit(self, job: WorkerJob | WorkerCall) -> bool:
         """Queue a job; False (nothing queued) when the queue is full or the worker has stopped."""
         if not self.alive or not self._slots.acquire(blocking=False):
             return False
@@ -99,7 +110,11 @@ class BatchWorker:
     def _run(self) -> None:
         self._warm()
         while (first := self._queue.get()) is not None:
-            for group in group_by_options(self._collect(first)):
+            jobs = self._collect(first)
+            for call in jobs:
+                if isinstance(call, WorkerCall):
+                    self._call(call)
+            for group in group_by_options([job for job in jobs if isinstance(job, WorkerJob)]):
                 self._decode(group)
 
     def _warm(self) -> None:
@@ -113,9 +128,10 @@ class BatchWorker:
         finally:
             self.warmed.set()
 
-    def _collect(self, first: WorkerJob) -> list[WorkerJob]:
+    def _collect(self, first: WorkerJob | WorkerCall) -> list[WorkerJob | WorkerCall]:
         """`first` and whatever arrives until the token budget is reached or the delay has passed."""
-        jobs, tokens = [first], first.tokens
+        jobs: list[WorkerJob | WorkerCall] = [first]
+        tokens = first.tokens
         deadline = time.monotonic() + self.max_delay_s
         while tokens < self.max_batch_tokens:
             try:
@@ -155,7 +171,19 @@ class BatchWorker:
             start += len(job.ids)
             self._release()
 
-    def _claim(self, job: WorkerJob) -> bool:
+    def _call(self, call: WorkerCall) -> None:
+        """Run a call on the model; its failure fails its request alone."""
+        if not self._claim(call):
+            return
+        try:
+            call.future.set_result(call.run(self.translator))
+        except Exception as exc:  # noqa: BLE001 - as a failed search: this request, not the service
+            warn(f"work on the model failed:\n{traceback.format_exc()}")
+            call.future.set_exception(exc)
+        finally:
+            self._release()
+
+    def _claim(self, job: WorkerJob | WorkerCall) -> bool:
         """Mark a job running (it can no longer be cancelled); a cancelled one is dropped and its slot freed."""
         if job.future.set_running_or_notify_cancel():
             return True

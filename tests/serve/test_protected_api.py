@@ -135,3 +135,22 @@ def test_one_sentence_with_a_glossary_comes_back_alike_on_every_path(server: Ser
     outputs["translate-file"] = (tmp_path / "one.de.txt").read_text(encoding="utf-8").strip()
     assert len(set(outputs.values())) == 1 and all(outputs.values()), outputs
     assert all(target in outputs["translate"] for target in entries.values()), outputs
+
+
+def test_the_replace_way_aligns_on_the_workers_thread_as_mtkit_translate_does(server: Server, tmp_path: Path) -> None:
+    """ "replace" through the server: the output aligned by the model on its worker, the target in place of the
+    model's own word ("Hund"), as `mtkit translate --split-sentences` writes it; reported as "replace"."""
+    from tests.conftest import run_mtkit_in_process
+
+    lines = ["A dog runs through the grass.", "A dog sleeps."]
+    status, _, answer = server.translate({"text": lines, "glossary": {"dog": "Köter"}, "term_method": "replace"})
+    assert status == 200, answer
+    assert [s["method"] for text in answer["sentences"] for s in text] == ["replace", "replace"]
+    assert all(text.count("Köter") == 1 and "Hund" not in text for text in answer["translations"]), answer
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("dog\tKöter\n", encoding="utf-8")
+    run = server.log.parent / "run"
+    args = ("--glossary", glossary, "--term-method", "replace", "--split-sentences")
+    done = run_mtkit_in_process("translate", run, *args, stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == answer["translations"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.search.config import Hypothesis, SearchOverrides, TranslateConfig
-from mtkit.serve.worker import BatchWorker, WorkerJob, group_by_options, joined_prefixes
+from mtkit.serve.worker import BatchWorker, WorkerCall, WorkerJob, group_by_options, joined_prefixes
 from tests.conftest import read_gz_lines
 
 TIMEOUT_S = 120
@@ -189,3 +189,21 @@ def test_the_warm_up_runs_before_the_first_job_and_is_no_request() -> None:
     later = job_for([[3]], 1, 1)
     assert failing.submit(later) and later.future.result(timeout=TIMEOUT_S) == [[Hypothesis([3], 0.0, 0.0)]]
     failing.stop()
+
+
+def test_other_work_runs_on_the_models_thread_and_its_failure_fails_it_alone() -> None:
+    """A WorkerCall (the replace way's alignment) runs on the worker's thread between searches; one that raises
+    answers its own future with the error and the worker goes on."""
+    worker = worker_for(RecordingTranslator())
+    worker.start()
+    try:
+        seen = WorkerCall(lambda translator: (threading.current_thread().name, translator))
+        broken = WorkerCall(lambda translator: 1 / 0)
+        assert worker.submit(seen) and worker.submit(broken)
+        name, translator = seen.future.result(timeout=10)
+        assert name == "mtkit-serve-worker" and translator is worker.translator
+        with pytest.raises(ZeroDivisionError):
+            broken.future.result(timeout=10)
+        assert worker.alive and worker.pending == 0
+    finally:
+        worker.stop()
