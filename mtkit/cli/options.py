@@ -124,8 +124,8 @@ TERM_METHOD = typer.Option(
     help="How the glossary's terms reach the model: placeholder, inline, check-first, check-first-inline, guided or "
     "replace (the model's own word for the term, found by its attention, replaced; docs/terminology.md). "
     "Default: the model's, inline (its term hints, then a stand-in) for a model trained with term hints, else "
-    "guided on the torch engine (its search places each target, then a stand-in where it did not) and check-first "
-    "on ctranslate2 (the model's own translation, then a stand-in where it misses a term).",
+    "replace (then a stand-in where the term's word is not found); guided (the torch engine's search places each "
+    "target) is faster where nearly every line holds terms, but writes a target beside the model's own word.",
 )
 
 

@@ -200,7 +200,7 @@ class SplitOptions:
 
     def __post_init__(self) -> None:
         check(len(self.term_pieces) in (0, 3), f"term_pieces: three pieces or none; got {self.term_pieces!r}")
-        method = self.term_method or default_term_method(bool(self.term_pieces), self.term_guide)
+        method = self.term_method or default_term_method(bool(self.term_pieces))
         object.__setattr__(self, "term_method", checked_term_method(method))
         # A reserved piece the text itself holds is kept as written: the model reads no hint the text did not mean.
         # Added once: dataclasses.replace runs this again on options that already have it.

@@ -279,7 +279,7 @@ def test_distill_with_a_glossary_puts_its_targets_in(tmp_path: Path, monkeypatch
     done = run_mtkit_in_process(*common, "-o", tmp_path / "terms", "--glossary", glossary, "--protect", r"ACME-\d+")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert (summary["term_method"], summary["terms"], summary["terms_applied"]) == ("guided", 4, 4)
+    assert (summary["term_method"], summary["terms"], summary["terms_applied"]) == ("replace", 4, 4)
     out = (tmp_path / "terms.de").read_text(encoding="utf-8").splitlines()
     before = (tmp_path / "plain.de").read_text(encoding="utf-8").splitlines()
     assert out[0].count("Rothemd") == 1 and out[2].count("Pulverschnee") == 1 and out[1] == ""

@@ -12,9 +12,11 @@ import pytest
 
 from mtkit.engines.config import EngineConfig
 from mtkit.engines.factory import load_translator
+from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import decode
 from mtkit.engines.plans import split_options
 from mtkit.search.config import SearchOverrides
+from mtkit.text.glossary import term_ways
 from tests.conftest import read_gz_lines, run_mtkit_in_process
 from tests.engines.test_protected_lines import old_run  # noqa: F401  (the fixture)
 
@@ -46,11 +48,12 @@ def test_the_search_places_the_targets_it_is_given(old_run: Path, multi30k: Path
     assert sum(map(bool, terms)) == 45
 
 
-def test_mtkit_translate_takes_a_glossary_by_the_guided_search_by_default(old_run: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_mtkit_translate_takes_a_glossary_by_the_guided_search_when_asked(old_run: Path, tmp_path: Path) -> None:  # noqa: F811
     glossary = tmp_path / "terms.tsv"
     glossary.write_text("dog\tHund\nstreet\tStraße\n", encoding="utf-8")
     lines = "A dog runs down the street.\nA man sleeps.\n"
-    result = run_mtkit_in_process("translate", old_run, "--glossary", glossary, "--no-guard", stdin=lines)
+    guided = ("--glossary", glossary, "--no-guard", "--term-method", "guided")
+    result = run_mtkit_in_process("translate", old_run, *guided, stdin=lines)
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
     assert out[0].count("Hund") == 1 and out[0].count("Straße") == 1
@@ -63,10 +66,12 @@ def test_mtkit_translate_takes_a_glossary_by_the_guided_search_by_default(old_ru
     assert "glossary (check-first): 2 of 2 terms" in both.stderr
 
 
-def test_ctranslate2_does_not_guide_and_checks_first(old_run: Path) -> None:  # noqa: F811
+def test_ctranslate2_does_not_guide_and_both_engines_replace_by_default(old_run: Path) -> None:  # noqa: F811
     translator = load_translator(old_run, EngineConfig(engine="ctranslate2"))
-    assert not translator.guides_terms and split_options(translator).term_method == "check-first"
-    assert load_translator(old_run).guides_terms and split_options(load_translator(old_run)).term_method == "guided"
+    assert not translator.guides_terms and split_options(translator).term_method == "replace"
+    assert load_translator(old_run).guides_terms and split_options(load_translator(old_run)).term_method == "replace"
+    guided = split_options(translator, options=TranslateOptions(term_method="guided"))
+    assert term_ways(guided.term_method, hints=False, guides=False) == ("model", "placeholder")  # no search to guide
 
 
 @pytest.mark.exactness

@@ -80,9 +80,10 @@ def test_mtkit_translate_takes_a_glossary_file_and_patterns(old_run: Path, tmp_p
         out = result.stdout.splitlines()
         assert out[0].count("Rothemd") == 1 and out[1].count("ACME-12") == 1
         # the summary counts the terms and names the method and the way each sentence's terms went
-        # the default of a model without term hints on mtkit's engine: the guided search, then stand-ins
+        # the default of a model without term hints: the replace way, then stand-ins
         assert re.search(
-            r"glossary \(guided\): 1 of 1 terms in the output; sentences by way: (guided|placeholder) 1", result.stderr
+            r"glossary \(replace\): 1 of 1 terms in the output; sentences by way: (replace|placeholder) 1",
+            result.stderr,
         )
     bad = tmp_path / "bad.tsv"
     bad.write_text("red shirt\tRothemd\nno tab here\n", encoding="utf-8")
@@ -105,20 +106,24 @@ def test_a_term_the_models_own_translation_holds_is_counted_as_the_models(old_ru
         )
         assert result.returncode == 0, result.stderr
         assert "glossary (check-first): 1 of 1 terms in the output; sentences by way: model 1" in result.stderr
-        guided = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *options, stdin=line + "\n")
+        guide = ("--term-method", "guided")
+        guided = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *guide, *options, stdin=line + "\n")
         assert guided.stdout == plain.stdout  # the search placed a word the model writes anyway where it wrote it
         assert "glossary (guided): 1 of 1 terms in the output; sentences by way: guided 1" in guided.stderr
+        default = run_mtkit_in_process("translate", old_run, "--glossary", glossary, *options, stdin=line + "\n")
+        assert default.stdout == plain.stdout  # replace: an output that holds the target is left as it is
+        assert "glossary (replace): 1 of 1 terms in the output; sentences by way: replace 1" in default.stderr
 
 
 def test_a_models_default_term_method_and_the_one_asked(old_run: Path) -> None:
-    assert split_options(load_translator(old_run)).term_method == "guided"  # no term hints; mtkit's search
+    assert split_options(load_translator(old_run)).term_method == "replace"  # no term hints
     ct2_like = SimpleNamespace(
         info={},
         max_source_tokens=256,
         guides_terms=False,
         tokenizer=SimpleNamespace(pieces=lambda: ["▁a"], target_pieces=lambda: ["▁a"]),
     )
-    assert split_options(ct2_like).term_method == "check-first"  # a search that does not place terms
+    assert split_options(ct2_like).term_method == "replace"  # a search that does not place terms: the same
     hinted = SimpleNamespace(
         info={},
         max_source_tokens=256,

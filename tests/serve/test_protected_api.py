@@ -59,7 +59,7 @@ def test_a_glossary_is_applied_and_reported_per_sentence(server: Server) -> None
     assert answer["translations"][0].count("Rothemd") == 1 and answer["translations"][0].count("ACME-12") == 1
     first, second = answer["sentences"][0]
     assert first["terms"] == [{"source": "red shirt", "target": "Rothemd", "applied": True}]
-    assert first["method"] == "placeholder" and "terms" not in second and second["protected"] == 1
+    assert first["method"] == "replace" and "terms" not in second and second["protected"] == 1
     status, _, answer = post(
         server, "/translate", {"q": text[0], "source": "en", "target": "de", "glossary": {"red shirt": "Rothemd"}}
     )
@@ -99,7 +99,8 @@ def test_the_server_gives_glossary_targets_to_its_search(server: Server, multi30
 
     lines = [line for line in read_gz_lines(multi30k / "test_2016_flickr.en.gz", 40) if " a " in line][:12]
     glossary = {"a": "Straße"}
-    status, _, answer = server.translate({"text": lines, "glossary": glossary, "split_sentences": False})
+    asked = {"text": lines, "glossary": glossary, "split_sentences": False, "term_method": "guided"}
+    status, _, answer = server.translate(asked)
     assert status == 200, answer
     assert all(text.count("Straße") >= 1 for text in answer["translations"])
     methods = [text[0]["method"] for text in answer["sentences"]]  # one segment a line

@@ -113,7 +113,7 @@ def test_a_term_method_is_read_with_a_422_naming_the_field() -> None:
         parsed = parse_request(body.encode(), MAX_LINES, MAX_BEAM, DEFAULT_BEAM).options
         assert parsed.term_method == method  # "": the model's default, which its split options hold
         assert dataclasses.replace(hinted, term_method=parsed.term_method).term_method == default
-        assert SplitOptions("en", term_method=parsed.term_method).term_method == (method or "check-first")
+        assert SplitOptions("en", term_method=parsed.term_method).term_method == (method or "replace")
     for value in ("constrained", 3, ["inline"]):
         with pytest.raises(RequestError) as refused:
             body = json.dumps({"text": ["A dog."], "term_method": value})

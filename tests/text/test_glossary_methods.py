@@ -145,11 +145,11 @@ def test_inline_targets_keep_the_sentences_capitals() -> None:
 
 def test_an_unknown_method_is_refused_and_the_default_is_the_models() -> None:
     # docs/terminology.md: the terms benchmark's figures
-    assert SplitOptions("en").term_method == "check-first"  # a model trained without term hints
+    assert SplitOptions("en").term_method == "replace"  # a model trained without term hints
     assert SplitOptions("en", term_pieces=TERM_PIECES).term_method == "inline"  # its hints first
     assert SplitOptions("en", term_method="placeholder", term_pieces=TERM_PIECES).term_method == "placeholder"
-    assert dataclasses.replace(SplitOptions("en"), glossary=GLOSSARY).term_method == "check-first"
-    assert SplitOptions("en", term_guide=True).term_method == "guided"  # an engine whose search places terms
+    assert dataclasses.replace(SplitOptions("en"), glossary=GLOSSARY).term_method == "replace"
+    assert SplitOptions("en", term_guide=True).term_method == "replace"  # whether the engine's search places terms
     assert SplitOptions("en", term_guide=True, term_pieces=TERM_PIECES).term_method == "inline"
     with pytest.raises(UserError, match="term_method must be one of placeholder, inline, check-first, check-first-in"):
         SplitOptions("en", term_method="constrained")
