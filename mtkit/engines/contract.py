@@ -51,10 +51,14 @@ class Decoding(Protocol):
         empty or over max_source_tokens): what the search would add up for that hypothesis."""
         ...
 
-    def search_ids(self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
+    def search_ids(
+        self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False
+    ) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order; `prefixes` (target ids per
         sequence, [] for none) are forced at the start of each translation; `terms` (per sequence, the target ids of
-        each glossary term it must hold) guide the search where `guides_terms`, and are ignored elsewhere."""
+        each glossary term it must hold) guide the search where `guides_terms`, and are ignored elsewhere; `align`:
+        each hypothesis keeps its tokens' attention over the source (Hypothesis.attention, as attention_ids gives
+        it) where the engine's search can keep it, and comes without elsewhere."""
         ...
 
     def attention_ids(self, src: Ids, tgt: Ids) -> list[list[list[float]]]:
@@ -75,13 +79,15 @@ def line_hypotheses(
     strict: bool = False,
     prefixes: list[str] | None = None,
     terms: list[tuple[str, ...]] | None = None,
+    align: bool = False,
 ) -> list[list[Hypothesis]]:
     """n-best hypotheses per line (an empty list for an empty or whitespace-only line), in input order; `prefixes`
     (one per line, "" for none): text each translation must begin with; `terms` (one tuple per line): glossary
-    targets the search places itself where the engine `guides_terms`. Both engines' `translate_hypotheses`."""
+    targets the search places itself where the engine `guides_terms`; `align`: hypotheses with their attention
+    where the engine's search keeps it (search_ids). Both engines' `translate_hypotheses`."""
     ids = encode_lines(translator, lines, first_lineno, strict)
     return translator.search_ids(
-        ids, encode_prefixes(translator.tokenizer, prefixes), encode_terms(translator.tokenizer, terms)
+        ids, encode_prefixes(translator.tokenizer, prefixes), encode_terms(translator.tokenizer, terms), align
     )
 
 

@@ -89,7 +89,8 @@ def translate_split(
     """Texts translated sentence by sentence, every sentence of them batched together, the guard applied."""
 
     def translate(sentences: list[str]) -> list[Output]:
-        hyps = translator.translate_hypotheses(sentences, strict=strict, terms=asked_terms(sentences))
+        terms, align = asked_terms(sentences), aligns(sentences)
+        hyps = translator.translate_hypotheses(sentences, strict=strict, terms=terms, align=align)
         return with_alignments(translator, sentences, hyps, outputs_of(translator.tokenizer, hyps))
 
     return run_plan(plan_translation(texts, options, token_counter(translator.tokenizer)), translate)
@@ -113,7 +114,7 @@ def translate_whole_lines(
     def translate(asked: Asked) -> list[Output]:
         forced = None if prefixes is None else [prefixes[i] for i in asked.rows]
         lineno = first_lineno if len(asked.rows) == len(sources) else 1  # a retry round names no input lines
-        hyps = translator.translate_hypotheses(list(asked), lineno, strict, forced, asked_terms(asked))
+        hyps = translator.translate_hypotheses(list(asked), lineno, strict, forced, asked_terms(asked), aligns(asked))
         for i, found in zip(asked.rows, hyps, strict=True):
             results[i] = found
         return with_alignments(translator, asked, hyps, outputs_of(translator.tokenizer, hyps))
@@ -121,12 +122,18 @@ def translate_whole_lines(
     return run_plan(plan_lines(lines), translate), results  # type: ignore[arg-type]
 
 
+def aligns(asked: list[str]) -> bool:
+    """Whether the plan asks any of these texts' outputs for their alignment (a "replace" term among them)."""
+    return any(asked_alignments(asked) or ())
+
+
 def with_alignments(
     translator: Translating, asked: list[str], results: list[list[Hypothesis]], outputs: list[Output]
 ) -> list[Output]:
     """`outputs` of the `asked` texts, those that lack a target the plan is to put in by the "replace" way
-    (Asked.align) given their best hypothesis's word alignment from the model's attention: one pass over those pairs
-    only, so a sentence without such a term, or whose output holds its targets already, costs nothing."""
+    (Asked.align) given their best hypothesis's word alignment from the model's attention: the attention the search
+    kept (mtkit's engine, asked to `align`), else one pass over those pairs only, so a sentence without such a term,
+    or whose output holds its targets already, costs nothing."""
     align = asked_alignments(asked) or []
     rows = [
         k
@@ -137,7 +144,13 @@ def with_alignments(
         return outputs
     src = translator.encode_lines([asked[k] for k in rows], 1, False, lambda _: None)  # warned once already
     tgt = [results[k][0].tokens for k in rows]
-    for k, ids, tokens, weights in zip(rows, src, tgt, translator.attention_ids(src, tgt)):
+    kept = [results[k][0].attention for k in rows]  # the search's own, where it kept them
+    missing = [i for i, weights in enumerate(kept) if weights is None]
+    if missing:
+        passed = translator.attention_ids([src[i] for i in missing], [tgt[i] for i in missing])
+        for i, weights in zip(missing, passed):
+            kept[i] = weights
+    for k, ids, tokens, weights in zip(rows, src, tgt, kept):
         outputs[k].alignment = word_alignment(translator.tokenizer, asked[k], outputs[k].text, ids, tokens, weights)
     return outputs
 

@@ -158,10 +158,13 @@ class TorchTranslator:
     encode_lines = encode_lines
     workers = property(decode_workers)
 
-    def search_ids(self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
+    def search_ids(
+        self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False
+    ) -> list[list[Hypothesis]]:
         """n-best hypotheses per id sequence (none for an empty one), in input order, batched by length;
         `prefixes` (target ids per sequence, [] for none) are forced at the start of each translation; `terms` (the
-        target ids of each glossary term a sequence must hold) guide the search (mtkit.search.terms).
+        target ids of each glossary term a sequence must hold) guide the search (mtkit.search.terms); `align`: each
+        hypothesis keeps its tokens' attention over its source ids (attention_ids' rows, from the search's steps).
 
         On CPU `workers` batches are decoded at once, each on its share of torch's threads, as CTranslate2's
         inter_threads; each sentence's output is the same either way (tests/engines/test_torch_engine.py).
@@ -180,6 +183,7 @@ class TorchTranslator:
                 [ids[i] for i in batch],
                 [prefixes[i] for i in batch] if prefixes else None,
                 [terms[i] for i in batch] if terms else None,
+                align,
             )
 
         with decode_threads(workers) as map_batches:
@@ -208,7 +212,9 @@ class TorchTranslator:
         return [picked[row, : len(tokens) + 1].tolist() for row, tokens in enumerate(tgt_ids)]
 
     @torch.inference_mode()
-    def _search(self, ids: Ids, prefixes: Ids | None, terms: TermIds | None = None) -> list[list[Hypothesis]]:
+    def _search(
+        self, ids: Ids, prefixes: Ids | None, terms: TermIds | None = None, align: bool = False
+    ) -> list[list[Hypothesis]]:
         src, src_lens = pad_batch(ids, self.model_cfg.pad_id, self.model_cfg.eos_id, self.device)
         if terms is not None and self.decoder.suppressed:
             never = set(self.decoder.suppressed)  # a target the search may never write is left to the stand-ins
@@ -230,7 +236,12 @@ class TorchTranslator:
         elif self._fuzzy is not None:  # a glossary's terms go first: a line has one guide
             matches = match_table(ids, *self._fuzzy)
             guide = None if matches is None else MatchGuide(matches.to(self.device), c.target_vocab_size)
-        return search(self.decoder, batch, self.cfg, guide)
+        found = search(self.decoder, batch, self.cfg, guide, align)
+        if align:  # each token's row over the source's own ids: its eos and the batch's padding left out
+            for source, hyps in zip(ids, found):
+                for hyp in hyps:
+                    hyp.attention = [row[: len(source)] for row in hyp.attention or []]
+        return found
 
     @functools.cached_property
     def _fuzzy(self) -> tuple[int, Tensor] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from mtkit.model.transformer import Transformer, attend_mask
+from mtkit.model.transformer import Transformer, alignment_layer, attend_mask
 
 
 @torch.no_grad()
@@ -27,16 +27,11 @@ def cross_attention_weights(model: Transformer, src: Tensor, tgt_in: Tensor, lay
     memory, src_pad = model.encode(src)
     mask = attend_mask(src_pad)  # [B, 1, 1, S]
     layers = list(model.decoder.layers)
-    last = layers[layer if layer is not None else -2 if len(layers) > 1 else -1]
+    last = layers[layer if layer is not None else alignment_layer(len(layers))]
     x = model.decoder.embed(tgt_in)
     for block in layers[: layers.index(last)]:
         x = block(x, *block.cross_attn.project_memory(memory), mask)
     r_self, r_cross, _ = last.residuals
     x = r_self.after(x, last.self_attn(r_self.before(x), None, causal=True))
-    cross = last.cross_attn
-    keys, _ = cross.project_memory(memory)  # [B, H, S, D/H]
-    B, T, D = x.shape
-    q = cross.q(r_cross.before(x)).view(B, T, cross.n_heads, D // cross.n_heads).transpose(1, 2)  # [B, H, T, D/H]
-    scores = (q.float() @ keys.float().transpose(-1, -2)) / (D // cross.n_heads) ** 0.5  # [B, H, T, S]
-    scores = scores.masked_fill(~mask, float("-inf"))
-    return scores.softmax(dim=-1).mean(dim=1)  # [B, T, S]
+    keys, _ = last.cross_attn.project_memory(memory)  # [B, H, S, D/H]
+    return last.cross_attn.weights(r_cross.before(x), keys, mask)  # [B, T, S]

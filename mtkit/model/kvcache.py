@@ -39,6 +39,10 @@ class DecodeState:
     layers: list[LayerCache]
     group: int = 1
     position: int = 0
+    # Whether each step keeps its alignment layer's cross-attention (mtkit.model.alignment), and the last step's
+    # [N, S]: a glossary's "replace" way reads the output's alignment from the search instead of a second pass.
+    align: bool = False
+    weights: Tensor | None = None
 
 
 def reorder_state(state: DecodeState, order: Tensor) -> DecodeState:
@@ -60,7 +64,7 @@ def reorder_state(state: DecodeState, order: Tensor) -> DecodeState:
         LayerCache(pick_filled(c.keys), pick_filled(c.values), pick(c.cross_keys), pick(c.cross_values))
         for c in state.layers
     ]
-    return DecodeState(pick(state.memory_mask), layers, group, state.position)
+    return DecodeState(pick(state.memory_mask), layers, group, state.position, state.align)
 
 
 def _source_entries(source: Tensor, n_entries: int) -> tuple[Tensor | None, int]:

@@ -147,6 +147,12 @@ def configure_cuda_kernels(device: torch.device | str) -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
+def alignment_layer(layers: int) -> int:
+    """The decoder layer whose cross-attention aligns an output with its source: the one before the last (the last of
+    a one-layer decoder), as Garg et al. (2019) found for the Transformer and mtkit.model.alignment measured."""
+    return layers - 2 if layers > 1 else 0
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout_p: float) -> Tensor:
     """softmax(q k^T / sqrt(d_k)) v: q [B, H, L, D/H], k and v [B, H, S, D/H] -> [B, H, L, D/H].
 
@@ -275,6 +281,15 @@ class CrossAttention(nn.Module):
         keys, values = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x [B, H, S, D/H]
         return keys, values
 
+    def weights(self, x: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
+        """The attention weights of x [B, L, D] over keys [B, H, S, D/H] under mask [B, 1, 1, S], averaged over heads
+        -> [B, L, S] float32: softmax(q k^T / sqrt(D/H)) from the layer's own projection, in float32, apart from
+        `forward`, whose kernels and numerics stay as they are (mtkit.model.alignment's word alignment)."""
+        B, L, D = x.shape
+        q = self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # [B, H, L, D/H]
+        scores = (q.float() @ keys.float().transpose(-1, -2)) / (D // self.n_heads) ** 0.5  # [B, H, L, S]
+        return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1).mean(dim=1)
+
     def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
         """x [B, L, D] attends to keys/values [B, H, S, D/H] under mask [B, 1, 1, S] -> [B, L, D]."""
         B, L, D = x.shape
@@ -320,8 +335,11 @@ class DecoderLayer(nn.Module):
         x = r_cross.after(x, self.cross_attn(r_cross.before(x), keys, values, mask))
         return r_ff.after(x, self.feed_forward(r_ff.before(x)))
 
-    def step(self, x: Tensor, cache: LayerCache, mask: Tensor, t: int, group: int = 1) -> Tensor:
-        """Position t: x [N, 1, D] -> [N, 1, D]; writes its self-attention keys/values into the cache.
+    def step(
+        self, x: Tensor, cache: LayerCache, mask: Tensor, t: int, group: int = 1, weights: list[Tensor] | None = None
+    ) -> Tensor:
+        """Position t: x [N, 1, D] -> [N, 1, D]; writes its self-attention keys/values into the cache, and where
+        `weights` is given appends this step's cross-attention weights [N, S] (CrossAttention.weights) to it.
 
         The cross keys/values and mask hold one entry per `group` consecutive rows: the group's rows
         attend as `group` queries of one sequence ([N / group, group, D]), which is the same attention.
@@ -329,6 +347,8 @@ class DecoderLayer(nn.Module):
         r_self, r_cross, r_ff = self.residuals
         x = r_self.after(x, self.self_attn.step(r_self.before(x), cache.keys, cache.values, t))
         queries = r_cross.before(x).view(-1, group, x.shape[-1])  # [M, group, D]
+        if weights is not None:
+            weights.append(self.cross_attn.weights(queries, cache.cross_keys, mask).view(x.shape[0], -1))
         y = self.cross_attn(queries, cache.cross_keys, cache.cross_values, mask).view(x.shape)
         x = r_cross.after(x, y)
         return r_ff.after(x, self.feed_forward(r_ff.before(x)))
@@ -392,8 +412,9 @@ class Transformer(nn.Module):
         return self.output(hidden)
 
     @torch.no_grad()  # decoding only: the caches are written in place
-    def init_decode_state(self, src: Tensor) -> DecodeState:
-        """Run the encoder once and project every layer's cross-attention keys/values once."""
+    def init_decode_state(self, src: Tensor, align: bool = False) -> DecodeState:
+        """Run the encoder once and project every layer's cross-attention keys/values once; `align`: every step
+        keeps its alignment layer's cross-attention weights (DecodeState.weights)."""
         memory, src_pad = self.encode(src)
         layers = []
         for layer in self.decoder.layers:
@@ -404,7 +425,7 @@ class Transformer(nn.Module):
             shape = cross_keys.shape[:2] + (_FIRST_CAPACITY, cross_keys.shape[3])  # [B, H, capacity, D/H]
             self_keys, self_values = cross_keys.new_empty(shape), cross_keys.new_empty(shape)
             layers.append(LayerCache(self_keys, self_values, cross_keys, cross_values))
-        return DecodeState(attend_mask(src_pad), layers)
+        return DecodeState(attend_mask(src_pad), layers, align=align)
 
     @torch.no_grad()
     def decode_step(self, tokens: Tensor, state: DecodeState) -> Tensor:
@@ -417,8 +438,11 @@ class Transformer(nn.Module):
         x = self.decoder.embed(tokens[:, None], start=state.position)  # [N, 1, D]
         if state.position == state.layers[0].keys.shape[2]:
             grow(state)
-        for layer, cache in zip(self.decoder.layers, state.layers):
-            x = layer.step(x, cache, state.memory_mask, state.position, state.group)
+        kept: list[Tensor] | None = [] if state.align else None
+        aligning = alignment_layer(len(self.decoder.layers))
+        for k, (layer, cache) in enumerate(zip(self.decoder.layers, state.layers)):
+            x = layer.step(x, cache, state.memory_mask, state.position, state.group, kept if k == aligning else None)
+        state.weights = kept[0] if kept else None
         state.position += 1
         return self.decoder.final_norm(x[:, 0])
 

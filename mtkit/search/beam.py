@@ -59,16 +59,22 @@ class _Finished:
     logprob: Tensor  # [B, K]
     length: Tensor  # [B, K] tokens without eos
     tokens: Tensor  # [B, K, L]
+    attention: Tensor | None = None  # [B, K, L, S]: each token's alignment weights, when the search aligns
 
     @classmethod
-    def empty(cls, n_sentences: int, beam: int, max_len: int, device: torch.device) -> _Finished:
+    def empty(cls, n_sentences: int, beam: int, max_len: int, device: torch.device, sources: int = 0) -> _Finished:
+        """`sources` > 0: room for each token's alignment weights over that many source positions."""
         score = torch.full((n_sentences, beam), -math.inf, device=device)
         length = torch.zeros((n_sentences, beam), dtype=torch.long, device=device)
         tokens = torch.zeros((n_sentences, beam, max_len), dtype=torch.long, device=device)
-        return cls(score, score.clone(), length, tokens)
+        attention = torch.zeros((n_sentences, beam, max_len, sources), device=device) if sources else None
+        return cls(score, score.clone(), length, tokens, attention)
 
-    def add(self, active: Tensor, score: Tensor, logprob: Tensor, tokens: Tensor) -> None:
-        """Merge new finished hypotheses [b, K] (-inf score: none) of sentences `active` [b]."""
+    def add(
+        self, active: Tensor, score: Tensor, logprob: Tensor, tokens: Tensor, attention: Tensor | None = None
+    ) -> None:
+        """Merge new finished hypotheses [b, K] (-inf score: none) of sentences `active` [b]; `attention` [b, K, t, S]
+        their tokens' alignment weights (kept where the search aligns)."""
         t = tokens.size(2)
         tokens = torch.nn.functional.pad(tokens, (0, self.tokens.size(2) - t))  # [b, K, L]
         all_score = torch.cat([self.score[active], score], dim=1)  # [b, 2K]
@@ -80,14 +86,24 @@ class _Finished:
         self.length[active] = torch.cat([self.length[active], new_length], dim=1).gather(1, keep)
         all_tokens = torch.cat([self.tokens[active], tokens], dim=1)  # [b, 2K, L]
         self.tokens[active] = all_tokens.gather(1, keep[:, :, None].expand(-1, -1, all_tokens.size(2)))
+        if self.attention is not None and attention is not None:
+            attention = torch.nn.functional.pad(attention, (0, 0, 0, self.attention.size(2) - t))  # [b, K, L, S]
+            both = torch.cat([self.attention[active], attention], dim=1)  # [b, 2K, L, S]
+            self.attention[active] = both.gather(1, keep[:, :, None, None].expand(-1, -1, *both.shape[2:]))
 
     def hypotheses(self, nbest: int) -> list[list[Hypothesis]]:
         """Up to nbest hypotheses per sentence, best first."""
         score, logprob = self.score[:, :nbest].tolist(), self.logprob[:, :nbest].tolist()
         length, tokens = self.length[:, :nbest].tolist(), self.tokens[:, :nbest].tolist()
+        attention = None if self.attention is None else self.attention[:, :nbest]
         return [
             [
-                Hypothesis(tokens[s][k][: length[s][k]], score[s][k], logprob[s][k])
+                Hypothesis(
+                    tokens[s][k][: length[s][k]],
+                    score[s][k],
+                    logprob[s][k],
+                    None if attention is None else attention[s, k, : length[s][k]].tolist(),
+                )
                 for k in range(len(score[s]))
                 if score[s][k] > -math.inf
             ]
@@ -172,6 +188,7 @@ def _finish_eos(
     alpha: float,
     eos_id: int,
     terms: TermGuide | None = None,
+    attention: Tensor | None = None,
 ) -> None:
     """Set aside the eos candidates ranked within the top K (fairseq: lower ones were never in the beam). Guided
     by `terms`, a hypothesis ranks by its score with the terms' bonus and reports its log-prob without."""
@@ -184,7 +201,10 @@ def _finish_eos(
     # |Y| counts the eos, as fairseq does: history holds t tokens, the hypothesis has t + 1.
     normalized = ranked / length_penalty(history.size(2) + 1, alpha)
     tokens = history.gather(1, beam[:, :, None].expand(-1, -1, history.size(2)))  # [b, K, t]
-    finished.add(active, normalized, logprob, tokens)
+    weights = (
+        None if attention is None else attention.gather(1, beam[:, :, None, None].expand(-1, -1, *attention.shape[2:]))
+    )
+    finished.add(active, normalized, logprob, tokens, weights)
 
 
 def _continue_beams(cand: tuple[Tensor, Tensor, Tensor], beam: int, eos_id: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -223,13 +243,14 @@ def _sentences_done(
 
 @torch.inference_mode()
 def beam_search(
-    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None
+    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None, align: bool = False
 ) -> list[list[Hypothesis]]:
     """Beam search over all sentences and beams at once; cfg.nbest hypotheses per sentence, best first.
 
     The batch's `prefixes`: tokens forced at the first steps; while a sentence's prefix lasts its one live beam
     extends it, and the search widens to K beams after it. `terms`: glossary terms each translation must hold
-    (mtkit.search.terms).
+    (mtkit.search.terms). `align`: each hypothesis keeps its tokens' alignment weights (Decoder.weights), which
+    decide nothing of the search.
     """
     src, prefixes, pad_id, bos_id, eos_id = batch.src, batch.prefixes, batch.pad_id, batch.bos_id, batch.eos_id
     n, beam, device = src.size(0), cfg.beam, src.device
@@ -237,12 +258,14 @@ def beam_search(
     prefix_len = None if prefixes is None else (prefixes >= 0).sum(dim=1)  # [B]
     # Step 0 decodes one row per sentence: its K beams would all be bos over the same source (a K-fold copy
     # of the first step's work, which has the most live sentences); the first reorder makes the K beams.
-    state = decoder.start(src)  # B rows
+    state = decoder.start(src, True) if align else decoder.start(src)  # B rows
+    sources = src.size(1) if align else 0
+    attention = torch.zeros((n, beam, 0, sources), device=device) if align else None  # [b, K, t, S]
     active = torch.arange(n, device=device)  # [b] original index of each sentence still searching
     scores = torch.zeros((n, 1), device=device)  # [b, K] raw log-probs; [b, 1] at step 0
     history = torch.zeros((n, beam, 0), dtype=torch.long, device=device)  # [b, K, t]
     last = torch.full((n,), bos_id, dtype=torch.long, device=device)
-    finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device)
+    finished = _Finished.empty(n, beam, int(max_len.max()) if n else 0, device, sources)
     if terms is not None:
         terms.start(batch.src_lens)
     for t in range(int(max_len.max()) + 1 if n else 0):
@@ -266,11 +289,15 @@ def beam_search(
         )
         if prefix_len is not None:
             cand = _after_prefix(cand, (prefix_len[active] == t) & (t > 0), beam, pad_id=pad_id, eos_id=eos_id)
-        _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id, terms)
+        _finish_eos(finished, active, cand, history, cfg.length_penalty, eos_id, terms, attention)
         scores, origin, token = _continue_beams(cand, beam, eos_id)
         if terms is not None:
             terms.advance(origin, token)
         history = torch.cat([history.gather(1, origin[:, :, None].expand(-1, -1, t)), token[:, :, None]], dim=2)
+        if attention is not None:  # the step's weights of each new beam's origin row: the row that wrote its token
+            step = decoder.weights(state).view(len(active), -1, sources)  # [b, rows per sentence, S]
+            kept = attention.gather(1, origin[:, :, None, None].expand(-1, -1, t, sources))
+            attention = torch.cat([kept, step.gather(1, origin[:, :, None].expand(-1, -1, sources))[:, :, None]], dim=2)
         ahead = None if terms is None else terms.ahead()
         keep = (~_sentences_done(finished.score[active], scores, t, max_len[active], cfg, ahead)).nonzero().squeeze(1)
         if len(keep) == 0:
@@ -282,17 +309,20 @@ def beam_search(
         rows = (keep[:, None] * beam + origin[keep]).view(-1) if t else keep.repeat_interleave(beam)
         state = decoder.reorder(state, rows)
         active, scores, history, last = active[keep], scores[keep], history[keep], token[keep].view(-1)
+        if attention is not None:
+            attention = attention[keep]
     return finished.hypotheses(cfg.nbest)
 
 
 def search(
-    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None
+    decoder: Decoder, batch: SearchBatch, cfg: TranslateConfig, terms: TermGuide | None = None, align: bool = False
 ) -> list[list[Hypothesis]]:
     """Translate one batch: sampling, greedy (beam 1 with early_stop) or beam search, per cfg; the batch's
     `prefixes`: tokens each translation must begin with; `terms`: glossary terms each must hold, which only beam
-    search honours (a greedy search guided is beam search of 1)."""
+    search honours (a greedy search guided is beam search of 1); `align`: each hypothesis keeps its alignment
+    weights, which only beam search keeps (sampling's hypotheses come without)."""
     if cfg.sampling:
         return sample_search(decoder, batch, cfg)
-    if terms is not None or cfg.beam > 1 or not cfg.early_stop:
-        return beam_search(decoder, batch, cfg, terms)
+    if terms is not None or align or cfg.beam > 1 or not cfg.early_stop:
+        return beam_search(decoder, batch, cfg, terms, align)
     return greedy_search(decoder, batch, cfg)

@@ -113,6 +113,9 @@ class Hypothesis:
     tokens: list[int]  # without bos and eos; a forced target prefix included
     score: float  # logprob / length_penalty(len(tokens) + 1, alpha)
     logprob: float  # sum of the decoder's log-probs, eos included
+    # Per token, its alignment weights over the source's ids (eos and padding left out), kept by a search asked to
+    # align (mtkit.model.alignment's layer); None otherwise.
+    attention: list[list[float]] | None = None
 
 
 def length_penalty(length: Any, alpha: float) -> Any:

@@ -24,8 +24,12 @@ FORCED_EOS_FLOOR = -1e4
 class Decoder(Protocol):
     """What search needs from a model; translate.py adapts the Transformer to it."""
 
-    def start(self, src: Tensor) -> Any:
-        """Encode src [B, S] once; return a decode state with B rows."""
+    def start(self, src: Tensor, align: bool = False) -> Any:
+        """Encode src [B, S] once; return a decode state with B rows (`align`: one whose steps keep `weights`)."""
+        ...
+
+    def weights(self, state: Any) -> Tensor:
+        """The last step's alignment weights [N, S] of each row over its source (a state started with `align`)."""
         ...
 
     def step(self, tokens: Tensor, state: Any) -> Any:
@@ -73,8 +77,11 @@ class ModelDecoder:
         self.mode = mode
         self.suppressed = list(suppressed)
 
-    def start(self, src: Tensor) -> list[Any]:
-        return [model.init_decode_state(src) for model in self.models]
+    def start(self, src: Tensor, align: bool = False) -> list[Any]:
+        return [model.init_decode_state(src, align and k == 0) for k, model in enumerate(self.models)]
+
+    def weights(self, state: list[Any]) -> Tensor:
+        return state[0].weights  # an ensemble's first member aligns, as mtkit.engines' attention pass reads it
 
     def step(self, tokens: Tensor, state: list[Any]) -> list[Tensor]:
         return [m.decode_hidden(tokens, s) for m, s in zip(self.models, state)]  # [N, D] per model

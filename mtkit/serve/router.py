@@ -60,9 +60,11 @@ class ServedModel:
         prefixes: list[list[int]] | None = None,
         target: str | None = None,
         terms: list[tuple[str, ...]] | None = None,
+        align: bool = False,
     ) -> list[list[Hypothesis]]:
-        """The n-best of each line, decoded with whatever else is queued: 400 a target the model lacks (or none for a
-        multilingual model, whose lines then begin with their codes), 413 over-long (strict), 503 queue full.
+        """The n-best of each line, decoded with whatever else is queued (`align`: with their attention where the
+        engine's search keeps it): 400 a target the model lacks (or none for a multilingual model, whose lines then
+        begin with their codes), 413 over-long (strict), 503 queue full.
 
         A multilingual model's lines start with their target's code, so requests into different languages share
         its batches."""
@@ -84,7 +86,7 @@ class ServedModel:
             )
         except UserError as exc:
             raise RequestError(413, str(exc)) from None
-        job = WorkerJob(ids, search, prefixes=prefixes, terms=encode_terms(translator.tokenizer, terms))
+        job = WorkerJob(ids, search, prefixes=prefixes, terms=encode_terms(translator.tokenizer, terms), align=align)
         self._submit(job)
         if self.observer is not None:
             self.observer.decoded(self.name, texts)

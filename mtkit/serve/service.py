@@ -18,7 +18,7 @@ from mtkit.documents.safety import Limits
 from mtkit.engines.contract import encode_prefixes
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.output import best_lines, confidence, output_line, scored_rows
-from mtkit.engines.plans import outputs_of, split_options, token_counter, with_alignments
+from mtkit.engines.plans import aligns, outputs_of, split_options, token_counter, with_alignments
 from mtkit.search.config import Hypothesis, SearchOverrides
 from mtkit.serve.request import RequestError
 from mtkit.serve.router import Router, ServedModel
@@ -31,7 +31,6 @@ from mtkit.text.sentence_plan import (
     Sentence,
     SplitOptions,
     TextTranslation,
-    asked_alignments,
     asked_terms,
     guard_counts,
     plan_translation,
@@ -130,11 +129,14 @@ def memory_segments(done: list[TextTranslation]) -> list[int]:
 
 
 async def aligned(model: ServedModel, asked: list[str], results: list[list[Hypothesis]]) -> list[Output]:
-    """The outputs of `asked`, those the plan put "replace" terms in given their alignment (an attention pass on the
-    model's worker, as mtkit.engines.plans.with_alignments does for `mtkit translate`)."""
+    """The outputs of `asked`, those the plan put "replace" terms in given their alignment, as
+    mtkit.engines.plans.with_alignments gives it for `mtkit translate`: from the attention the search kept, else
+    from an attention pass on the model's worker (CTranslate2's search keeps none)."""
     outputs = outputs_of(model.translator.tokenizer, results)
-    if not any(asked_alignments(asked) or ()):
+    if not aligns(asked):
         return outputs
+    if all(hyps[0].attention is not None for hyps in results if hyps):  # the tokenizer's work only
+        return with_alignments(model.translator, asked, results, outputs)
     return await model.on_worker(lambda translator: with_alignments(translator, asked, results, outputs))
 
 
@@ -177,7 +179,9 @@ class TranslationService:
 
         async def translate(sentences: list[str]) -> list[Output]:
             terms = asked_terms(sentences)
-            results = await model.decode(sentences, search, self.strict, warnings, None, target, terms)
+            results = await model.decode(
+                sentences, search, self.strict, warnings, None, target, terms, aligns(sentences)
+            )
             return await aligned(model, sentences, results)
 
         done = await run_plan_async(plan_translation(texts, options, token_counter(tokenizer)), translate)
@@ -294,7 +298,9 @@ class TranslationService:
 
         async def translate(asked: Asked) -> list[Output]:
             forced = None if ids is None else [ids[i] for i in asked.rows]
-            found = await model.decode(list(asked), search, self.strict, warnings, forced, target, asked_terms(asked))
+            found = await model.decode(
+                list(asked), search, self.strict, warnings, forced, target, asked_terms(asked), aligns(asked)
+            )
             for i, hyps in zip(asked.rows, found, strict=True):
                 results[i] = hyps
             return await aligned(model, asked, found)

@@ -33,6 +33,7 @@ class WorkerJob:
     future: Future = field(default_factory=Future)
     prefixes: list[list[int]] | None = None  # forced target ids per line ([] for none)
     terms: list[list[list[int]]] | None = None  # per line, the target ids of each glossary term the search places
+    align: bool = False  # hypotheses with their attention (a "replace" term's alignment), where the search keeps it
 
     @property
     def tokens(self) -> int:
@@ -155,7 +156,8 @@ class BatchWorker:
         error: Exception | None = None
         try:
             ids = [seq for job in jobs for seq in job.ids]
-            results = translator.search_ids(ids, joined_prefixes(jobs), joined_terms(jobs))
+            align = any(job.align for job in jobs)
+            results = translator.search_ids(ids, joined_prefixes(jobs), joined_terms(jobs), align)
         except Exception as exc:  # noqa: BLE001 - a bug or out of memory fails these requests, not the service
             warn(f"translation failed for {len(jobs)} request(s):\n{traceback.format_exc()}")
             error = exc

@@ -16,6 +16,7 @@ from mtkit.engines.factory import load_translator
 from mtkit.engines.plans import word_alignment
 from mtkit.engines.torch_engine import ends_sentence, pad_batch
 from mtkit.model.alignment import cross_attention_weights
+from mtkit.search.config import SearchOverrides
 from tests.conftest import run_mtkit_in_process
 from tests.engines.test_protected_lines import old_run  # noqa: F401  (the fixture)
 
@@ -51,6 +52,23 @@ def test_each_engine_gives_a_row_per_output_piece_over_the_source(old_run: Path,
         assert len(rows) == len(output) and all(len(row) == len(source) for row in rows)
         assert all(0.0 <= sum(row) <= 1.0 + 1e-4 for row in rows)
     assert translator.attention_ids(ids, outputs) == attention
+
+
+def test_the_search_keeps_the_attention_the_alignment_pass_gives(old_run: Path) -> None:  # noqa: F811
+    """Asked to align, mtkit's beam search keeps each hypothesis's attention as it decodes (no second pass), the
+    same as the teacher-forced pass over its output gives, and decides nothing differently."""
+    translator = load_translator(old_run, search=SearchOverrides(nbest=2))
+    ids = translator.encode_lines(LINES)
+    plain, kept = translator.search_ids(ids), translator.search_ids(ids, align=True)
+    assert [[(h.tokens, h.score, h.logprob) for h in hyps] for hyps in kept] == [
+        [(h.tokens, h.score, h.logprob) for h in hyps] for hyps in plain
+    ]
+    assert all(h.attention is None for hyps in plain for h in hyps)
+    for source, hyps in zip(ids, kept):
+        for hyp in hyps:
+            passed = translator.attention_ids([source], [hyp.tokens])[0]
+            assert len(hyp.attention) == len(hyp.tokens) and all(len(row) == len(source) for row in hyp.attention)
+            assert torch.allclose(torch.tensor(hyp.attention), torch.tensor(passed), atol=1e-4)
 
 
 def test_both_engines_align_alike(old_run: Path) -> None:  # noqa: F811

@@ -29,7 +29,7 @@ class RecordingTranslator:
     searches: list = field(default_factory=list)
 
     def search_ids(
-        self, ids: list[list[int]], prefixes: list[list[int]] | None = None, terms=None
+        self, ids: list[list[int]], prefixes: list[list[int]] | None = None, terms=None, align: bool = False
     ) -> list[list[Hypothesis]]:
         self.searches.append((ids, self.cfg.beam, self.cfg.nbest, prefixes))
         if any(seq[:1] == [-1] for seq in ids):
@@ -123,7 +123,7 @@ def test_stop_answers_every_queued_job_first() -> None:
     release = threading.Event()
 
     class Slow(RecordingTranslator):
-        def search_ids(self, ids, prefixes=None, terms=None):
+        def search_ids(self, ids, prefixes=None, terms=None, align=False):
             release.wait(TIMEOUT_S)
             return super().search_ids(ids, prefixes)
 
