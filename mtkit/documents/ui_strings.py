@@ -178,6 +178,13 @@ def prepare(source: str, language: str, pattern: re.Pattern[str], marker: str = 
 _CELL_GAP = re.compile(r"[ \t]{2,}")
 
 
+def sentences_of(text: str, language: str) -> list[str]:
+    """The pieces of a software string `prepare` sends as they stand in the text (its wrapped lines joined, its
+    option columns and table cells apart; placeholders as written): what a translation memory's entry is cut into
+    to match a catalog's sentences (mtkit.memory.fragments)."""
+    return [piece for piece in _cells(split_sentences(unwrapped(text).text, language)).sources if _words(piece)]
+
+
 def _cells(segmented: Segmented) -> Segmented:
     """The sentences cut again where two or more spaces stand inside one: a table's header or row ("Destination
     Gateway     Flags"), its cells aligned by the spaces, each cell translated alone and the spaces kept."""

@@ -22,7 +22,9 @@ import numpy as np
 
 from mtkit.memory.matching import IndexArrays, MemoryIndex, key_version
 
-FORMAT = 1  # raised whenever matching's keys, words or arrays change: an index of another format is rebuilt
+FORMAT = (
+    2  # raised whenever matching's keys, words or arrays change: an index of another format is rebuilt (2: fragments)
+)
 META = "index.json"
 TEXTS = ("sources", "targets")  # raw UTF-8, mmapped; every other field of IndexArrays is a .npy
 STALE_S = 3600.0  # a temporary folder this old was left by a killed writer: removed by the next save
@@ -76,7 +78,8 @@ def open_index(folder: Path, memory_id: str, segments: int) -> MemoryIndex | Non
         arrays = IndexArrays(**values)  # type: ignore[arg-type]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if len(arrays.source_offsets) != segments + 1 or len(arrays.target_offsets) != segments + 1:
+    entries = segments + len(arrays.fragment_of)
+    if len(arrays.source_offsets) != entries + 1 or len(arrays.target_offsets) != entries + 1:
         return None
     return MemoryIndex(memory_id=memory_id, arrays=arrays)
 

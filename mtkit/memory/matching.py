@@ -13,12 +13,13 @@ import hashlib
 import mmap
 import re
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
 
+from mtkit.memory.fragments import fragments_of, may_cut
 from mtkit.memory.repair import repaired
 from mtkit.text.protect import DEFAULT_PATTERNS, ProtectConfig
 
@@ -140,6 +141,8 @@ class IndexArrays:
     starts: np.ndarray  # int64, one more than terms
     postings: np.ndarray  # int32
     posting_lengths: np.ndarray  # uint16 (a longer source as 65535)
+    # The entries after the segments are fragments of them (mtkit.memory.fragments): each one's segment, int32.
+    fragment_of: np.ndarray
 
 
 def term_keys(words: list[str]) -> np.ndarray:
@@ -150,15 +153,21 @@ def term_keys(words: list[str]) -> np.ndarray:
     return np.concatenate([hashes, hashes[:-1] * _MIX + hashes[1:]])
 
 
-def index_arrays(pairs: Iterable[tuple[str, str]]) -> IndexArrays:
-    """The pairs, in order, as an index's arrays."""
+def index_arrays(
+    pairs: Iterable[tuple[str, str]], languages: Callable[[], tuple[str | None, str | None]] | None = None
+) -> IndexArrays:
+    """The pairs, in order, as an index's arrays; with `languages` (the memory's, asked once the pairs have been
+    read), their fragments after them (mtkit.memory.fragments)."""
     sources, targets = bytearray(), bytearray()
     source_offsets, target_offsets, lengths = array("q", [0]), array("q", [0]), array("i")
     keys: list[int] = []
     vocabulary: dict[str, int] = {}
     adjacent: dict[tuple[int, int], int] = {}  # a pair of word ids' term: -1 - its number
     term_ids, segment_ids = array("i"), array("i")
-    for position, (source, target) in enumerate(pairs):
+    cut: list[tuple[int, str, str]] = []  # the entries that may cut into fragments: (segment, source, target)
+
+    def add(position: int, source: str, target: str) -> None:
+        nonlocal sources, targets
         text = normalised(source)
         keys.append(_key_of_normalised(text))
         sources += text.encode("utf-8")
@@ -170,6 +179,19 @@ def index_arrays(pairs: Iterable[tuple[str, str]]) -> IndexArrays:
         terms = set(ids).union([adjacent.setdefault(pair, -1 - len(adjacent)) for pair in zip(ids, ids[1:])])
         term_ids.extend(terms)
         segment_ids.extend([position] * len(terms))
+
+    count = 0
+    for count, (source, target) in enumerate(pairs, start=1):
+        add(count - 1, source, target)
+        if languages is not None and may_cut(source):
+            cut.append((count - 1, source, target))
+    fragment_of = array("i")
+    if cut and languages is not None:
+        named = languages()
+        for segment, source, target in cut:
+            for piece, translation in fragments_of(source, target, named):
+                add(count + len(fragment_of), piece, translation)
+                fragment_of.append(segment)
     unique_keys, first = np.unique(np.asarray(keys, dtype=np.uint64), return_index=True)
     hashes = np.fromiter((word_hash(word) for word in vocabulary), dtype=np.uint64, count=len(vocabulary))
     pairs_of = np.asarray(list(adjacent), dtype=np.int64).reshape(-1, 2)
@@ -193,6 +215,7 @@ def index_arrays(pairs: Iterable[tuple[str, str]]) -> IndexArrays:
         starts=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         postings=postings,
         posting_lengths=clipped[postings],
+        fragment_of=np.frombuffer(fragment_of, dtype=np.int32).copy(),
     )
 
 
@@ -224,12 +247,22 @@ class MemoryIndex:
     from arrays saved once (mtkit.memory.index_files), which answer the same. `memory_id` names the memory they came
     from, for a caller that marks them used."""
 
-    def __init__(self, pairs: Iterable[tuple[str, str]] = (), memory_id: str = "", arrays: IndexArrays | None = None):
+    def __init__(
+        self,
+        pairs: Iterable[tuple[str, str]] = (),
+        memory_id: str = "",
+        arrays: IndexArrays | None = None,
+        languages: Callable[[], tuple[str | None, str | None]] | None = None,
+    ):
         self.memory_id = memory_id
-        self.arrays = index_arrays(pairs) if arrays is None else arrays
-        self._count = len(self.arrays.source_offsets) - 1
-        self.sources = Texts(self.arrays.sources, self.arrays.source_offsets)  # normalised
+        self.arrays = index_arrays(pairs, languages) if arrays is None else arrays
+        self._count = len(self.arrays.source_offsets) - 1 - len(self.arrays.fragment_of)
+        self.sources = Texts(self.arrays.sources, self.arrays.source_offsets)  # normalised; fragments after
         self.targets = Texts(self.arrays.targets, self.arrays.target_offsets)
+
+    def segment(self, position: int) -> int:
+        """The memory's segment an entry of the index is (a fragment's: the segment it was cut from)."""
+        return position if position < self._count else int(self.arrays.fragment_of[position - self._count])
 
     def __len__(self) -> int:
         return self._count
@@ -255,7 +288,7 @@ class MemoryIndex:
         if stored != skeleton:
             return None
         target = self.target(position)
-        return Match(100, source, target, position, carried(target, old, new))
+        return Match(100, source, target, self.segment(position), carried(target, old, new))
 
     def _term_rows(self, sentence: str) -> np.ndarray:
         """The rows of the term index of the sentence's terms the memory holds."""
@@ -324,4 +357,4 @@ class MemoryIndex:
         if scores[best] < 0:
             return None
         position = int(positions[best])
-        return Match(int(scores[best]), texts[best], self.target(position), position)
+        return Match(int(scores[best]), texts[best], self.target(position), self.segment(position))

@@ -115,7 +115,7 @@ def import_memory(
             count += len(batch)
 
     try:
-        index = MemoryIndex(written(), memory_id)
+        index = MemoryIndex(written(), memory_id, languages=lambda: (reader.source_lang, reader.target_lang))
         if not count:
             languages = f"{reader.source_lang or '?'} and {reader.target_lang or '?'}"
             raise UserError(f"{name}: no segment holds both {languages} ({reader.skipped} units skipped)")
@@ -152,7 +152,8 @@ def memory_index(store: MemoryStore, record: MemoryRecord) -> MemoryIndex:
     found = open_index(folder, record.memory_id, record.segment_count)
     if found is not None:
         return found
-    built = MemoryIndex(store.pairs(record.memory_id), record.memory_id)
+    languages = (record.source_lang, record.target_lang)
+    built = MemoryIndex(store.pairs(record.memory_id), record.memory_id, languages=lambda: languages)
     remove_index(folder)
     _save(store, built)
     return built
