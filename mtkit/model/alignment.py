@@ -34,4 +34,4 @@ def cross_attention_weights(model: Transformer, src: Tensor, tgt_in: Tensor, lay
     r_self, r_cross, _ = last.residuals
     x = r_self.after(x, last.self_attn(r_self.before(x), None, causal=True))
     keys, _ = last.cross_attn.project_memory(memory)  # [B, H, S, D/H]
-    return last.cross_attn.weights(r_cross.before(x), keys, mask)  # [B, T, S]
+    return last.cross_attn.weights(last.cross_attn.query(r_cross.before(x)), keys, mask)  # [B, T, S]

@@ -281,22 +281,28 @@ class CrossAttention(nn.Module):
         keys, values = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x [B, H, S, D/H]
         return keys, values
 
-    def weights(self, x: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
-        """The attention weights of x [B, L, D] over keys [B, H, S, D/H] under mask [B, 1, 1, S], averaged over heads
-        -> [B, L, S] float32: softmax(q k^T / sqrt(D/H)) from the layer's own projection, in float32, apart from
-        `forward`, whose kernels and numerics stay as they are (mtkit.model.alignment's word alignment)."""
+    def query(self, x: Tensor) -> Tensor:
+        """x [B, L, D] -> the queries [B, H, L, D/H]."""
         B, L, D = x.shape
-        q = self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # [B, H, L, D/H]
-        scores = (q.float() @ keys.float().transpose(-1, -2)) / (D // self.n_heads) ** 0.5  # [B, H, L, S]
+        return self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)
+
+    def weights(self, q: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
+        """The attention weights of queries q [B, H, L, D/H] over keys [B, H, S, D/H] under mask [B, 1, 1, S],
+        averaged over heads -> [B, L, S] float32: softmax(q k^T / sqrt(D/H)) in float32, apart from `attend`, whose
+        kernels and numerics stay as they are (mtkit.model.alignment's word alignment)."""
+        scores = (q.float() @ keys.float().transpose(-1, -2)) / q.size(-1) ** 0.5  # [B, H, L, S]
         return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1).mean(dim=1)
+
+    def attend(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """Queries q [B, H, L, D/H] attend to keys/values [B, H, S, D/H] under mask [B, 1, 1, S] -> [B, L, D]."""
+        B, _, L, _ = q.shape
+        dropout_p = self.dropout_p if self.training else 0.0
+        y = attention(q, keys, values, mask, False, dropout_p)  # [B, H, L, D/H]
+        return self.out(y.transpose(1, 2).reshape(B, L, -1))  # [B, L, D]
 
     def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
         """x [B, L, D] attends to keys/values [B, H, S, D/H] under mask [B, 1, 1, S] -> [B, L, D]."""
-        B, L, D = x.shape
-        q = self.q(x).view(B, L, self.n_heads, D // self.n_heads).transpose(1, 2)  # [B, H, L, D/H]
-        dropout_p = self.dropout_p if self.training else 0.0
-        y = attention(q, keys, values, mask, False, dropout_p)  # [B, H, L, D/H]
-        return self.out(y.transpose(1, 2).reshape(B, L, D))  # [B, L, D]
+        return self.attend(self.query(x), keys, values, mask)
 
 
 class EncoderLayer(nn.Module):
@@ -346,10 +352,10 @@ class DecoderLayer(nn.Module):
         """
         r_self, r_cross, r_ff = self.residuals
         x = r_self.after(x, self.self_attn.step(r_self.before(x), cache.keys, cache.values, t))
-        queries = r_cross.before(x).view(-1, group, x.shape[-1])  # [M, group, D]
+        queries = self.cross_attn.query(r_cross.before(x).view(-1, group, x.shape[-1]))  # [M, H, group, D/H]
         if weights is not None:
             weights.append(self.cross_attn.weights(queries, cache.cross_keys, mask).view(x.shape[0], -1))
-        y = self.cross_attn(queries, cache.cross_keys, cache.cross_values, mask).view(x.shape)
+        y = self.cross_attn.attend(queries, cache.cross_keys, cache.cross_values, mask).view(x.shape)
         x = r_cross.after(x, y)
         return r_ff.after(x, self.feed_forward(r_ff.before(x)))
 

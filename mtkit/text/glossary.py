@@ -206,12 +206,27 @@ class Glossary:
 
 
 def holds(text: str, target: str) -> bool:
-    """Whether `text` holds `target` as a whole word (no letter, digit or underscore either side), as written. A
-    string search, not a pattern: a glossary of thousands of targets would overflow `re`'s cache of compiled ones."""
+    """Whether `text` holds `target` as a whole word (no letter, digit or underscore either side), as written or, as
+    its first word, with a capital (a sentence begins with one: "Geht ..." holds "geht"). A string search, not a
+    pattern: a glossary of thousands of targets would overflow `re`'s cache of compiled ones."""
+    if _whole_word_at(text, target):
+        return True
+    capital = target[:1].upper() + target[1:]
+    start = len(text) - len(text.lstrip(_OPENING))
+    return capital != target and text.startswith(capital, start) and _bounded(text, start, start + len(capital))
+
+
+_OPENING = " \t\n\"'(\u201e\u201c\u00bb\u00ab["  # what may stand before a sentence's first word
+
+
+def _bounded(text: str, at: int, end: int) -> bool:
+    return (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end]))
+
+
+def _whole_word_at(text: str, target: str) -> bool:
     at = text.find(target)
     while at >= 0:
-        end = at + len(target)
-        if (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end])):
+        if _bounded(text, at, at + len(target)):
             return True
         at = text.find(target, at + 1)
     return False

@@ -89,6 +89,10 @@ def test_ten_thousand_entries_are_read_and_matched() -> None:
         ("Über", "Über", True),
         ("Überall", "Über", False),
         ("", "Hund", False),
+        ("Geht ein Mann.", "geht", True),  # the sentence's first word takes a capital
+        ("\u201eGeht!\u201c", "geht", True),
+        ("Ein Mann Geht.", "geht", False),  # not at the start: as written
+        ("Gehtweg.", "geht", False),
     ],
 )
 def test_a_target_is_held_as_a_whole_word(text: str, target: str, held: bool) -> None:
