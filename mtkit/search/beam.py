@@ -87,9 +87,10 @@ class _Finished:
         all_tokens = torch.cat([self.tokens[active], tokens], dim=1)  # [b, 2K, L]
         self.tokens[active] = all_tokens.gather(1, keep[:, :, None].expand(-1, -1, all_tokens.size(2)))
         if self.attention is not None and attention is not None:
-            attention = torch.nn.functional.pad(attention, (0, 0, 0, self.attention.size(2) - t))  # [b, K, L, S]
-            both = torch.cat([self.attention[active], attention], dim=1)  # [b, 2K, L, S]
-            self.attention[active] = both.gather(1, keep[:, :, None, None].expand(-1, -1, *both.shape[2:]))
+            # Every hypothesis finished so far has at most t tokens: only the first t rows are ever written.
+            both = torch.cat([self.attention[active, :, :t], attention], dim=1)  # [b, 2K, t, S]
+            picked = both.gather(1, keep[:, :, None, None].expand(-1, -1, *both.shape[2:]))
+            self.attention[active, :, :t] = picked
 
     def hypotheses(self, nbest: int) -> list[list[Hypothesis]]:
         """Up to nbest hypotheses per sentence, best first."""
