@@ -207,9 +207,8 @@ class CT2Translator:
     def search_ids(
         self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False
     ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` are ignored: neither
-        search here places glossary terms (guides_terms is False; the glossary's other ways apply them); so is
-        `align` (the hypotheses come without attention: attention_ids gives it).
+        """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` and `align` are ignored:
+        neither search here places glossary terms (guides_terms is False) nor keeps attention (attention_ids does).
 
         Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
         batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded

@@ -35,8 +35,8 @@ from mtkit.engines.contract import (
 )
 from mtkit.errors import UserError, check
 from mtkit.model.alignment import cross_attention_weights
-from mtkit.model.precision import PRECISIONS, resolve_precision
-from mtkit.model.transformer import ModelConfig, configure_cuda_kernels, preset_name
+from mtkit.model.precision import PRECISIONS, configure_cuda_kernels, resolve_precision
+from mtkit.model.transformer import ModelConfig, preset_name
 from mtkit.runs.checkpoint import resolve_checkpoint
 from mtkit.runs.model import load_model
 from mtkit.search.beam import search

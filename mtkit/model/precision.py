@@ -1,4 +1,5 @@
-"""The floating-point precision a device runs fast: `auto` resolved, and one line when an explicit bf16 will be slow.
+"""The floating-point precision a device runs fast: `auto` resolved, one line when an explicit bf16 will be slow, and
+CUDA's float32 kernels (TF32, no cuDNN attention) set for training and decoding alike.
 
 bf16 is fast only where the hardware has it: a CUDA GPU from Ampere on, or a CPU with AVX512-BF16 or AMX. Elsewhere
 torch still computes bf16, through emulated kernels: on a 2-core AMD EPYC with AVX2 only (2026-11-23) a 512x512
@@ -82,3 +83,20 @@ def _best_seconds(a: torch.Tensor, repeats: int) -> float:
         a @ a
         best = min(best, time.perf_counter() - start)
     return max(best, 1e-9)
+
+
+def configure_cuda_kernels(device: torch.device | str) -> None:
+    """On CUDA, TF32 for float32 matmuls and scaled_dot_product_attention without its cuDNN backend (no-op
+    elsewhere, so CPU numbers never change).
+
+    cuDNN attention builds an execution plan for every new shape (reported 0.04-1 s each): every new batch shape
+    in training and every key length in decoding (one more each step) would pay it. The flash and
+    memory-efficient kernels, which SDPA picks next, take any shape at no set-up cost. TF32 runs float32 matmuls
+    on tensor cores (10-bit mantissa inputs, float32 sums), several times faster, as PyTorch advises for
+    training; fp32 GPU results then differ from the CPU's in the last bits.
+    """
+    if torch.device(device).type != "cuda":
+        return
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    torch.set_float32_matmul_precision("high")  # TF32 matmuls
+    torch.backends.cudnn.allow_tf32 = True

@@ -130,23 +130,6 @@ class ModelConfig:
         return cls(**{**PRESETS[name], **overrides})
 
 
-def configure_cuda_kernels(device: torch.device | str) -> None:
-    """On CUDA, TF32 for float32 matmuls and scaled_dot_product_attention without its cuDNN backend (no-op
-    elsewhere, so CPU numbers never change).
-
-    cuDNN attention builds an execution plan for every new shape (reported 0.04-1 s each): every new batch shape
-    in training and every key length in decoding (one more each step) would pay it. The flash and
-    memory-efficient kernels, which SDPA picks next, take any shape at no set-up cost. TF32 runs float32 matmuls
-    on tensor cores (10-bit mantissa inputs, float32 sums), several times faster, as PyTorch advises for
-    training; fp32 GPU results then differ from the CPU's in the last bits.
-    """
-    if torch.device(device).type != "cuda":
-        return
-    torch.backends.cuda.enable_cudnn_sdp(False)
-    torch.set_float32_matmul_precision("high")  # TF32 matmuls
-    torch.backends.cudnn.allow_tf32 = True
-
-
 def alignment_layer(layers: int) -> int:
     """The decoder layer whose cross-attention aligns an output with its source: the one before the last (the last of
     a one-layer decoder), as Garg et al. (2019) found for the Transformer and mtkit.model.alignment measured."""

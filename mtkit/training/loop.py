@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from mtkit.corpus.modifiers import BatchModifier
-from mtkit.model.transformer import configure_cuda_kernels
+from mtkit.model.precision import configure_cuda_kernels
 from mtkit.training.config import TrainConfig, TrainRecipe, decide_decay, scheduled_lr
 from mtkit.training.distributed import setup_distributed
 from mtkit.training.monitor import require_tensorboard
