@@ -144,8 +144,9 @@ def with_alignments(
         return outputs
     src = translator.encode_lines([asked[k] for k in rows], 1, False, lambda _: None)  # warned once already
     tgt = [results[k][0].tokens for k in rows]
-    kept = [results[k][0].attention for k in rows]  # the search's own, where it kept them
-    missing = [i for i, weights in enumerate(kept) if weights is None]
+    # The search's own, where it kept them over these ids (a served multilingual model's began with a language code).
+    kept = [results[k][0].attention for k in rows]
+    missing = [i for i, weights in enumerate(kept) if not weights or len(weights[0]) != len(src[i])]
     if missing:
         passed = translator.attention_ids([src[i] for i in missing], [tgt[i] for i in missing])
         for i, weights in zip(missing, passed):

@@ -130,13 +130,11 @@ def memory_segments(done: list[TextTranslation]) -> list[int]:
 
 async def aligned(model: ServedModel, asked: list[str], results: list[list[Hypothesis]]) -> list[Output]:
     """The outputs of `asked`, those the plan put "replace" terms in given their alignment, as
-    mtkit.engines.plans.with_alignments gives it for `mtkit translate`: from the attention the search kept, else
-    from an attention pass on the model's worker (CTranslate2's search keeps none)."""
+    mtkit.engines.plans.with_alignments gives it for `mtkit translate` (the attention the search kept, else a pass),
+    on the model's worker: only that thread may run the model."""
     outputs = outputs_of(model.translator.tokenizer, results)
     if not aligns(asked):
         return outputs
-    if all(hyps[0].attention is not None for hyps in results if hyps):  # the tokenizer's work only
-        return with_alignments(model.translator, asked, results, outputs)
     return await model.on_worker(lambda translator: with_alignments(translator, asked, results, outputs))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,16 +127,14 @@ def replaced(text: str, alignment: list[list[float]], terms: list[tuple[range, s
 
 
 def _holding(text: str, words: list[re.Match[str]], targets: list[str]) -> set[int]:
-    """The output words (indices into `words`) that hold one of `targets` as a whole word."""
-    held: set[int] = set()
-    for target in targets:
-        at = text.find(target)
-        while at >= 0:
-            end = at + len(target)
-            if (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end])):
-                held.update(j for j, word in enumerate(words) if word.start() < end and at < word.end())
-            at = text.find(target, at + 1)
-    return held
+    """The output words (indices into `words`) that hold one of `targets` as `holds` finds it."""
+    return {
+        j
+        for target in targets
+        for at, end in _places(text, target)
+        for j, word in enumerate(words)
+        if word.start() < end and at < word.end()
+    }
 
 
 def _core(word: str) -> tuple[str, str, str]:
@@ -209,27 +208,27 @@ def holds(text: str, target: str) -> bool:
     """Whether `text` holds `target` as a whole word (no letter, digit or underscore either side), as written or, as
     its first word, with a capital (a sentence begins with one: "Geht ..." holds "geht"). A string search, not a
     pattern: a glossary of thousands of targets would overflow `re`'s cache of compiled ones."""
-    if _whole_word_at(text, target):
-        return True
-    capital = target[:1].upper() + target[1:]
-    start = len(text) - len(text.lstrip(_OPENING))
-    return capital != target and text.startswith(capital, start) and _bounded(text, start, start + len(capital))
+    return next(_places(text, target), None) is not None
 
 
 _OPENING = " \t\n\"'(\u201e\u201c\u00bb\u00ab["  # what may stand before a sentence's first word
 
 
-def _bounded(text: str, at: int, end: int) -> bool:
-    return (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end]))
-
-
-def _whole_word_at(text: str, target: str) -> bool:
+def _places(text: str, target: str) -> Iterator[tuple[int, int]]:
+    """Where `text` holds `target` (see holds), as (start, end)."""
     at = text.find(target)
     while at >= 0:
         if _bounded(text, at, at + len(target)):
-            return True
+            yield at, at + len(target)
         at = text.find(target, at + 1)
-    return False
+    capital = target[:1].upper() + target[1:]
+    start = len(text) - len(text.lstrip(_OPENING))
+    if capital != target and text.startswith(capital, start) and _bounded(text, start, start + len(capital)):
+        yield start, start + len(capital)
+
+
+def _bounded(text: str, at: int, end: int) -> bool:
+    return (at == 0 or not _word(text[at - 1])) and (end == len(text) or not _word(text[end]))
 
 
 def _key(text: str) -> str:
