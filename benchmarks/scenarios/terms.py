@@ -424,7 +424,7 @@ def run(args: argparse.Namespace) -> None:
             "the terms mtkit reports applied (its target as a whole word in the output); applied (measured): "
             "accuracy's count; ways: the sentences each way took (mtkit's `method`).",
             *(
-                f"speed, {speed['lines']} lines, median of {speed['rounds']} rounds: no glossary {speed['none s']} s, "
+                f"speed, {speed['lines']} lines, median of {speed['rounds']} rounds: no glossary {row['none s']} s, "
                 f"a glossary of {speed['entries']} entries by {method} {row['glossary s']} s "
                 f"({row['terms found']} terms found; {row['ways']}): {row['ratio']}x the speed without, of which "
                 f"finding the terms and putting them in and back took {row['glossary own s']} s (the rest: the "
@@ -432,11 +432,13 @@ def run(args: argparse.Namespace) -> None:
                 for method, row in speed["methods"].items()
             ),
             f"speed, the same lines: a glossary of {speed['absent']['entries']} entries none of which the lines hold, "
-            f"by the run's default method ({speed['default method']}): {speed['absent']['glossary s']} s "
+            f"by the run's default method ({speed['default method']}): {speed['absent']['glossary s']} s against "
+            f"{speed['absent']['none s']} s without "
             f"({speed['absent']['terms found']} terms found), {speed['absent']['ratio']}x the speed without, of which "
             f"finding the terms took {speed['absent']['glossary own s']} s.",
             f"speed, the same lines: a glossary of {speed['sampled']['entries']} aligned words drawn at random, by the "
-            f"run's default method: {speed['sampled']['glossary s']} s ({speed['sampled']['terms found']} terms "
+            f"run's default method: {speed['sampled']['glossary s']} s against {speed['sampled']['none s']} s without "
+            f"({speed['sampled']['terms found']} terms "
             f"found; {speed['sampled']['ways']}), {speed['sampled']['ratio']}x the speed without.",
         ],
     )
@@ -472,35 +474,37 @@ def speed_rows(
 ) -> dict[str, Any]:
     """Seconds of `lines` without a glossary and with `glossary` for every line by each of `methods`, and with
     `absent` (a glossary none of whose terms the lines hold) and `sampled` (sampled_pairs) by the run's default
-    method, alternating, `rounds` each: medians."""
+    method, `rounds` each: medians. Each glossary run comes right after a run without one, its own baseline (the
+    machine's speed drifts over the minutes a round takes), and its ratio is that baseline's median over its own."""
     default = engine.options.term_method
     runs = {method: (glossary, method) for method in methods} | {"absent": (absent, default)}
     if sampled:
         runs["sampled"] = (sampled, default)
-    none_s: list[float] = []
+    none_s: dict[str, list[float]] = {name: [] for name in runs}
     with_s: dict[str, list[float]] = {name: [] for name in runs}
     model_s: dict[str, list[float]] = {name: [] for name in runs}
     found: dict[str, tuple[int, Counter[str]]] = {}
     for _ in range(rounds):
-        none_s.append(engine.translate(lines)[3])
         for name, (entries, method) in runs.items():
+            none_s[name].append(engine.translate(lines)[3])
             _, reports, used, seconds, model = engine.translate(
                 lines, dict.fromkeys(range(len(lines)), entries), method
             )
             with_s[name].append(seconds)
             model_s[name].append(model)
             found[name] = sum(len(r) for r in reports), used
-    none = statistics.median(none_s)
+    none = statistics.median(s for name in runs for s in none_s[name])
     rows = {}
     for name in runs:
         with_ = statistics.median(with_s[name])
         outside = statistics.median(w - m for w, m in zip(with_s[name], model_s[name], strict=True))
         rows[name] = {
+            "none s": round(statistics.median(none_s[name]), 2),
             "glossary s": round(with_, 2),
             "terms found": found[name][0],
             "ways": method_counts(found[name][1]),
             "glossary own s": round(outside, 2),  # finding terms, stand-ins in and out: all but the model's time
-            "ratio": round(none / with_, 3),
+            "ratio": round(statistics.median(none_s[name]) / with_, 3),
         }
     return {
         "lines": len(lines),

@@ -207,8 +207,9 @@ class CT2Translator:
     def search_ids(
         self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False
     ) -> list[list[Hypothesis]]:
-        """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` and `align` are ignored:
-        neither search here places glossary terms (guides_terms is False) nor keeps attention (attention_ids does).
+        """n-best hypotheses per id sequence (none for an empty one), in input order. `terms` is ignored: neither
+        search here places glossary terms (guides_terms is False). `align`: each hypothesis keeps its attention as
+        attention_ids reads it (return_attention on the search itself, no second pass).
 
         Every batch is submitted at once; CTranslate2 decodes `workers` of them at a time (inter_threads). exact: a
         batch decodes to its longest maximum length; the sentences that reach their own shorter maximum are decoded
@@ -219,14 +220,22 @@ class CT2Translator:
         the rule. native: _search_native.
         """
         prefixes = prefixes or [[] for _ in ids]
-        if self.native:
-            return self._search_native(ids, prefixes)
+        results = self._search_native(ids, prefixes, align) if self.native else self._search(ids, prefixes, align)
+        return self._first_rows(ids, results) if align else results
+
+    def _search(self, ids: list[list[int]], prefixes: list[list[int]], align: bool) -> list[list[Hypothesis]]:
+        """search_ids' exact search."""
         results: list[list[Hypothesis]] = [[] for _ in ids]
         offsets: dict[int, float] = {}  # what to add to CTranslate2's scores of a sentence decoded with the minimum
         todo = [(batch, steps, 0) for batch, steps in self._batches(ids, prefixes, [i for i, s in enumerate(ids) if s])]
         while todo:
             submitted = [
-                (batch, steps, least, self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps, least))
+                (
+                    batch,
+                    steps,
+                    least,
+                    self._submit([ids[i] for i in batch], [prefixes[i] for i in batch], steps, least, align),
+                )
                 for batch, steps, least in todo
             ]
             again: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -291,7 +300,20 @@ class CT2Translator:
                 results[index] = [list(row[: len(src[index])]) for row in rows[: len(tgt[index])]]
         return results
 
-    def _search_native(self, ids: list[list[int]], prefixes: list[list[int]]) -> list[list[Hypothesis]]:
+    def _first_rows(self, ids: list[list[int]], results: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+        """`results` with each kept attention's first row read again by a one-step forced pass (attention_ids):
+        CTranslate2 4.8's beam search returns, for that first step only, the row of another sentence of its batch
+        (the torch engine and the forced pass agree). The row is the decoder's start over the source, the same for
+        every hypothesis of a sentence."""
+        rows = [k for k, hyps in enumerate(results) if hyps and hyps[0].attention]
+        firsts = self.attention_ids([ids[k] for k in rows], [results[k][0].tokens[:1] for k in rows])
+        for k, first in zip(rows, firsts, strict=True):
+            for hyp in results[k]:
+                if hyp.attention:
+                    hyp.attention[0] = first[0]
+        return results
+
+    def _search_native(self, ids: list[list[int]], prefixes: list[list[int]], align: bool) -> list[list[Hypothesis]]:
         """CTranslate2's own search: batches of length-sorted sentences within cfg.batch_tokens
         (mtkit.engines.streaming's length_batches; those with a prefix apart, as in _batches), one translate_batch call
         each, decoded to the batch's longest maximum length (CTranslate2 takes one per call); its n best as it ranks
@@ -310,6 +332,7 @@ class CT2Translator:
                     [ids[i] for i in batch],
                     [prefixes[i] for i in batch],
                     max(self._limit(ids[i], prefixes[i]) for i in batch),
+                    align=align,
                 ),
             )
             for batch in batches
@@ -317,18 +340,18 @@ class CT2Translator:
         results: list[list[Hypothesis]] = [[] for _ in ids]
         for batch, decoded in submitted:
             for index, result in zip(batch, decoded):
-                results[index] = self._native_hypotheses(result.result())
+                results[index] = self._native_hypotheses(result.result(), len(ids[index]))
         return results
 
-    def _native_hypotheses(self, result: Any) -> list[Hypothesis]:
+    def _native_hypotheses(self, result: Any, sources: int) -> list[Hypothesis]:
         """CTranslate2's hypotheses of one sentence in its order; its score is the log-prob sum / length ** alpha
         (no </s> in the length, nor in the sum of one cut at the maximum length). A beam that died behind a prefix
         (a sum of about -1e10) is no hypothesis."""
         alpha, hyps = self.cfg.length_penalty, []
-        for tokens, score in zip(self._ids(result.hypotheses), result.scores):
+        for tokens, score, weights in zip(self._ids(result.hypotheses), result.scores, _attention(result, sources)):
             logprob = score * len(tokens) ** alpha if tokens else score  # an empty one scores -inf at alpha > 0
             if logprob > DEAD_SCORE:
-                hyps.append(Hypothesis(tokens, score, logprob))
+                hyps.append(Hypothesis(tokens, score, logprob, weights))
         return hyps
 
     def _batches(
@@ -364,9 +387,11 @@ class CT2Translator:
         cfg = self.cfg
         return max(max_length(len(src), cfg.max_len_a, cfg.max_len_b, self.max_positions), len(prefix))
 
-    def _submit(self, ids: list[list[int]], prefixes: list[list[int]], steps: int, least: int = 0) -> list[Any]:
+    def _submit(
+        self, ids: list[list[int]], prefixes: list[list[int]], steps: int, least: int = 0, align: bool = False
+    ) -> list[Any]:
         """Start decoding a batch at `steps` decoding steps, at least `least` (exact: 0 or MIN_LENGTH, native: its
-        own); asynchronous results."""
+        own), keeping each hypothesis's attention where asked to `align`; asynchronous results."""
         source = [[self.pieces[i] for i in s] for s in ids]
         target = [[self.target_pieces[i] for i in p] for p in prefixes] if any(prefixes) else None
         if self.cfg.sampling:  # the same draws for the same batch and seed, as mtkit's sampling
@@ -378,6 +403,7 @@ class CT2Translator:
             asynchronous=True,
             max_decoding_length=max(steps, 1),
             use_vmap=self.shortlist,
+            return_attention=align,
             **({"suppress_sequences": [[piece] for piece in self.suppressed]} if self.suppressed else {}),
             **search_options(self.cfg, self.native) | ({"min_decoding_length": least} if least else {}),
         )
@@ -395,15 +421,19 @@ class CT2Translator:
         if limit == 0:  # mtkit forces </s> at the first step
             return self._rank([[]], self._score_with_eos(src, [[]], prefix))
         # A beam that died (CTranslate2 scores it about -1e10: behind a forced prefix) is no hypothesis.
-        alive = [(h, s) for h, s in zip(result.hypotheses, result.scores) if s > DEAD_SCORE]
-        if steps != limit and any(len(h) >= limit for h, _ in alive):
+        alive = [
+            (h, s, a)
+            for h, s, a in zip(result.hypotheses, result.scores, _attention(result, len(src)))
+            if s > DEAD_SCORE
+        ]
+        if steps != limit and any(len(h) >= limit for h, _, _ in alive):
             return None
-        ids = self._ids([h for h, _ in alive])
-        logprobs = [s + offset for _, s in alive]
+        ids = self._ids([h for h, _, _ in alive])
+        logprobs = [s + offset for _, s, _ in alive]
         cut = [k for k, h in enumerate(ids) if len(h) >= limit]
         for k, scored in zip(cut, self._score_with_eos(src, [ids[k] for k in cut], prefix)):
             logprobs[k] = scored
-        return self._rank(ids, logprobs)
+        return self._rank(ids, logprobs, [a for _, _, a in alive])
 
     def _ids(self, hypotheses: list[list[str]]) -> list[list[int]]:
         return [[self.piece_ids[piece] for piece in h] for h in hypotheses]
@@ -419,11 +449,27 @@ class CT2Translator:
         )
         return [sum(s.log_probs[len(prefix) :]) for s in scored]
 
-    def _rank(self, ids: list[list[int]], logprobs: list[float]) -> list[Hypothesis]:
+    def _rank(
+        self, ids: list[list[int]], logprobs: list[float], attention: list[Any] | None = None
+    ) -> list[Hypothesis]:
         """The n best by mtkit's score, logprob / lp(|Y| + 1); a stable sort keeps CTranslate2's order on ties."""
-        alpha = self.cfg.length_penalty
-        hyps = [Hypothesis(h, lp / length_penalty(len(h) + 1, alpha), lp) for h, lp in zip(ids, logprobs)]
+        alpha, attention = self.cfg.length_penalty, attention or [None] * len(ids)
+        hyps = [
+            Hypothesis(h, lp / length_penalty(len(h) + 1, alpha), lp, a)
+            for h, lp, a in zip(ids, logprobs, attention, strict=True)
+        ]
         return sorted(hyps, key=lambda h: -h.score)[: self.cfg.nbest]
+
+
+def _attention(result: Any, sources: int) -> list[list[list[float]] | None]:
+    """Per hypothesis of a translate_batch result, its attention (return_attention) as attention_ids gives it: a row
+    per output id, a column per source id (the source's end of sentence left out); None each where none was asked."""
+    if not result.attention:
+        return [None] * len(result.hypotheses)
+    return [
+        [list(row[:sources]) for row in rows[: len(tokens)]]
+        for tokens, rows in zip(result.hypotheses, result.attention, strict=True)
+    ]
 
 
 def _open_model(

@@ -97,11 +97,12 @@ def replaced(text: str, alignment: list[list[float]], terms: list[tuple[range, s
         return text
     taken: dict[int, tuple[int, str]] = {}  # first output word -> (last, the target written there)
     used = _holding(text, words, [target for _, target in terms])  # a target already there is never written over
+    lettered = [j for j, word in enumerate(words) if _core(word.group())[1]]
     for sources, target in terms:
         if holds(text, target):
             continue
         mass = [sum(row[i] for i in sources if i < len(row)) for row in alignment]
-        free = [j for j in range(len(words)) if j not in used and _core(words[j].group())[1]]
+        free = [j for j in lettered if j not in used]
         best = max(free, key=lambda j: mass[j], default=None)
         if best is None or mass[best] < ALIGNED_MASS:
             continue

@@ -54,10 +54,13 @@ def test_each_engine_gives_a_row_per_output_piece_over_the_source(old_run: Path,
     assert translator.attention_ids(ids, outputs) == attention
 
 
-def test_the_search_keeps_the_attention_the_alignment_pass_gives(old_run: Path) -> None:  # noqa: F811
-    """Asked to align, mtkit's beam search keeps each hypothesis's attention as it decodes (no second pass), the
-    same as the teacher-forced pass over its output gives, and decides nothing differently."""
-    translator = load_translator(old_run, search=SearchOverrides(nbest=2))
+@pytest.mark.parametrize("engine", ["torch", "ctranslate2", "ctranslate2-native"])
+def test_the_search_keeps_the_attention_the_alignment_pass_gives(old_run: Path, engine: str) -> None:  # noqa: F811
+    """Asked to align, each engine's beam search keeps each hypothesis's attention as it decodes (no second pass),
+    the same as the teacher-forced pass over its output gives, and decides nothing differently."""
+    name, _, search = engine.partition("-")
+    engine_cfg = EngineConfig(engine=name, ct2_search=search or "exact")
+    translator = load_translator(old_run, engine_cfg, SearchOverrides(nbest=2))
     ids = translator.encode_lines(LINES)
     plain, kept = translator.search_ids(ids), translator.search_ids(ids, align=True)
     assert [[(h.tokens, h.score, h.logprob) for h in hyps] for hyps in kept] == [
