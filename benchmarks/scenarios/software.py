@@ -166,7 +166,12 @@ def main() -> None:
         if low >= BANDS[-2][0]:
             band["match_target"] = scores([matches[i].target for i in chosen], refs)  # type: ignore[union-attr]
         if label == "100":
+            # The match scores 100 over normalised white space; the entry keeps its msgid's own around and within.
             band["answered_with_memory"] = sum(
+                " ".join(outputs["memory"].get(sources[i], "").split()) == " ".join(matches[i].translation.split())
+                for i in chosen
+            )  # type: ignore[union-attr]
+            band["answered_as_stored"] = sum(
                 outputs["memory"].get(sources[i]) == matches[i].translation for i in chosen
             )  # type: ignore[union-attr]
         bands[label] = band

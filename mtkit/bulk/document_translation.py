@@ -6,6 +6,7 @@ atomically in its input's format. Torch-free: the engine does the model's part.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from mtkit.text.sentence_plan import GUARD_LABELS, MemoryLookup, TextTranslation
 
 if TYPE_CHECKING:
     from mtkit.engines.contract import Translating
+
+REVIEWED = {"po", "xlf"}  # the formats that mark a machine-filled entry for review (fuzzy flag, XLIFF 1.2 state)
 
 
 def sentence_translator(
@@ -85,7 +88,8 @@ def translate_documents(
     before the model works), all their sentences translated together, each output written atomically. A
     document's sentences and the total are the guard's count (each sentence as often as its document has it).
     `fuzzy`: a gettext catalog's machine-filled entries are flagged fuzzy, as Poedit's pre-translation does (not
-    those a translation memory's 100% matches filled)."""
+    those a translation memory's 100% matches filled); where every document is such a catalog, a sentence whose
+    fuzzy match the model's output departs from is given the match's target (TranslateOptions.memory_fill)."""
     check(len(sources) == len(outputs), "one output per document")
     for source, out in zip(sources, outputs):
         check(source.is_file(), f"{source}: no such file")
@@ -98,6 +102,9 @@ def translate_documents(
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits, target, fuzzy))
     exact: set[str] = set()
+    if options is not None and options.memory is not None and fuzzy and set(formats) <= REVIEWED:
+        # Every entry filled goes to review: an unpatched fuzzy match may offer its target, as msgmerge does.
+        options = dataclasses.replace(options, memory_fill=True)
     translate, by_sentence = sentence_translator(translator, language, options, exact)
     start = time.perf_counter()
     documents = run_jobs(jobs, translate, exact, whole_matches(options.memory) if options and options.memory else None)

@@ -23,7 +23,7 @@ class TranslateOptions:
     as written beside the defaults; `term_method`: how the glossary is applied ("": the model's default);
     `case`: sentences in capitals or Title Case translated in sentence case and given their case back; `memory`: a
     translation memory's index (mtkit.memory.matching.MemoryIndex), whose exact matches answer a sentence and whose
-    best fuzzy match at or above `memory_threshold` each sentence reports."""
+    best fuzzy match at or above `memory_threshold` each sentence reports (and patches, mtkit.memory.patching)."""
 
     search: SearchOverrides = field(default_factory=SearchOverrides)
     glossary: Glossary | None = None
@@ -32,3 +32,4 @@ class TranslateOptions:
     case: bool = True
     memory: MemoryLookup | None = None
     memory_threshold: int = 75
+    memory_fill: bool = False  # an unpatched fuzzy match's target may stand for the output (entries for review)

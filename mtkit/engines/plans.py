@@ -63,6 +63,7 @@ def split_options(
         term_guide=translator.guides_terms,
         memory=options.memory,
         memory_threshold=options.memory_threshold,
+        memory_fill=options.memory_fill,
         fuzzy_piece=fuzzy_piece(translator.tokenizer),
     )
 

@@ -13,13 +13,14 @@ import hashlib
 import mmap
 import re
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
 
 from mtkit.memory.fragments import fragments_of, may_cut
+from mtkit.memory.patching import Difference, answer, asked, differences, patched
 from mtkit.memory.repair import repaired
 from mtkit.text.protect import DEFAULT_PATTERNS, ProtectConfig
 
@@ -50,10 +51,23 @@ class Match:
     target: str
     segment: int  # the segment's position in its memory
     translation: str = ""
+    # Where the sentence differs from a fuzzy match's source in more than placeables, those parts to patch by the
+    # model's translations (mtkit.memory.patching); None: nothing to patch.
+    differences: tuple[Difference, ...] | None = None
 
     def report(self) -> dict[str, object]:
         """A sentence report's "memory": {"score", "source", "target"}."""
         return {"score": self.score, "source": self.source, "target": self.target}
+
+    def asks(self) -> list[str]:
+        """The texts the model is to translate for the patch (none for a match with nothing to patch)."""
+        return asked(self.differences) if self.differences else []
+
+    def answer(self, output: str, translations: Mapping[str, str], fill: bool) -> str:
+        """The sentence's translation given the model's `output` and asks()'s `translations`: the target patched,
+        else as mtkit.memory.patching.answer chooses."""
+        fixed = patched(self.target, self.differences, translations) if self.differences else None
+        return fixed if fixed is not None else answer(output, self.target, fill)
 
 
 def normalised(text: str) -> str:
@@ -336,8 +350,12 @@ class MemoryIndex:
         if exact is not None:
             return exact
         match = self.fuzzy_match(sentence, threshold)
-        fixed = None if match is None else repaired(sentence, match.source, match.target)
-        return match if fixed is None else replace(match, translation=fixed)
+        if match is None:
+            return None
+        fixed = repaired(sentence, match.source, match.target)
+        if fixed is None:
+            return replace(match, differences=differences(sentence, match.source))
+        return replace(match, translation=fixed)
 
     def fuzzy_match(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
         """The best fuzzy match scoring `threshold` to 99 (the earliest of equals), whatever the exact one."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+TOKEN = re.compile(r"\w+|[^\w\s]")
 # A token a translation keeps as written: with a digit or an underscore, one character, all capitals, or a capital
 # inside a word (camelCase). Not a capitalised word ("Name", "Parent": English and German nouns can be spelt alike),
 # nor a lower-case one ("open" is a word to translate as often as a command's name).
@@ -27,9 +27,9 @@ def _placeable(tokens: list[str], pattern: re.Pattern[str]) -> bool:
 def repaired(sentence: str, source: str, target: str) -> str | None:
     """`target`, the translation of `source`, with the placeables in which `sentence` differs from `source` put in
     their place; None where the two differ in anything else, or a placeable is not in the target exactly once."""
-    wanted = list(_TOKEN.finditer(sentence))
-    stored = [m.group() for m in _TOKEN.finditer(source)]
-    written = list(_TOKEN.finditer(target))
+    wanted = list(TOKEN.finditer(sentence))
+    stored = [m.group() for m in TOKEN.finditer(source)]
+    written = list(TOKEN.finditer(target))
     words = [m.group() for m in written]
     edits: list[tuple[int, int, str]] = []
     matcher = SequenceMatcher(None, stored, [m.group() for m in wanted], autojunk=False)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -83,6 +83,15 @@ class MemoryMatch(Protocol):
     translation: str
 
     def report(self) -> dict[str, Any]: ...
+
+    def asks(self) -> list[str]:
+        """Texts the model is to translate so that the match's target can be patched (mtkit.memory.patching)."""
+        ...
+
+    def answer(self, output: str, translations: Mapping[str, str], fill: bool) -> str:
+        """The sentence's translation from the model's `output` and asks()'s `translations` (`fill`: a match's target
+        may stand for an output that departs from it, for review)."""
+        ...
 
 
 class MemoryLookup(Protocol):
@@ -194,6 +203,7 @@ class SplitOptions:
     term_guide: bool = False
     memory: MemoryLookup | None = None  # a memory: exact and repaired matches answer, fuzzy ones are reported
     memory_threshold: int = 75  # the lowest fuzzy score reported
+    memory_fill: bool = False  # an unpatched fuzzy match's target may stand for the output, for review (catalogs)
     # The model's fuzzy-match piece (a run trained with fuzzy matches, mtkit.corpus.fuzzy_matches): a sentence's
     # fuzzy match's target goes to the model after it, as in training. "": a model without, matches only reported.
     fuzzy_piece: str = ""
@@ -250,6 +260,10 @@ def plan_translation(
             else:
                 chosen[s] = (ready, done[key], outputs[key], cases[key])
         pending = again
+    # A fuzzy match's target patched where the model's translations of the parts that differ are found in it.
+    fuzzy = {s: m for s, m in matches.items() if not m.translation and chosen.get(s, (None, None))[1] is not None}
+    asks = list(dict.fromkeys(text for match in fuzzy.values() for text in match.asks()))
+    said = dict(zip(asks, [output.text for output in (yield asks)])) if asks else {}
 
     def sentence(source: str) -> Sentence:
         if not wordy(source):
@@ -261,6 +275,9 @@ def plan_translation(
         if inner is None:
             return Sentence(source, source, protected=max(len(ready.masked.spans), 1), memory=match)
         text, terms = ready.finish(inner.translation, case)
+        answered = fuzzy[source].answer(text, said, options.memory_fill) if source in fuzzy else text
+        if answered != text:  # the memory's, not the model's
+            return Sentence(source, answered, protected=ready.protected, memory=match)
         return dataclasses.replace(
             inner,
             source=source,

@@ -4,6 +4,7 @@ above the threshold only; candidates narrowed by the word index; a lookup in mil
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from rapidfuzz import fuzz
@@ -46,8 +47,11 @@ def test_fuzzy_score_is_rapidfuzz_ratio_floored_and_the_threshold_holds() -> Non
     expected = int(fuzz.ratio(query, PAIRS[2][0]))
     assert found is not None and found.score == expected and 75 <= expected < 100
     assert found.target == PAIRS[2][1] and found.translation == ""
+    # What differs, to patch (mtkit.memory.patching): the word alone, then with a word either side.
+    assert found.differences == ((("football", "soccer"), ("playing football on", "playing soccer on")),)
     assert index.best(query, expected + 1) is None
-    assert index.fuzzy_match(query, 75) == found and index.fuzzy_match(PAIRS[0][0], 50) is None  # 100 left aside
+    assert index.fuzzy_match(query, 75) == dataclasses.replace(found, differences=None)
+    assert index.fuzzy_match(PAIRS[0][0], 50) is None  # 100 left aside
     assert index.best("Something else entirely, unrelated.", 50) is None
 
 
