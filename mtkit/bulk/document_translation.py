@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtkit.documents.formats import detect_format, open_job
-from mtkit.documents.job import Answer, Translate, run_jobs
+from mtkit.documents.job import Answer, Review, Translate, run_jobs
 from mtkit.documents.safety import Limits
 from mtkit.engines.options import TranslateOptions
 from mtkit.engines.plans import split_options, translate_split
@@ -59,6 +59,28 @@ def whole_matches(memory: MemoryLookup) -> Answer:
     return answer
 
 
+def fuzzy_units(translator: Translating, memory: MemoryLookup, threshold: int) -> Review:
+    """A catalog's units as a fuzzy match of the whole unit gives them, for review (Job.patched, Job.offered): the
+    match repaired (placeables) or patched by the model's translations of the words that differ (asked for every
+    unit at once), else its target offered."""
+
+    def review(units: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        found = {unit: memory.best(unit, threshold) for unit in units}
+        fuzzy: dict[str, Any] = {unit: m for unit, m in found.items() if m is not None and m.score < 100}
+        asks = list(dict.fromkeys(text for match in fuzzy.values() for text in match.asks()))
+        said = dict(zip(asks, translator.translate(asks))) if asks else {}
+        patched, offered = {}, {}
+        for unit, match in fuzzy.items():
+            fixed = match.translation or match.patched(said)
+            if fixed:
+                patched[unit] = fixed
+            elif match.written:  # written only where it holds the unit's own placeholders
+                offered[unit] = match.written
+        return patched, offered
+
+    return review
+
+
 def _answered(text: TextTranslation) -> bool:
     """Whether a translation memory's exact matches gave every sentence of the text."""
     return bool(text.sentences) and all(s.memory is not None and s.memory.score == 100 for s in text.sentences)
@@ -102,12 +124,15 @@ def translate_documents(
         formats.append(detect_format(source.name, data))
         jobs.append(open_job(source.name, data, language or "en", limits, target, fuzzy))
     exact: set[str] = set()
+    review = None
     if options is not None and options.memory is not None and fuzzy and set(formats) <= REVIEWED:
         # Every entry filled goes to review: an unpatched fuzzy match may offer its target, as msgmerge does.
         options = dataclasses.replace(options, memory_fill=True)
+        review = fuzzy_units(translator, options.memory, options.memory_threshold)
     translate, by_sentence = sentence_translator(translator, language, options, exact)
     start = time.perf_counter()
-    documents = run_jobs(jobs, translate, exact, whole_matches(options.memory) if options and options.memory else None)
+    answer = whole_matches(options.memory) if options and options.memory else None
+    documents = run_jobs(jobs, translate, exact, answer, review)
     seconds = time.perf_counter() - start
     for out, document in zip(outputs, documents):
         out.parent.mkdir(parents=True, exist_ok=True)

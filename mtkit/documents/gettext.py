@@ -45,6 +45,9 @@ def po_job(data: bytes, name: str, language: str, target: str = "", fuzzy: bool 
             pattern = placeholder_pattern(entry.flags)
             whole = _answered(entry)
             one = whole[0] if whole else prepared[(entry.msgid, entry.flags)].translation(found, pattern)
+            reviewed = None if whole or entry.msgid_plural is not None else job.for_review(entry.msgid, one, pattern)
+            if reviewed is not None:  # a fuzzy match of the whole msgid: flagged fuzzy below, as any filled entry
+                one = white_space_of(entry.msgid, reviewed)
             if entry.msgid_plural is None:
                 forms = {0: one}
             else:

@@ -63,7 +63,9 @@ def xliff_job(data: bytes, name: str, language: str, target: str = "") -> Job:
             whole = None if codes else job.answered.get(text)  # a memory's text has no inline codes to place
             if review and (whole is not None or all(t in job.exact for t in prepared[text].texts)):
                 segment.attributes.update(EXACT)
-            _write(segment, whole if whole is not None else prepared[text].translation(found, _PATTERN), codes)
+            written = whole if whole is not None else prepared[text].translation(found, _PATTERN)
+            reviewed = None if whole is not None or codes else job.for_review(text, written, _PATTERN)
+            _write(segment, written if reviewed is None else reviewed, codes)
         return write_xml(root, data)
 
     units = list(dict.fromkeys(text for text, codes in flat if not codes))

@@ -32,9 +32,15 @@ SPAN = "\ufffc"  # what a protected span is in a key: any placeholder, number or
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: a pair's key mixes both words' hashes (term_keys)
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
-# What mtkit.text.protect keeps as written, and plain numbers too: a CAT tool's placeables, which differ between
-# two sentences an exact match still takes ("3 files" and "12 files").
-_PROTECT = ProtectConfig(patterns=(r"\b\d+(?:[.,]\d+)*\b",))
+# What mtkit.text.protect keeps as written, plain numbers and C's printf conversions with their length modifiers
+# too (%u, %lu, %2lus): a CAT tool's placeables, which differ between two sentences an exact match still takes
+# ("3 files" and "12 files").
+_PROTECT = ProtectConfig(
+    patterns=(
+        r"\b\d+(?:[.,]\d+)*\b",
+        r"%(?:\d+\$)?[-+#0']*(?:\*|\d*)(?:\.(?:\*|\d+))?(?:hh|ll|[hlLqjzt])?[diouxXeEfFgGcsp]",
+    )
+)
 # A character every protected kind needs (a digit, a placeholder's, a URL's, a path's, code's or math's): a text
 # without one holds no span, and an import skips the patterns for it (most of a memory's segments).
 _MAY_SPAN = re.compile(r"[\d`\\${}%@/\[:]|www\.")
@@ -54,6 +60,7 @@ class Match:
     # Where the sentence differs from a fuzzy match's source in more than placeables, those parts to patch by the
     # model's translations (mtkit.memory.patching); None: nothing to patch.
     differences: tuple[Difference, ...] | None = None
+    written: str = ""  # the target with the sentence's own spans carried in (those differences'), for a patch or fill
 
     def report(self) -> dict[str, object]:
         """A sentence report's "memory": {"score", "source", "target"}."""
@@ -63,11 +70,19 @@ class Match:
         """The texts the model is to translate for the patch (none for a match with nothing to patch)."""
         return asked(self.differences) if self.differences else []
 
+    def patched(self, translations: Mapping[str, str]) -> str | None:
+        """The target (with the sentence's spans) patched by asks()'s `translations`; None where it cannot be, or
+        where the patch would lose or add a placeholder."""
+        fixed = patched(self.written, self.differences, translations) if self.differences and self.written else None
+        return fixed if fixed is not None and holds_spans(fixed, spans_of(self.written)[1]) else None
+
     def answer(self, output: str, translations: Mapping[str, str], fill: bool) -> str:
         """The sentence's translation given the model's `output` and asks()'s `translations`: the target patched,
-        else as mtkit.memory.patching.answer chooses."""
-        fixed = patched(self.target, self.differences, translations) if self.differences else None
-        return fixed if fixed is not None else answer(output, self.target, fill)
+        else as mtkit.memory.patching.answer chooses; the output where the match holds other spans (no `written`)."""
+        if not self.written:
+            return output
+        fixed = self.patched(translations)
+        return fixed if fixed is not None else answer(output, self.written, fill)
 
 
 def normalised(text: str) -> str:
@@ -106,6 +121,11 @@ def key_of(text: str) -> int:
 def _key_of_normalised(text: str) -> int:
     skeleton = _spans_of_normalised(text)[0]
     return int.from_bytes(hashlib.blake2b(skeleton.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def holds_spans(text: str, spans: list[str]) -> bool:
+    """Whether `text` holds exactly these protected spans (placeholders, numbers, URLs), in any order."""
+    return sorted(spans_of(text)[1]) == sorted(spans)
 
 
 def words_of(text: str) -> set[str]:
@@ -352,9 +372,13 @@ class MemoryIndex:
         match = self.fuzzy_match(sentence, threshold)
         if match is None:
             return None
-        fixed = repaired(sentence, match.source, match.target)
+        source, target = match.source, match.target
+        new, old = spans_of(sentence)[1], spans_of(source)[1]
+        if len(new) == len(old):  # the match written with the sentence's own spans, as an exact match's target is
+            source, target = carried(source, old, new), carried(target, old, new)
+        fixed = repaired(sentence, source, target)
         if fixed is None:
-            return replace(match, differences=differences(sentence, match.source))
+            return replace(match, differences=differences(sentence, source), written=target)
         return replace(match, translation=fixed)
 
     def fuzzy_match(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
@@ -368,8 +392,14 @@ class MemoryIndex:
         texts = [
             blob[a:b].decode("utf-8") for a, b in zip(offsets[positions].tolist(), offsets[positions + 1].tolist())
         ]
+        # A sentence with protected spans (placeholders, numbers, a catalog string's stand-ins) is scored with each
+        # span as one mark on both sides, as its exact match is keyed: "Binary files 1 and 2 differ" is then as near
+        # "Files %s and %s differ" as the string it was masked from.
+        skeleton, spans = spans_of(sentence)
+        keys = [spans_of(text)[0] for text in texts] if spans else texts
         # All candidates scored in one call, in float64 as fuzz.ratio scores one pair, then floored as CAT tools show
-        scores = np.floor(process.cdist([normalised(sentence)], texts, scorer=fuzz.ratio, dtype=np.float64)[0])
+        query = skeleton if spans else normalised(sentence)
+        scores = np.floor(process.cdist([query], keys, scorer=fuzz.ratio, dtype=np.float64)[0])
         scores[(scores < threshold) | (scores >= 100)] = -1
         best = int(np.argmax(scores))  # the first of equals: the earliest segment
         if scores[best] < 0:

@@ -6,9 +6,7 @@ context has more than one translation, so the model is asked the match's side as
 case. A difference whose translation the target does not hold leaves the match unpatched.
 
 Where no patch is found, `answer` gives the model's own output (it was given the match) or, where the caller fills
-entries for review as msgmerge fills a fuzzy entry with the old translation, the match's target itself wherever the
-model's output is no light edit of it (chrF under EDITED): on held-out software catalogs the match's target copied
-scored above the model's rewrite.
+entries for review, the match's target as mtkit.text.review offers it.
 """
 
 from __future__ import annotations
@@ -18,9 +16,9 @@ from collections.abc import Mapping
 from difflib import SequenceMatcher
 
 from mtkit.memory.repair import TOKEN
+from mtkit.text.review import offered
 
 CONTEXT = 1  # words of context either side a difference is also tried with
-EDITED = 80.0  # chrF of the model's output against the match's target from which the output counts as its edit
 
 # Per difference, (the match source's words, the sentence's words) with 0 .. CONTEXT words of context.
 Difference = tuple[tuple[str, str], ...]
@@ -72,13 +70,8 @@ def patched(target: str, found: tuple[Difference, ...], translations: Mapping[st
 
 
 def answer(output: str, target: str, fill: bool) -> str:
-    """An unpatched fuzzy match's sentence: the model's `output`, or with `fill` the match's `target` wherever the
-    output is no light edit of it."""
-    if not fill:
-        return output
-    from sacrebleu.metrics import CHRF  # a dependency of mtkit's own, read only where a memory fills
-
-    return output if CHRF().sentence_score(output, [target]).score >= EDITED else target
+    """An unpatched fuzzy match's sentence: the model's `output`, or with `fill` as mtkit.text.review offers."""
+    return offered(output, target) if fill else output
 
 
 def _edit(target: str, old: str, new: str, translations: Mapping[str, str]) -> tuple[int, int, str] | None:

@@ -344,3 +344,36 @@ def test_a_placeholder_the_model_invents_or_doubles_is_taken_out(tmp_path: Path)
     assert entries["Failed to set locktime for UID %lu\n"].count("%lu") == 1
     (tmp_path / "shadow.po").write_text(out, encoding="utf-8")
     assert msgfmt_check(tmp_path / "shadow.po").returncode == 0
+
+
+def test_a_fuzzy_match_of_the_whole_msgid_fills_it_for_review_with_its_placeholders() -> None:
+    """What a memory's fuzzy match gives a whole msgid (Job.patched, Job.offered, set by run_jobs' `review`) is
+    written flagged fuzzy: a patched match as it is; an offered target where the model's output departs from it;
+    neither where it would not hold the msgid's own placeholders."""
+    data = b"""msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Insert %s after the archive."
+msgstr ""
+
+msgid "Delete the archive."
+msgstr ""
+
+msgid "Delete %s and %s now."
+msgstr ""
+"""
+    job = po_job(data, "app.po", "en", "de")
+
+    def review(units: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        assert units == ["Insert %s after the archive.", "Delete the archive.", "Delete %s and %s now."]
+        patched = {units[0]: "%s nach dem Archiv einfügen."}
+        return patched, {units[1]: "Das Archiv löschen.", units[2]: "%s jetzt löschen."}
+
+    found = {tuple(lines[-2:]) for lines in [block.splitlines() for block in
+             run_jobs([job], upper, review=review)[0].decode().split("\n\n")] if len(lines) >= 2}  # fmt: skip
+    assert ('msgid "Insert %s after the archive."', 'msgstr "%s nach dem Archiv einfügen."') in found
+    assert ('msgid "Delete the archive."', 'msgstr "Das Archiv löschen."') in found  # "DELETE THE ARCHIVE." departs
+    assert ('msgid "Delete %s and %s now."', 'msgstr "DELETE %s AND %s NOW."') in found  # one %s: not offered
+    text = run_jobs([po_job(data, "app.po", "en", "de")], upper, review=review)[0].decode()
+    assert text.count("#, fuzzy") == 3

@@ -50,7 +50,7 @@ def test_fuzzy_score_is_rapidfuzz_ratio_floored_and_the_threshold_holds() -> Non
     # What differs, to patch (mtkit.memory.patching): the word alone, then with a word either side.
     assert found.differences == ((("football", "soccer"), ("playing football on", "playing soccer on")),)
     assert index.best(query, expected + 1) is None
-    assert index.fuzzy_match(query, 75) == dataclasses.replace(found, differences=None)
+    assert index.fuzzy_match(query, 75) == dataclasses.replace(found, differences=None, written="")
     assert index.fuzzy_match(PAIRS[0][0], 50) is None  # 100 left aside
     assert index.best("Something else entirely, unrelated.", 50) is None
 
