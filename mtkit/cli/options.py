@@ -158,7 +158,8 @@ MEMORY = typer.Option(
     "--memory",
     metavar="NAME",
     help="A translation memory (mtkit memory import): sentences it holds are answered with its translation, "
-    "placeholders and numbers the sentence's own; the best fuzzy match of every other is reported.",
+    "placeholders and numbers the sentence's own; the best fuzzy match of every other is reported, and patched "
+    "where the model's translations of the words that differ stand in it (docs/memories.md).",
 )
 MEMORY_THRESHOLD = typer.Option(
     75, "--memory-threshold", min=0, max=100, help="The lowest fuzzy score (0-100) a match is reported at."
@@ -199,6 +200,7 @@ def with_memory(
     if not fuzzy_piece(translator.tokenizer):
         warn(
             f"--memory {memory}: this model was not trained with fuzzy matches (docs/memories.md): its exact "
-            "matches answer sentences, its fuzzy ones are reported and not given to the model"
+            "matches answer sentences, its fuzzy ones are reported (and patched where they can be), not given to the "
+            "model"
         )
     return dataclasses.replace(options, memory=index, memory_threshold=threshold)

@@ -401,7 +401,11 @@ class MemoryIndex:
         query = skeleton if spans else normalised(sentence)
         scores = np.floor(process.cdist([query], keys, scorer=fuzz.ratio, dtype=np.float64)[0])
         scores[(scores < threshold) | (scores >= 100)] = -1
-        best = int(np.argmax(scores))  # the first of equals: the earliest segment
+        rank = scores
+        if spans:  # among equal scores the one nearest as written ("number 7" for "number 7!", not "number 0")
+            written = process.cdist([normalised(sentence)], texts, scorer=fuzz.ratio, dtype=np.float64)[0]
+            rank = np.where(scores < 0, -1.0, scores * 1000 + written)
+        best = int(np.argmax(rank))  # the first of equals: the earliest segment
         if scores[best] < 0:
             return None
         position = int(positions[best])
