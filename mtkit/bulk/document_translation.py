@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from mtkit.documents.formats import detect_format, open_job
 from mtkit.documents.job import Answer, Review, Translate, run_jobs
 from mtkit.documents.safety import Limits
 from mtkit.engines.options import TranslateOptions
-from mtkit.engines.plans import split_options, translate_split
+from mtkit.engines.plans import outputs_of, split_options, translate_split
 from mtkit.errors import check
 from mtkit.files import atomic_write
 from mtkit.text.sentence_plan import GUARD_LABELS, MemoryLookup, TextTranslation, guard_counts
@@ -59,16 +60,31 @@ def whole_matches(memory: MemoryLookup) -> Answer:
     return answer
 
 
-def fuzzy_units(translator: Translating, memory: MemoryLookup, threshold: int) -> Review:
+PATCH_NBEST = 4  # translations of a match's differing words looked for in its target (valid band: +0.3 chrF over 1)
+
+
+def nbest_texts(translator: Translating, nbest: int = PATCH_NBEST) -> Callable[[list[str]], list[list[str]]]:
+    """Texts to their n best translations, best first, on the same model (its beam, at most `nbest` of it)."""
+    cfg = dataclasses.replace(translator.cfg, nbest=min(nbest, translator.cfg.beam))
+    searching = dataclasses.replace(translator, cfg=cfg)  # shares the model; only the search's options differ
+
+    def translate(texts: list[str]) -> list[list[str]]:
+        outputs = outputs_of(translator.tokenizer, searching.translate_hypotheses(texts))
+        return [[output.text, *output.others] for output in outputs]
+
+    return translate
+
+
+def fuzzy_units(translate: Callable[[list[str]], list[list[str]]], memory: MemoryLookup, threshold: int) -> Review:
     """A catalog's units as a fuzzy match of the whole unit gives them, for review (Job.patched, Job.offered): the
-    match repaired (placeables) or patched by the model's translations of the words that differ (asked for every
-    unit at once), else its target offered."""
+    match repaired (placeables) or patched by the model's translations of the words that differ (`translate`: texts
+    to their n best, asked for every unit at once), else its target offered."""
 
     def review(units: list[str]) -> tuple[dict[str, str], dict[str, str]]:
         found = {unit: memory.best(unit, threshold) for unit in units}
         fuzzy: dict[str, Any] = {unit: m for unit, m in found.items() if m is not None and m.score < 100}
         asks = list(dict.fromkeys(text for match in fuzzy.values() for text in match.asks()))
-        said = dict(zip(asks, translator.translate(asks))) if asks else {}
+        said = dict(zip(asks, translate(asks))) if asks else {}
         patched, offered = {}, {}
         for unit, match in fuzzy.items():
             fixed = match.translation or match.patched(said)
@@ -128,7 +144,7 @@ def translate_documents(
     if options is not None and options.memory is not None and fuzzy and set(formats) <= REVIEWED:
         # Every entry filled goes to review: an unpatched fuzzy match may offer its target, as msgmerge does.
         options = dataclasses.replace(options, memory_fill=True)
-        review = fuzzy_units(translator, options.memory, options.memory_threshold)
+        review = fuzzy_units(nbest_texts(translator), options.memory, options.memory_threshold)
     translate, by_sentence = sentence_translator(translator, language, options, exact)
     start = time.perf_counter()
     answer = whole_matches(options.memory) if options and options.memory else None

@@ -70,13 +70,13 @@ class Match:
         """The texts the model is to translate for the patch (none for a match with nothing to patch)."""
         return asked(self.differences) if self.differences else []
 
-    def patched(self, translations: Mapping[str, str]) -> str | None:
+    def patched(self, translations: Mapping[str, Sequence[str]]) -> str | None:
         """The target (with the sentence's spans) patched by asks()'s `translations`; None where it cannot be, or
         where the patch would lose or add a placeholder."""
         fixed = patched(self.written, self.differences, translations) if self.differences and self.written else None
         return fixed if fixed is not None and holds_spans(fixed, spans_of(self.written)[1]) else None
 
-    def answer(self, output: str, translations: Mapping[str, str], fill: bool) -> str:
+    def answer(self, output: str, translations: Mapping[str, Sequence[str]], fill: bool) -> str:
         """The sentence's translation given the model's `output` and asks()'s `translations`: the target patched,
         else as mtkit.memory.patching.answer chooses; the output where the match holds other spans (no `written`)."""
         if not self.written:

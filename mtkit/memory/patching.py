@@ -3,7 +3,8 @@ source (Ortega, Sánchez-Martínez & Forcada 2016, fuzzy-match repair with black
 source's words there (alone, then with a word of context either side) are translated, that translation is found
 once in the target, and the translation of the sentence's words there takes its place. A short phrase out of
 context has more than one translation, so the model is asked the match's side as written, capitalised and in lower
-case. A difference whose translation the target does not hold leaves the match unpatched.
+case, and each of its n best translations of them is looked for (the sentence's side takes the best). A
+difference whose translation the target does not hold leaves the match unpatched.
 
 Where no patch is found, `answer` gives the model's own output (it was given the match) or, where the caller fills
 entries for review, the match's target as mtkit.text.review offers it.
@@ -12,7 +13,7 @@ entries for review, the match's target as mtkit.text.review offers it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
 
 from mtkit.memory.repair import TOKEN
@@ -52,9 +53,9 @@ def asked(found: tuple[Difference, ...]) -> list[str]:
     return list(dict.fromkeys(text for pairs in found for old, new in pairs for text in (*_forms(old), new)))
 
 
-def patched(target: str, found: tuple[Difference, ...], translations: Mapping[str, str]) -> str | None:
-    """`target` with every difference's translation in place (asked's `translations`); None where one is not found
-    once in it, or two fall on one place."""
+def patched(target: str, found: tuple[Difference, ...], translations: Mapping[str, Sequence[str]]) -> str | None:
+    """`target` with every difference's translation in place (asked's `translations`: each text's, best first);
+    None where one is not found once in it, or two fall on one place."""
     edits = []
     for pairs in found:
         edit = next((e for old, new in pairs if (e := _edit(target, old, new, translations)) is not None), None)
@@ -74,13 +75,13 @@ def answer(output: str, target: str, fill: bool) -> str:
     return offered(output, target) if fill else output
 
 
-def _edit(target: str, old: str, new: str, translations: Mapping[str, str]) -> tuple[int, int, str] | None:
-    """Where the translation of `old` (any of its forms) stands once in `target`, and that of `new` to put there."""
-    written = _phrase(translations.get(new, ""))
+def _edit(target: str, old: str, new: str, translations: Mapping[str, Sequence[str]]) -> tuple[int, int, str] | None:
+    """Where a translation of `old` (any of its forms) stands once in `target`, and that of `new` to put there."""
+    written = _phrase(next(iter(translations.get(new, ())), ""))
     if not written:
         return None
-    for form in _forms(old):
-        found = _once(target, _phrase(translations.get(form, "")))
+    for text in (text for form in _forms(old) for text in translations.get(form, ())):
+        found = _once(target, _phrase(text))
         if found is not None:
             if found.group()[:1].isupper() and written[:1].islower():
                 written = written[:1].upper() + written[1:]

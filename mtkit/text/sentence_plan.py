@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -88,7 +88,7 @@ class MemoryMatch(Protocol):
         """Texts the model is to translate so that the match's target can be patched (mtkit.memory.patching)."""
         ...
 
-    def answer(self, output: str, translations: Mapping[str, str], fill: bool) -> str:
+    def answer(self, output: str, translations: Mapping[str, Sequence[str]], fill: bool) -> str:
         """The sentence's translation from the model's `output` and asks()'s `translations` (`fill`: a match's target
         may stand for an output that departs from it, for review)."""
         ...
@@ -263,7 +263,7 @@ def plan_translation(
     # A fuzzy match's target patched where the model's translations of the parts that differ are found in it.
     fuzzy = {s: m for s, m in matches.items() if not m.translation and chosen.get(s, (None, None))[1] is not None}
     asks = list(dict.fromkeys(text for match in fuzzy.values() for text in match.asks()))
-    said = dict(zip(asks, [output.text for output in (yield asks)])) if asks else {}
+    said = {text: [output.text, *output.others] for text, output in zip(asks, (yield asks))} if asks else {}
 
     def sentence(source: str) -> Sentence:
         if not wordy(source):

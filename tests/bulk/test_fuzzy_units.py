@@ -22,20 +22,21 @@ MEMORY = MemoryIndex(
 
 
 class Words:
-    """A stand-in translator: a few words it knows, the rest upper-cased; counts its calls."""
+    """A stand-in model's n best: a few words it knows (its second best for "before"), the rest upper-cased;
+    counts its calls."""
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 
-    def translate(self, texts: list[str]) -> list[str]:
+    def __call__(self, texts: list[str]) -> list[list[str]]:
         self.calls.append(list(texts))
-        known = {"before": "vor", "after": "nach"}
-        return [known.get(text, text.upper()) for text in texts]
+        known = {"before": ["bevor", "vor"], "after": ["nach"]}
+        return [known.get(text, [text.upper()]) for text in texts]
 
 
 def test_patched_repaired_offered_and_left() -> None:
     model = Words()
-    review = fuzzy_units(model, MEMORY, 75)  # type: ignore[arg-type]
+    review = fuzzy_units(model, MEMORY, 75)
     units = [
         "Insert file after the archive.",
         "Unknown option -q given.",

@@ -19,19 +19,22 @@ def test_the_differing_word_alone_then_with_a_word_either_side() -> None:
 
 def test_a_translation_found_once_is_swapped_and_the_targets_capital_kept() -> None:
     found = differences("Insert file after [MEMBER].", "Insert file before [MEMBER].")
-    assert patched(TARGET, found, {"before": "vor", "after": "nach"}) == "Füge Datei nach [MEMBER] ein."
+    assert patched(TARGET, found, {"before": ["vor"], "after": ["nach"]}) == "Füge Datei nach [MEMBER] ein."
+    # Any of the n best translations of the match's side; the sentence's side takes its best.
+    nbest = {"before": ["bevor", "vor"], "after": ["nach", "hinter"]}
+    assert patched(TARGET, found, nbest) == "Füge Datei nach [MEMBER] ein."
     # The lower-case form is asked too; the word takes the target's capital where it begins it.
     signal = differences("unknown version", "unknown signal")
-    assert patched("Unbekanntes Signal", signal, {"signal": "signal", "Signal": "Signal", "version": "version"}) == (
-        "Unbekanntes Version"
-    )
+    assert patched(
+        "Unbekanntes Signal", signal, {"signal": ["signal"], "Signal": ["Signal"], "version": ["version"]}
+    ) == ("Unbekanntes Version")
 
 
 def test_no_patch_where_the_target_lacks_the_translation_or_holds_it_twice() -> None:
     found = differences("Insert file after [MEMBER].", "Insert file before [MEMBER].")
-    assert patched(TARGET, found, {"before": "bevor", "after": "nach"}) is None
-    assert patched("vor vor [MEMBER]", found, {"before": "vor", "after": "nach"}) is None
-    assert patched(TARGET, found, {"before": "vor"}) is None  # the sentence's side untranslated
+    assert patched(TARGET, found, {"before": ["bevor"], "after": ["nach"]}) is None
+    assert patched("vor vor [MEMBER]", found, {"before": ["vor"], "after": ["nach"]}) is None
+    assert patched(TARGET, found, {"before": ["vor"]}) is None  # the sentence's side untranslated
 
 
 def test_an_unpatched_match_answers_with_the_output_or_for_review_the_target() -> None:
