@@ -402,7 +402,7 @@ def run(args: argparse.Namespace) -> None:
     everywhere, nowhere = frequent_pairs(counts, 1000), frequent_pairs(counts, 1000, timed)
     speed = speed_rows(engine, timed, everywhere, args.rounds, TERM_METHODS, nowhere, sampled_pairs(counts, 1000))
     report = {
-        "run": str(demo),
+        "run": str(demo.relative_to(Path.cwd())) if demo.is_relative_to(Path.cwd()) else demo.name,
         "engine": engine_name,
         "threads": os.environ.get("OMP_NUM_THREADS"),
         "speed": speed,
