@@ -244,7 +244,7 @@ TORCH_FREE = (
     "corpus.language_pairs",
     "runs.checkpoint_files",
     "exports.directory", "exports.ctranslate2_library",
-    "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache",
+    "engines.contract", "engines.factory", "engines.config", "engines.ct2", "engines.ct2_cache", "engines.ct2_setup",
     "engines.streaming", "engines.output", "engines.plans",
     "text.sentences", "text.guard", "text.sentence_plan", "text.line_plan", "text.casing", "text.markup",
     "text.html_tree",

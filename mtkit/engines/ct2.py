@@ -13,7 +13,6 @@ ctranslate2 is imported lazily.
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from mtkit.engines.contract import (
     translate_lines,
 )
 from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
+from mtkit.engines.ct2_setup import default_threads, open_model, resolve_compute_type, resolve_ct2_device
 from mtkit.errors import UserError, check
 from mtkit.exports.ctranslate2_library import import_ctranslate2
 from mtkit.file_names import SPM_NAME, VMAP_NAME
@@ -40,37 +40,10 @@ from mtkit.tokenizer import TableTokenizer, Tokenizer, tokenizer_from_bytes
 # lp = (n + 1) ** 1e-30 rounds to 1.0, so CTranslate2's scores are raw log-prob sums; a length penalty of exactly 0
 # would switch it to its unnormalised stopping rule, which ends a sentence at another step than mtkit's search.
 RAW_SCORES = 1e-30
-COMPUTE_TYPES = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
 # CTranslate2 gives a beam that cannot continue (behind a forced prefix) a score of -1e10 and still returns it.
 DEAD_SCORE = -1e9
 # A batch takes the sentences of the next maximum length too while it holds fewer (see CT2Translator._batches).
 MIN_BATCH = 32
-TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # one --dtype flag for both engines
-
-
-def resolve_ct2_device(ctranslate2: Any, name: str) -> str:
-    """`auto` -> cuda when CTranslate2 sees a CUDA device, else cpu; cpu and cuda as given."""
-    check(name in ("auto", "cpu", "cuda"), f"--device {name}: --engine ctranslate2 takes auto, cpu or cuda")
-    gpus = ctranslate2.get_cuda_device_count()
-    check(name != "cuda" or gpus > 0, "--device cuda: CTranslate2 sees no CUDA device")
-    return ("cuda" if gpus > 0 else "cpu") if name == "auto" else name
-
-
-def resolve_compute_type(ctranslate2: Any, dtype: str, device: str) -> str:
-    """--dtype as a CTranslate2 compute type (fp32 -> float32, ...), refused where the engine or device lacks it.
-
-    `auto`: float32 on CPU (int8 changes output), bfloat16 or else float16 on a GPU that has it.
-    """
-    supported = set(ctranslate2.get_supported_compute_types(device))
-    name = TORCH_DTYPES.get(dtype, dtype)
-    if name == "auto":
-        name = next((t for t in ("bfloat16", "float16") if t in supported and device == "cuda"), "float32")
-    check(
-        name in COMPUTE_TYPES,
-        f"--dtype {dtype}: --engine ctranslate2 takes {', '.join(COMPUTE_TYPES)} (or fp32, bf16, fp16)",
-    )
-    check(name in supported, f"--dtype {dtype}: CTranslate2 on {device} supports {', '.join(sorted(supported))}")
-    return name
 
 
 def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
@@ -92,12 +65,6 @@ def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
             "sampling_temperature": cfg.temperature,
         }
     return {**common, "beam_size": cfg.beam, "num_hypotheses": cfg.nbest if native else cfg.beam}
-
-
-def default_threads(workers: int) -> int:
-    """Threads per batch: OMP_NUM_THREADS (torch's setting too) or the usable cores, shared by the workers."""
-    cores = int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0)))
-    return max(1, cores // workers)
 
 
 @dataclass
@@ -161,7 +128,7 @@ class CT2Translator:
         )
         workers = cfg.workers if device == "cpu" else 1
         threads = threads or default_threads(workers)
-        model = _open_model(ctranslate2, path, exporter, directory, device, compute_type, workers, threads)
+        model = open_model(ctranslate2, path, exporter, directory, device, compute_type, workers, threads)
         tokenizer = tokenizer_from_bytes((directory / SPM_NAME).read_bytes(), name=str(directory / SPM_NAME))
         info = {
             "checkpoint": metadata.get("checkpoint"),
@@ -470,27 +437,3 @@ def _attention(result: Any, sources: int) -> list[list[list[float]] | None]:
         [list(row[:sources]) for row in rows[: len(tokens)]]
         for tokens, rows in zip(result.hypotheses, result.attention, strict=True)
     ]
-
-
-def _open_model(
-    ctranslate2: Any,
-    path: Any,
-    exporter: Exporter | None,
-    directory: Path,
-    device: str,
-    compute_type: str,
-    workers: int,
-    threads: int,
-) -> Any:
-    """ctranslate2.Translator over `directory`; a cache CTranslate2 cannot read is exported again once."""
-
-    def open_at(where: Path) -> Any:
-        return ctranslate2.Translator(
-            str(where), device=device, compute_type=compute_type, inter_threads=workers, intra_threads=threads
-        )
-
-    try:
-        return open_at(directory)
-    except (RuntimeError, ValueError) as exc:
-        check(directory != Path(path), f"{directory}: CTranslate2 cannot load this model ({exc})")
-        return open_at(model_directory(path, exporter, rebuild=True))
