@@ -90,8 +90,8 @@ def fuzzy_units(translate: Callable[[list[str]], list[list[str]]], memory: Memor
             fixed = match.translation or match.patched(said)
             if fixed:
                 patched[unit] = fixed
-            elif match.written:  # written only where it holds the unit's own placeholders
-                offered[unit] = match.written
+            else:  # as the unit's spans are written, or as stored: Job.for_review checks its placeholders
+                offered[unit] = match.written or match.target
         return patched, offered
 
     return review

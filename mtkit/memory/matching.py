@@ -78,7 +78,8 @@ class Match:
 
     def answer(self, output: str, translations: Mapping[str, Sequence[str]], fill: bool) -> str:
         """The sentence's translation given the model's `output` and asks()'s `translations`: the target patched,
-        else as mtkit.memory.patching.answer chooses; the output where the match holds other spans (no `written`)."""
+        else as mtkit.memory.patching.answer chooses; the output where the match's spans could not be given the
+        sentence's (no `written`)."""
         if not self.written:
             return output
         fixed = self.patched(translations)
@@ -372,10 +373,11 @@ class MemoryIndex:
         match = self.fuzzy_match(sentence, threshold)
         if match is None:
             return None
-        source, target = match.source, match.target
-        new, old = spans_of(sentence)[1], spans_of(source)[1]
-        if len(new) == len(old):  # the match written with the sentence's own spans, as an exact match's target is
-            source, target = carried(source, old, new), carried(target, old, new)
+        new, old = spans_of(sentence)[1], spans_of(match.source)[1]
+        if len(new) != len(old):  # spans the sentence's cannot replace: no patch, no fill from it (`written` "")
+            return match
+        # The match written with the sentence's own spans, as an exact match's target is.
+        source, target = carried(match.source, old, new), carried(match.target, old, new)
         fixed = repaired(sentence, source, target)
         if fixed is None:
             return replace(match, differences=differences(sentence, source), written=target)

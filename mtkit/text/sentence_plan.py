@@ -19,8 +19,10 @@ Over 450 lines on purpose: the plan, the sentence's preparation (spans, glossary
 match) and the guard's verdicts are one loop's steps that read each other's state; the parts with jobs of their own
 already stand apart (guard, protect, glossary, casing, sentences; the line plan). It grew past 550 lines with the
 "replace" way (a sentence's output edited where the model's attention puts its term) and a memory's fuzzy match
-handed to the model, both steps of that loop. Its result types (Output, Sentence, TextTranslation, Asked), which
-the engines, bulk jobs, documents and server import from here, are the part with a job of its own that leaves next.
+handed to the model, and past 600 with that match patched by the model's translations of what differs (one more
+request after the loop; the patching itself is mtkit.memory.patching's), all steps of that loop. Its result types
+(Output, Sentence, TextTranslation, Asked), which the engines, bulk jobs, documents and server import from here,
+are the part with a job of its own that leaves next.
 """
 
 from __future__ import annotations

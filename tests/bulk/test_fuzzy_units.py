@@ -62,3 +62,11 @@ def test_a_masked_sentence_scores_and_carries_as_the_string_it_was_masked_from()
     assert masked is not None and written is not None and masked.score == written.score
     assert masked.written == "Dateien 1 und 2 sind verschieden."
     assert MEMORY.best("Files %lu and %lu differ", 75).translation == "Dateien %lu und %lu sind verschieden."  # type: ignore[union-attr]
+
+
+def test_a_match_whose_spans_the_sentence_cannot_give_is_neither_patched_nor_filled() -> None:
+    """Three placeholders against the match's two: its target would write the memory's own, so a sentence keeps the
+    model's output even where entries are filled for review."""
+    match: Any = MEMORY.best("Files %s, %s and %s differ", 75)
+    assert match is not None and match.written == "" and match.differences is None
+    assert match.answer("DATEIEN", {}, fill=True) == "DATEIEN"
