@@ -11,8 +11,8 @@ import ctranslate2
 import pytest
 
 from mtkit.engines.ct2 import RAW_SCORES, CT2Translator, search_options
-from mtkit.engines.ct2_setup import default_threads
 from mtkit.engines.ct2_cache import model_directory
+from mtkit.engines.ct2_setup import default_threads
 from mtkit.engines.factory import EXPORT_ON_FIRST_USE
 from mtkit.errors import UserError
 from mtkit.search.config import MIN_LENGTH, TranslateConfig
