@@ -21,7 +21,7 @@ import numpy as np
 
 from mtkit.memory.fragments import fragments_of, may_cut
 from mtkit.memory.patching import Difference, answer, asked, differences, patched
-from mtkit.memory.repair import repaired
+from mtkit.memory.repair import PRINTF, repaired
 from mtkit.text.protect import DEFAULT_PATTERNS, ProtectConfig
 
 DEFAULT_THRESHOLD = 75  # the fuzzy score CAT tools (Trados, memoQ) show matches from by default
@@ -38,7 +38,7 @@ _WORD = re.compile(r"\w+")
 _PROTECT = ProtectConfig(
     patterns=(
         r"\b\d+(?:[.,]\d+)*\b",
-        r"%(?:\d+\$)?[-+#0']*(?:\*|\d*)(?:\.(?:\*|\d+))?(?:hh|ll|[hlLqjzt])?[diouxXeEfFgGcsp]",
+        PRINTF,
     )
 )
 # A character every protected kind needs (a digit, a placeholder's, a URL's, a path's, code's or math's): a text
@@ -375,7 +375,9 @@ class MemoryIndex:
             return None
         new, old = spans_of(sentence)[1], spans_of(match.source)[1]
         if len(new) != len(old):  # spans the sentence's cannot replace: no patch, no fill from it (`written` "")
-            return match
+            # but a repair that adds or takes out the spans the two differ by ("%s: " before a message) answers it
+            fixed = repaired(sentence, match.source, match.target)
+            return replace(match, translation=fixed) if fixed is not None and holds_spans(fixed, new) else match
         # The match written with the sentence's own spans, as an exact match's target is.
         source, target = carried(match.source, old, new), carried(match.target, old, new)
         fixed = repaired(sentence, source, target)

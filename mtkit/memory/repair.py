@@ -1,8 +1,10 @@
 """A fuzzy match's target repaired where its sentence differs from the match's source only in placeables: the
 identifiers, option letters, numbers and all-capital names a translator copies as they are ("fr30_cgen_rebuild_tables",
 "-L", "inet6", "UID"), each found once, as written, in the target and swapped for the sentence's own, as CAT tools
-substitute placeables before they offer a match. A match that differs in anything else (a word the target
-translates, a word added) is not repaired: it goes to the model, or is only reported.
+substitute placeables before they offer a match. Text of no words (placeholders, punctuation: "%s: ", "[%u]") is
+also taken out where the target holds it once, and added at the start or the end, where a message's prefix or its
+trailing arguments stand ("%s: syntax error" from "syntax error"). A match that differs in anything else (a word the
+target translates, a word added) is not repaired: it goes to the model, or is only reported.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-TOKEN = re.compile(r"\w+|[^\w\s]")
+# C's printf conversions, with glibc's length modifiers (%lu, %2lus, %Zd): what the memory protects as placeholders.
+PRINTF = r"%(?:\d+\$)?[-+#0']*(?:\*|\d*)(?:\.(?:\*|\d+))?(?:hh|ll|[hlLqjztZ])?[diouxXeEfFgGcsp]"
+TOKEN = re.compile(rf"{PRINTF}|\w+|[^\w\s]")  # a placeholder is one token ("%sUnknown": two)
 # A token a translation keeps as written: with a digit or an underscore, one character, all capitals, or a capital
 # inside a word (camelCase). Not a capitalised word ("Name", "Parent": English and German nouns can be spelt alike),
 # nor a lower-case one ("open" is a word to translate as often as a command's name).
-_PLACEABLE = re.compile(r"\w*[\d_]\w*|.|[A-Z0-9]{2,}|[a-z]+[A-Z]\w*")
+_PLACEABLE = re.compile(rf"{PRINTF}|\w*[\d_]\w*|.|[A-Z0-9]{{2,}}|[a-z]+[A-Z]\w*")
 # What the match's source may have in the place instead, found as written in its target: lower case too (a German
 # target holds an English lower-case word only as a name: a command, a file, a field).
 _STORED = re.compile(rf"{_PLACEABLE.pattern}|[a-z]+")
+_LETTER = re.compile(r"[^\W\d_]")
+_FINAL = ".!?:"  # a target ending in one of these takes no trailing arguments after it, unless its source does too
 
 
 def _placeable(tokens: list[str], pattern: re.Pattern[str]) -> bool:
@@ -28,13 +34,26 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
     """`target`, the translation of `source`, with the placeables in which `sentence` differs from `source` put in
     their place; None where the two differ in anything else, or a placeable is not in the target exactly once."""
     wanted = list(TOKEN.finditer(sentence))
-    stored = [m.group() for m in TOKEN.finditer(source)]
+    stored_at = list(TOKEN.finditer(source))
+    stored = [m.group() for m in stored_at]
     written = list(TOKEN.finditer(target))
     words = [m.group() for m in written]
     edits: list[tuple[int, int, str]] = []
     matcher = SequenceMatcher(None, stored, [m.group() for m in wanted], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
+            continue
+        if tag == "insert" and _symbolic(sentence[wanted[j1].start() : wanted[j2 - 1].end()]):
+            edit = _edge(sentence, wanted, j1, j2, stored, target, written, i1)
+            if edit is None:
+                return None
+            edits.append(edit)
+            continue
+        if tag == "delete" and _symbolic(text := source[stored_at[i1].start() : stored_at[i2 - 1].end()]):
+            edit = _cut(target, text)
+            if edit is None:
+                return None
+            edits.append(edit)
             continue
         old, new = stored[i1:i2], [m.group() for m in wanted[j1:j2]]
         if tag == "insert" or not _placeable(old, _STORED) or (new and not _placeable(new, _PLACEABLE)):
@@ -56,3 +75,43 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
     for low, high, text in sorted(edits, reverse=True):
         target = target[:low] + text + target[high:]
     return target
+
+
+def _symbolic(text: str) -> bool:
+    """Whether `text` holds no word: placeholders, numbers, punctuation only."""
+    return _LETTER.search(re.sub(PRINTF, "", text)) is None
+
+
+def _cut(target: str, text: str) -> tuple[int, int, str] | None:
+    """`text` taken out of `target`, where it stands there once, with one of the spaces it stood between."""
+    at = target.find(text)
+    if at < 0 or target.find(text, at + 1) >= 0:
+        return None
+    high = at + len(text)
+    if target[high : high + 1] == " " and (at == 0 or target[at - 1] == " "):
+        high += 1
+    return at, high, ""
+
+
+def _edge(
+    sentence: str,
+    wanted: list[re.Match[str]],
+    j1: int,
+    j2: int,
+    stored: list[str],
+    target: str,
+    written: list[re.Match[str]],
+    i1: int,
+) -> tuple[int, int, str] | None:
+    """The sentence's text of no words before its first word, or after its last, in place of the target's own
+    there (its white space); None for such text added in the middle, whose place in the target is not known."""
+    if not written or not stored:
+        return None
+    if i1 == 0 and j1 == 0:
+        return 0, written[0].start(), sentence[: wanted[j2].start()] if j2 < len(wanted) else sentence
+    if i1 == len(stored) and j2 == len(wanted):
+        last = written[-1].group()
+        if last in _FINAL and last != stored[-1]:
+            return None
+        return written[-1].end(), len(target), sentence[wanted[j1 - 1].end() :]
+    return None

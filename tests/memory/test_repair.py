@@ -34,6 +34,25 @@ pytest.importorskip("rapidfuzz")
             "INET6 (IPv6) nicht konfiguriert",
         ),
         ("Is a directory", "%s: Is a directory", "%s: Ist ein Verzeichnis", "Ist ein Verzeichnis"),
+        # Text of no words added before the message, or after it, or taken out where the target holds it once.
+        ("%s: syntax error", "syntax error", "Syntaxfehler", "%s: Syntaxfehler"),
+        ("%s%sUnknown signal %d\n", "Unknown signal %d", "Unbekanntes Signal %d\n", "%s%sUnbekanntes Signal %d\n"),
+        ("%s\t\t\tASCII: ", "ASCII:", "\t\t\tASCII: ", "%s\t\t\tASCII: "),
+        ("<unknown>: %d", "<unknown>", "<Unbekannt>", "<Unbekannt>: %d"),
+        (
+            "%s: Leaving directory '%s'",
+            "%s[%u]: Leaving directory '%s'",
+            "%s[%u]: Verzeichnis „%s“ wird verlassen",
+            "%s: Verzeichnis „%s“ wird verlassen",
+        ),
+        (
+            "%s: cannot allocate %lu bytes",
+            "%s: %s:%d: cannot allocate %lu bytes",
+            "%s: %s:%d: Konnte keine %lu Bytes reservieren.",
+            "%s: Konnte keine %lu Bytes reservieren.",
+        ),
+        # A placeholder is one token, glibc's %Zd among them.
+        ("illegal sequence at %Zd", "illegal sequence at %ld", "ungültige Sequenz an %ld", "ungültige Sequenz an %Zd"),
     ],
 )
 def test_placeables_are_swapped_in_the_target(sentence: str, source: str, target: str, expected: str) -> None:
@@ -50,6 +69,9 @@ def test_placeables_are_swapped_in_the_target(sentence: str, source: str, target
         ("duplicate group entry", "duplicate shadow group entry", "Doppelter Eintrag für shadow-Gruppe"),  # glued
         ("copy A1 to A1", "copy B2 to B2", "B2 nach B2 kopieren"),  # the placeable twice in the target
         ("Same text", "Same text", "Gleicher Text"),  # nothing to repair: an exact match's business
+        ("Bad value: %d", "Bad value", "Falscher Wert."),  # arguments after the target's full stop
+        ("copy %s to here", "copy to here", "hierher kopieren"),  # added in the middle: no place for it
+        ("%s: illegal option -- %c", "%s: invalid option -- '%c'", "%s: Ungültige Option -- %c"),  # a word too
     ],
 )
 def test_any_other_difference_is_not_repaired(sentence: str, source: str, target: str) -> None:
@@ -72,3 +94,15 @@ def test_the_memorys_best_match_carries_its_repair_and_keeps_its_score() -> None
     assert match.report()["target"] == "interner Fehler: fr30_cgen_rebuild_tables"
     other = memory.best("Accessible Names", 75)
     assert other is not None and other.score < 100 and other.translation == ""
+
+
+def test_a_match_with_other_placeholders_is_answered_where_the_repair_gives_the_sentences() -> None:
+    memory = MemoryIndex(
+        [("syntax error in expression", "Syntaxfehler im Ausdruck"), ("%s: no job control", "%s: Keine Jobsteuerung")]
+    )
+    added = memory.best("%s: syntax error in expression", 75)
+    assert added is not None and added.score < 100 and added.translation == "%s: Syntaxfehler im Ausdruck"
+    taken = memory.best("no job control", 75)
+    assert taken is not None and taken.score < 100 and taken.translation == "Keine Jobsteuerung"
+    words = memory.best("%s: syntax errors in expression", 75)  # a word differs too: not repaired, not written
+    assert words is not None and words.translation == "" and words.written == ""
