@@ -1,7 +1,8 @@
 """A fuzzy match's target repaired where its sentence differs from the match's source only in placeables: the
 identifiers, option letters, numbers and all-capital names a translator copies as they are ("fr30_cgen_rebuild_tables",
 "-L", "inet6", "UID"), each found once, as written, in the target and swapped for the sentence's own, as CAT tools
-substitute placeables before they offer a match. Text of no words (placeholders, punctuation: "%s: ", "[%u]") is
+substitute placeables before they offer a match; so is a name between quotes ("'define' directive"), and a word
+capitalised at the start is the same word. Text of no words (placeholders, punctuation: "%s: ", "[%u]") is
 also taken out where the target holds it once, and added at the start or the end, where a message's prefix or its
 trailing arguments stand ("%s: syntax error" from "syntax error"). A match that differs in anything else (a word the
 target translates, a word added) is not repaired: it goes to the model, or is only reported.
@@ -23,7 +24,15 @@ _PLACEABLE = re.compile(rf"{PRINTF}|\w*[\d_]\w*|.|[A-Z0-9]{{2,}}|[a-z]+[A-Z]\w*"
 # target holds an English lower-case word only as a name: a command, a file, a field).
 _STORED = re.compile(rf"{_PLACEABLE.pattern}|[a-z]+")
 _LETTER = re.compile(r"[^\W\d_]")
+_QUOTES = "'`\"‘’“”„»«"  # a word between these is a name (a command, a function, a field), copied as written
+_OPENING = ":=(["  # what leads to a message's argument
 _FINAL = ".!?:"  # a target ending in one of these takes no trailing arguments after it, unless its source does too
+
+
+def word_key(token: str) -> str:
+    """What two sentences' tokens are compared by: a word capitalised at a sentence's start is the same word (not an
+    option letter: -w and -W differ, nor a name in capitals)."""
+    return token[:1].lower() + token[1:] if len(token) > 1 and token.isalpha() and token[1:].islower() else token
 
 
 def _placeable(tokens: list[str], pattern: re.Pattern[str]) -> bool:
@@ -39,7 +48,8 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
     written = list(TOKEN.finditer(target))
     words = [m.group() for m in written]
     edits: list[tuple[int, int, str]] = []
-    matcher = SequenceMatcher(None, stored, [m.group() for m in wanted], autojunk=False)
+    keys = [word_key(m.group()) for m in wanted]
+    matcher = SequenceMatcher(None, [word_key(token) for token in stored], keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
@@ -56,7 +66,7 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
             edits.append(edit)
             continue
         old, new = stored[i1:i2], [m.group() for m in wanted[j1:j2]]
-        if tag == "insert" or not _placeable(old, _STORED) or (new and not _placeable(new, _PLACEABLE)):
+        if tag == "insert" or not _placeable(old, _STORED) or (new and not _kept(sentence, wanted[j1:j2])):
             return None
         found = [k for k in range(len(words) - len(old) + 1) if words[k : k + len(old)] == old]
         if len(found) != 1:
@@ -70,11 +80,21 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
             return None  # a deleted placeable glued to a word ("shadow-Gruppe") would leave half of it
         edits.append((low, high + 1, "") if after.isspace() else (low - 1 if low else low, high, ""))
     places = sorted(edits)
+    if not edits and sentence != source:
+        return target  # the same words but for a capital letter (or the white space between them)
     if not edits or any(a[1] > b[0] for a, b in zip(places, places[1:])):
         return None  # nothing to repair, or two differences on one place of the target
     for low, high, text in sorted(edits, reverse=True):
         target = target[:low] + text + target[high:]
     return target
+
+
+def _kept(sentence: str, tokens: list[re.Match[str]]) -> bool:
+    """Whether the sentence's tokens are placeables, or a name between quotes (`'endef' directive`)."""
+    if _placeable([m.group() for m in tokens], _PLACEABLE):
+        return True
+    low, high = tokens[0].start(), tokens[-1].end()
+    return low > 0 and sentence[low - 1] in _QUOTES and sentence[high : high + 1] in tuple(_QUOTES)
 
 
 def _symbolic(text: str) -> bool:
@@ -90,6 +110,8 @@ def _cut(target: str, text: str) -> tuple[int, int, str] | None:
     high = at + len(text)
     if target[high : high + 1] == " " and (at == 0 or target[at - 1] == " "):
         high += 1
+    if target[:at].rstrip()[-1:] in _OPENING and not target[high:].strip():
+        return None  # "Schnittstelle: %s" -> "Schnittstelle: ": what led to the text would stand for nothing
     return at, high, ""
 
 

@@ -1,6 +1,6 @@
 """mtkit.memory.repair: a fuzzy match whose source differs from the sentence only in placeables (identifiers, option
-letters, numbers, names in capitals) answers it with those swapped in its target; any other difference leaves the
-match to the model."""
+letters, numbers, names in capitals, names between quotes, text of no words at its ends) answers it with those
+swapped in its target; any other difference leaves the match to the model."""
 
 from __future__ import annotations
 
@@ -51,6 +51,15 @@ pytest.importorskip("rapidfuzz")
             "%s: %s:%d: Konnte keine %lu Bytes reservieren.",
             "%s: Konnte keine %lu Bytes reservieren.",
         ),
+        # A name between quotes is copied as written; a capital at the start is the same word.
+        (
+            "extraneous text after 'endef' directive",
+            "extraneous text after 'define' directive",
+            "Überflüssiger Text nach einer „define“-Anweisung",
+            "Überflüssiger Text nach einer „endef“-Anweisung",
+        ),
+        ("Unknown signal", "unknown signal", "Unbekanntes Signal", "Unbekanntes Signal"),
+        ("-w, --days", "-W, --days", "-W, --Tage", "-w, --Tage"),  # an option letter's case is the option
         # A placeholder is one token, glibc's %Zd among them.
         ("illegal sequence at %Zd", "illegal sequence at %ld", "ungültige Sequenz an %ld", "ungültige Sequenz an %Zd"),
     ],
@@ -70,6 +79,8 @@ def test_placeables_are_swapped_in_the_target(sentence: str, source: str, target
         ("copy A1 to A1", "copy B2 to B2", "B2 nach B2 kopieren"),  # the placeable twice in the target
         ("Same text", "Same text", "Gleicher Text"),  # nothing to repair: an exact match's business
         ("Bad value: %d", "Bad value", "Falscher Wert."),  # arguments after the target's full stop
+        ("Interface", "interface %s", "Schnittstelle: %s"),  # the colon would lead to nothing
+        ("failed to read the file", "failed to read the map", "Lesen der Karte fehlgeschlagen"),  # a word, unquoted
         ("copy %s to here", "copy to here", "hierher kopieren"),  # added in the middle: no place for it
         ("%s: illegal option -- %c", "%s: invalid option -- '%c'", "%s: Ungültige Option -- %c"),  # a word too
     ],
