@@ -1,11 +1,13 @@
 """A fuzzy match's target repaired where its sentence differs from the match's source only in placeables: the
-identifiers, option letters, numbers and all-capital names a translator copies as they are ("fr30_cgen_rebuild_tables",
-"-L", "inet6", "UID"), each found once, as written, in the target and swapped for the sentence's own, as CAT tools
-substitute placeables before they offer a match; so is a name between quotes ("'define' directive"), and a word
-capitalised at the start is the same word. Text of no words (placeholders, punctuation: "%s: ", "[%u]") is
-also taken out where the target holds it once, and added at the start or the end, where a message's prefix or its
-trailing arguments stand ("%s: syntax error" from "syntax error"). A match that differs in anything else (a word the
-target translates, a word added) is not repaired: it goes to the model, or is only reported.
+identifiers, option letters, numbers and all-capital names a translator copies as they are
+("fr30_cgen_rebuild_tables", "-L", "inet6", "UID"), each found once, as written, in the target and swapped for the
+sentence's own, as CAT tools substitute placeables before they offer a match; so is a name between quotes ("'define'
+directive"), and a word capitalised at the start is the same word. Text of no words (placeholders, punctuation: "%s:
+", "[%u]") is also taken out where the target holds it once (or begins or ends with it, where the source does), and
+added at the start or the end, where a message's prefix or its trailing arguments stand ("%s: syntax error" from
+"syntax error"), or in the middle beside the placeholders or punctuation it stands by ("%s[%u]: " from "%s: "). A
+match that differs in anything else (a word the target translates, a word added) is not repaired: it goes to the
+model, or is only reported.
 """
 
 from __future__ import annotations
@@ -54,13 +56,13 @@ def repaired(sentence: str, source: str, target: str) -> str | None:
         if tag == "equal":
             continue
         if tag == "insert" and _symbolic(sentence[wanted[j1].start() : wanted[j2 - 1].end()]):
-            edit = _edge(sentence, wanted, j1, j2, stored, target, written, i1)
+            edit = _added(sentence, wanted, j1, j2, stored, target, written, i1)
             if edit is None:
                 return None
             edits.append(edit)
             continue
         if tag == "delete" and _symbolic(text := source[stored_at[i1].start() : stored_at[i2 - 1].end()]):
-            edit = _cut(target, text)
+            edit = _cut(target, text, i1 == 0, i2 == len(stored))
             if edit is None:
                 return None
             edits.append(edit)
@@ -102,20 +104,31 @@ def _symbolic(text: str) -> bool:
     return _LETTER.search(re.sub(PRINTF, "", text)) is None
 
 
-def _cut(target: str, text: str) -> tuple[int, int, str] | None:
-    """`text` taken out of `target`, where it stands there once, with one of the spaces it stood between."""
+def _cut(target: str, text: str, first: bool, last: bool) -> tuple[int, int, str] | None:
+    """`text` taken out of `target`, where it stands there once (or, for the source's first or `last` text, where
+    the target begins or ends with it), with one of the spaces it stood between."""
     at = target.find(text)
-    if at < 0 or target.find(text, at + 1) >= 0:
+    if at >= 0 and target.find(text, at + 1) >= 0:
+        stripped = target.rstrip() if last else target.lstrip() if first else ""
+        if last and stripped.endswith(text):
+            at = len(stripped) - len(text)
+        elif first and stripped.startswith(text):
+            at = len(target) - len(stripped)
+        else:
+            return None
+    if at < 0:
         return None
     high = at + len(text)
     if target[high : high + 1] == " " and (at == 0 or target[at - 1] == " "):
         high += 1
+    elif last and target[at - 1 : at] == " " and not target[high:].strip():
+        at -= 1
     if target[:at].rstrip()[-1:] in _OPENING and not target[high:].strip():
         return None  # "Schnittstelle: %s" -> "Schnittstelle: ": what led to the text would stand for nothing
     return at, high, ""
 
 
-def _edge(
+def _added(
     sentence: str,
     wanted: list[re.Match[str]],
     j1: int,
@@ -125,8 +138,9 @@ def _edge(
     written: list[re.Match[str]],
     i1: int,
 ) -> tuple[int, int, str] | None:
-    """The sentence's text of no words before its first word, or after its last, in place of the target's own
-    there (its white space); None for such text added in the middle, whose place in the target is not known."""
+    """The sentence's added text of no words in the target: before its first word or after its last in place of the
+    target's own white space there; in the middle, beside the placeholders or punctuation next to it in the source
+    where the target holds them together once ("%s: " -> "%s[%u]: "); None where its place is not known."""
     if not written or not stored:
         return None
     if i1 == 0 and j1 == 0:
@@ -136,4 +150,19 @@ def _edge(
         if last in _FINAL and last != stored[-1]:
             return None
         return written[-1].end(), len(target), sentence[wanted[j1 - 1].end() :]
+    before = [t for t in stored[max(0, i1 - 2) : i1] if _symbolic(t)]
+    before = before if before == stored[i1 - len(before) : i1] else []
+    after = [t for t in stored[i1 : i1 + 2] if _symbolic(t)]
+    after = after if after == stored[i1 : i1 + len(after)] else []
+    words = [m.group() for m in written]
+    for left, right in ((before, after), (before, []), ([], after)):
+        run = left + right
+        found = [k for k in range(len(words) - len(run) + 1) if run and words[k : k + len(run)] == run]
+        if len(found) != 1:
+            continue
+        if left:
+            place = written[found[0] + len(left) - 1].end()
+            return place, place, sentence[wanted[j1 - 1].end() : wanted[j2 - 1].end()]
+        place = written[found[0]].start()
+        return place, place, sentence[wanted[j1].start() : wanted[j2].start()]
     return None

@@ -51,6 +51,18 @@ pytest.importorskip("rapidfuzz")
             "%s: %s:%d: Konnte keine %lu Bytes reservieren.",
             "%s: Konnte keine %lu Bytes reservieren.",
         ),
+        (  # added in the middle beside the placeholder and colon the target holds together once
+            "%s[%u]: Leaving directory '%s'",
+            "%s: Leaving directory '%s'",
+            "%s: Verzeichnis „%s“ wird verlassen",
+            "%s[%u]: Verzeichnis „%s“ wird verlassen",
+        ),
+        (  # taken from the end, where the target ends with it (it stands twice)
+            "setlocale: %s: cannot change locale (%s)",
+            "setlocale: %s: cannot change locale (%s): %s",
+            "setlocale: %s: Kann die Regionseinstellungen nicht ändern (%s): %s",
+            "setlocale: %s: Kann die Regionseinstellungen nicht ändern (%s)",
+        ),
         # A name between quotes is copied as written; a capital at the start is the same word.
         (
             "extraneous text after 'endef' directive",
