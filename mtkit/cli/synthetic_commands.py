@@ -54,22 +54,25 @@ OVERWRITE_CORPUS = typer.Option(
 )
 
 
-@user_errors
-def back_translate(
-    model: Path = typer.Argument(..., help="The reverse model, from the monolingual text's language: " + MODEL_HELP),
-    input: Path = typer.Option(
-        ...,
-        "--input",
-        "-i",
-        help="Monolingual text in the model's source language, one sentence per line (plain or .gz).",
-    ),
-    out: Path = typer.Option(
+def input_option(what: str) -> Any:
+    return typer.Option(..., "--input", "-i", help=f"{what}, one sentence per line (plain or .gz).")
+
+
+def out_option(translations: str, model: str) -> Any:
+    return typer.Option(
         ...,
         "--out",
         "-o",
-        help="PREFIX: writes PREFIX.TGT (the translations) and PREFIX.SRC (the input's lines), "
-        "language codes from the model.",
-    ),
+        help=f"PREFIX: writes PREFIX.TGT ({translations}) and PREFIX.SRC (the input's lines), language codes from "
+        f"{model}.",
+    )
+
+
+@user_errors
+def back_translate(
+    model: Path = typer.Argument(..., help="The reverse model, from the monolingual text's language: " + MODEL_HELP),
+    input: Path = input_option("Monolingual text in the model's source language"),
+    out: Path = out_option("the translations", "the model"),
     engine: str | None = BULK_ENGINE,
     ct2_search: str = BULK_CT2_SEARCH,
     target_lang: str | None = typer.Option(
@@ -131,19 +134,8 @@ def back_translate(
 @user_errors
 def distill(
     teacher: Path = typer.Argument(..., help="The teacher, from the sources' language: " + MODEL_HELP),
-    input: Path = typer.Option(
-        ...,
-        "--input",
-        "-i",
-        help="The sources to distill (a training corpus's source side), one sentence per line (plain or .gz).",
-    ),
-    out: Path = typer.Option(
-        ...,
-        "--out",
-        "-o",
-        help="PREFIX: writes PREFIX.TGT (the teacher's translations) and PREFIX.SRC (the input's lines), "
-        "language codes from the teacher.",
-    ),
+    input: Path = input_option("The sources to distill (a training corpus's source side)"),
+    out: Path = out_option("the teacher's translations", "the teacher"),
     ensemble: list[Path] = typer.Option(
         [],
         "--ensemble",

@@ -22,6 +22,15 @@ CORPUS_NAME = re.compile(r"[A-Za-z0-9_-]+")
 LEGACY_CORPUS = "train"  # the one corpus of a section without [[preprocess.corpora]]: split "train", as always
 
 
+def hf_dataset_field() -> Any:
+    """A corpus from the Hugging Face hub: a name or local dir with a `translation` column (as wmt/wmt14)."""
+    return field(default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."})
+
+
+def hf_config_field() -> Any:
+    return field(default=None, metadata={"help": "HuggingFace config (e.g. de-en)."})
+
+
 @dataclass
 class CleaningConfig:
     """How a training corpus is cleaned. Each field is a key of [preprocess] (the run's cleaning) and of a corpus's
@@ -99,11 +108,8 @@ class PreprocessConfig:
             "language), always or never."
         },
     )
-    # A hub name or local dir, `translation` column (as wmt/wmt14).
-    hf_dataset: str | None = field(
-        default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."}
-    )
-    hf_config: str | None = field(default=None, metadata={"help": "HuggingFace config (e.g. de-en)."})
+    hf_dataset: str | None = hf_dataset_field()
+    hf_config: str | None = hf_config_field()
     # datasets' download + Arrow cache (WMT14 en-fr: about 20 GB); None: its default.
     hf_cache_dir: str | None = field(
         default=None,
@@ -179,10 +185,8 @@ class CorpusConfig:
             "files (.tmx, .po, .mo, .xlf/.xliff: a file, glob or folder); or give hf_dataset."
         },
     )
-    hf_dataset: str | None = field(
-        default=None, metadata={"help": "HuggingFace datasets name or local path (e.g. wmt/wmt14)."}
-    )
-    hf_config: str | None = field(default=None, metadata={"help": "HuggingFace config (e.g. de-en)."})
+    hf_dataset: str | None = hf_dataset_field()
+    hf_config: str | None = hf_config_field()
     hf_split: str = field(default="train", metadata={"help": "The Hugging Face dataset's split to read."})
     # `mtkit train` may change it without preprocessing again.
     weight: float = field(default=1.0, metadata={"help": "Its share of each epoch (mtkit.corpus.mixing)."})

@@ -22,12 +22,9 @@ from mtkit.corpus.term_hints import term_pieces
 from mtkit.engines.contract import (
     Ids,
     TermIds,
+    Translating,
     check_target_lang,
-    decode_workers,
-    encode_lines,
     length_batches,
-    line_hypotheses,
-    translate_lines,
 )
 from mtkit.engines.ct2_cache import Exporter, model_directory, read_metadata
 from mtkit.engines.ct2_setup import default_threads, open_model, resolve_compute_type, resolve_ct2_device
@@ -68,7 +65,7 @@ def search_options(cfg: TranslateConfig, native: bool) -> dict[str, Any]:
 
 
 @dataclass
-class CT2Translator:
+class CT2Translator(Translating):  # what both engines share: Translating's own members
     """`CT2Translator.load(RUN_DIR).translate(["A man is sleeping."])`: the interface of translate.TorchTranslator."""
 
     model: Any  # ctranslate2.Translator
@@ -164,12 +161,6 @@ class CT2Translator:
     def describe(self) -> dict[str, Any]:
         """What serve's /info reports: the compute type; the preset and parameter count are torch's to know."""
         return {"arch": None, "parameters": None, "dtype": self.info.get("compute_type")}
-
-    # What both engines share, written once in mtkit.engines.contract.
-    translate = translate_lines
-    translate_hypotheses = line_hypotheses
-    encode_lines = encode_lines
-    workers = property(decode_workers)
 
     def search_ids(
         self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False

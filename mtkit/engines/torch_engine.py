@@ -26,12 +26,9 @@ from mtkit.corpus.term_hints import term_piece_ids
 from mtkit.engines.contract import (
     Ids,
     TermIds,
+    Translating,
     check_target_lang,
-    decode_workers,
-    encode_lines,
     length_batches,
-    line_hypotheses,
-    translate_lines,
 )
 from mtkit.errors import UserError, check
 from mtkit.model.alignment import cross_attention_weights
@@ -82,7 +79,7 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
 
 @dataclass
-class TorchTranslator:
+class TorchTranslator(Translating):  # what both engines share: Translating's own members
     """Load once, translate many: `TorchTranslator.load(RUN_DIR).translate(["A man is sleeping."])`."""
 
     decoder: ModelDecoder
@@ -151,12 +148,6 @@ class TorchTranslator:
             "parameters": sum(p.numel() for p in model.parameters()),
             "dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype),
         }
-
-    # What both engines share, written once in mtkit.engines.contract.
-    translate = translate_lines
-    translate_hypotheses = line_hypotheses
-    encode_lines = encode_lines
-    workers = property(decode_workers)
 
     def search_ids(
         self, ids: Ids, prefixes: Ids | None = None, terms: TermIds | None = None, align: bool = False
