@@ -61,6 +61,9 @@ class Match:
     # model's translations (mtkit.memory.patching); None: nothing to patch.
     differences: tuple[Difference, ...] | None = None
     written: str = ""  # the target with the sentence's own spans carried in (those differences'), for a patch or fill
+    # Where the match has another count of spans than the sentence: the sentence's, which a patch must give (the
+    # target, with the match's own, is then patched or not used).
+    spans: tuple[str, ...] | None = None
 
     def report(self) -> dict[str, object]:
         """A sentence report's "memory": {"score", "source", "target"}."""
@@ -74,7 +77,8 @@ class Match:
         """The target (with the sentence's spans) patched by asks()'s `translations`; None where it cannot be, or
         where the patch would lose or add a placeholder."""
         fixed = patched(self.written, self.differences, translations) if self.differences and self.written else None
-        return fixed if fixed is not None and holds_spans(fixed, spans_of(self.written)[1]) else None
+        wanted = list(self.spans) if self.spans is not None else spans_of(self.written)[1]
+        return fixed if fixed is not None and holds_spans(fixed, wanted) else None
 
     def answer(self, output: str, translations: Mapping[str, Sequence[str]], fill: bool) -> str:
         """The sentence's translation given the model's `output` and asks()'s `translations`: the target patched,
@@ -83,6 +87,8 @@ class Match:
         if not self.written:
             return output
         fixed = self.patched(translations)
+        if fixed is None and self.spans is not None:
+            return output  # the target holds the match's spans, not the sentence's: never offered
         return fixed if fixed is not None else answer(output, self.written, fill)
 
 
@@ -374,10 +380,14 @@ class MemoryIndex:
         if match is None:
             return None
         new, old = spans_of(sentence)[1], spans_of(match.source)[1]
-        if len(new) != len(old):  # spans the sentence's cannot replace: no patch, no fill from it (`written` "")
-            # but a repair that adds or takes out the spans the two differ by ("%s: " before a message) answers it
+        if len(new) != len(old):  # spans the sentence's cannot replace one by one
+            # A repair that adds or takes out the spans the two differ by ("%s: " before a message) answers it; else
+            # a patch may, where the model's translations of the differing parts, spans and all, give the sentence's.
             fixed = repaired(sentence, match.source, match.target)
-            return replace(match, translation=fixed) if fixed is not None and holds_spans(fixed, new) else match
+            if fixed is not None and holds_spans(fixed, new):
+                return replace(match, translation=fixed)
+            found = differences(sentence, match.source)
+            return replace(match, differences=found, written=match.target, spans=tuple(new)) if found else match
         # The match written with the sentence's own spans, as an exact match's target is.
         source, target = carried(match.source, old, new), carried(match.target, old, new)
         fixed = repaired(sentence, source, target)

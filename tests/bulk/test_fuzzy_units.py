@@ -64,9 +64,13 @@ def test_a_masked_sentence_scores_and_carries_as_the_string_it_was_masked_from()
     assert MEMORY.best("Files %lu and %lu differ", 75).translation == "Dateien %lu und %lu sind verschieden."  # type: ignore[union-attr]
 
 
-def test_a_match_whose_spans_the_sentence_cannot_give_is_neither_patched_nor_filled() -> None:
+def test_a_match_whose_spans_the_sentence_cannot_give_is_never_filled_and_patched_only_to_its_spans() -> None:
     """Three placeholders against the match's two: its target would write the memory's own, so a sentence keeps the
-    model's output even where entries are filled for review."""
+    model's output even where entries are filled for review, unless the model's translations of what differs patch
+    the target to the sentence's three."""
     match: Any = MEMORY.best("Files %s, %s and %s differ", 75)
-    assert match is not None and match.written == "" and match.differences is None
+    assert match is not None and match.spans == ("%s", "%s", "%s")
     assert match.answer("DATEIEN", {}, fill=True) == "DATEIEN"
+    said = {"Files %s": ["Dateien %s"], "Files %s, %s": ["Dateien %s, %s"]}
+    assert match.patched(said) == "Dateien %s, %s und %s sind verschieden."
+    assert match.patched({"Files %s": ["Dateien %s"], "Files %s, %s": ["Dateien %s"]}) is None

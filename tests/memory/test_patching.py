@@ -4,6 +4,9 @@ unpatched match, the model's output unless entries are filled for review."""
 
 from __future__ import annotations
 
+import pytest
+
+from mtkit.memory.matching import MemoryIndex
 from mtkit.memory.patching import answer, asked, differences, patched
 
 TARGET = "Füge Datei vor [MEMBER] ein."
@@ -42,3 +45,15 @@ def test_an_unpatched_match_answers_with_the_output_or_for_review_the_target() -
     assert answer("Zwei Katzen schlafen.", target, fill=False) == "Zwei Katzen schlafen."
     assert answer("Zwei Katzen schlafen.", target, fill=True) == target
     assert answer("Ein Hund rennt im Schnee!", target, fill=True) == "Ein Hund rennt im Schnee!"  # a light edit
+
+
+def test_a_match_with_other_placeholders_is_patched_to_the_sentences_or_not_used() -> None:
+    pytest.importorskip("rapidfuzz")
+    # "and %s" taken out: its translation with a word either side is found in the target and swapped for the
+    # sentence's own there; the patch must give the sentence's placeholders, and the target, holding the match's,
+    # is never offered in its place.
+    match = MemoryIndex([("Written by %s and %s.", "Implementiert von %s und %s.")]).best("Written by %s.", 75)
+    assert match is not None and match.spans == ("%s",) and match.asks() == ["%s and %s.", "%s."]
+    assert match.patched({"%s and %s.": ["%s und %s."], "%s.": ["%s."]}) == "Implementiert von %s."
+    assert match.patched({"%s and %s.": ["%s und %s."], "%s.": ["%s, %s."]}) is None  # a placeholder too many
+    assert match.answer("Geschrieben von %s.", {}, fill=True) == "Geschrieben von %s."
