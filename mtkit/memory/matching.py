@@ -135,6 +135,14 @@ def holds_spans(text: str, spans: list[str]) -> bool:
     return sorted(spans_of(text)[1]) == sorted(spans)
 
 
+def ends_like(sentence: str, target: str) -> str:
+    """The target without the white space at an end where the sentence has none: a stored "...\n" answers a
+    sentence that ends at its full stop (the lookup compares texts with their white space normalised)."""
+    if not sentence[:1].isspace():
+        target = target.lstrip()
+    return target if sentence[-1:].isspace() else target.rstrip()
+
+
 def words_of(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
@@ -329,7 +337,7 @@ class MemoryIndex:
         if stored != skeleton:
             return None
         target = self.target(position)
-        return Match(100, source, target, self.segment(position), carried(target, old, new))
+        return Match(100, source, target, self.segment(position), ends_like(sentence, carried(target, old, new)))
 
     def _term_rows(self, sentence: str) -> np.ndarray:
         """The rows of the term index of the sentence's terms the memory holds."""
@@ -385,15 +393,16 @@ class MemoryIndex:
             # a patch may, where the model's translations of the differing parts, spans and all, give the sentence's.
             fixed = repaired(sentence, match.source, match.target)
             if fixed is not None and holds_spans(fixed, new):
-                return replace(match, translation=fixed)
+                return replace(match, translation=ends_like(sentence, fixed))
             found = differences(sentence, match.source)
-            return replace(match, differences=found, written=match.target, spans=tuple(new)) if found else match
+            written = ends_like(sentence, match.target)
+            return replace(match, differences=found, written=written, spans=tuple(new)) if found else match
         # The match written with the sentence's own spans, as an exact match's target is.
         source, target = carried(match.source, old, new), carried(match.target, old, new)
         fixed = repaired(sentence, source, target)
         if fixed is None:
-            return replace(match, differences=differences(sentence, source), written=target)
-        return replace(match, translation=fixed)
+            return replace(match, differences=differences(sentence, source), written=ends_like(sentence, target))
+        return replace(match, translation=ends_like(sentence, fixed))
 
     def fuzzy_match(self, sentence: str, threshold: int = DEFAULT_THRESHOLD) -> Match | None:
         """The best fuzzy match scoring `threshold` to 99 (the earliest of equals), whatever the exact one."""

@@ -32,6 +32,15 @@ def test_exact_match_after_white_space_with_the_first_duplicate() -> None:
     assert index.best("a dog runs in the snow.").score < 100  # case is not white space: a fuzzy match
 
 
+def test_a_stored_targets_white_space_at_an_end_the_sentence_lacks_is_not_written() -> None:
+    # A catalog's msgstr "...\n" for a msgid without it: a sentence that ends at its full stop gets none, in
+    # `translate`, `translate-file` and `serve` alike; one that ends in white space keeps the target as stored.
+    index = MemoryIndex([("Written by %s.", "Geschrieben von %s.\n"), ("Written by %s and %s.", "\tVon %s und %s.\n")])
+    assert index.best("Written by %s.").translation == "Geschrieben von %s."  # type: ignore[union-attr]
+    assert index.best("Written by %s.\n").translation == "Geschrieben von %s.\n"  # type: ignore[union-attr]
+    assert index.best("Written by %s and %s!", 75).translation == "Von %s und %s!"  # type: ignore[union-attr]
+
+
 def test_an_exact_match_takes_the_new_sentences_placeholders_and_numbers() -> None:
     found = MemoryIndex(PAIRS).best("Delete {total} files from 12 folders.")
     assert found is not None and found.score == 100
