@@ -112,19 +112,14 @@ class Tokenizer:
         A special the model lacks gets sentencepiece's name for it, or a name no piece has: engines that look
         pieces up by name need each once.
         """
-        return list(self._pieces)
-
-    @functools.cached_property
-    def _pieces(self) -> tuple[str, ...]:
-        # Read once: a piece at a time through sentencepiece, 8,000 pieces take 2 ms.
         own = [self._processor.id_to_piece(i) for i in range(self._processor.get_piece_size())]
         if self._to_spm is None:
-            return tuple(own)
+            return own
         taken = set(own)
-        return tuple(
+        return [
             own[i] if i >= 0 else _unused_name(SPECIAL_PIECES[mtkit_id], taken)
             for mtkit_id, i in enumerate(self._to_spm)
-        )
+        ]
 
     # mtkit's fixed ids, whatever the model's own (remapped in __init__); a TableTokenizer reads its from its tables.
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID

@@ -132,7 +132,7 @@ def decode_workers(translator: Decoding) -> int:
 class Translating(Decoding, Protocol):
     """What `mtkit translate` (mtkit.engines.streaming), `mtkit serve` and the bulk jobs use of a translator,
     whichever engine decodes: an engine's own (Decoding) and what both engines share, the functions above, bound
-    here as the protocol's members and in each engine as its methods, so that their signatures are written once."""
+    here as the protocol's members, which both engines inherit (each subclasses Translating), written once."""
 
     translate = translate_lines
     translate_hypotheses = line_hypotheses

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from itertools import takewhile
 
 # C's printf conversions, with glibc's length modifiers (%lu, %2lus, %Zd): what the memory protects as placeholders.
 PRINTF = r"%(?:\d+\$)?[-+#0']*(?:\*|\d*)(?:\.(?:\*|\d+))?(?:hh|ll|[hlLqjztZ])?[diouxXeEfFgGcsp]"
@@ -96,7 +97,7 @@ def _kept(sentence: str, tokens: list[re.Match[str]]) -> bool:
     if _placeable([m.group() for m in tokens], _PLACEABLE):
         return True
     low, high = tokens[0].start(), tokens[-1].end()
-    return low > 0 and sentence[low - 1] in _QUOTES and sentence[high : high + 1] in tuple(_QUOTES)
+    return 0 < low and high < len(sentence) and sentence[low - 1] in _QUOTES and sentence[high] in _QUOTES
 
 
 def _symbolic(text: str) -> bool:
@@ -150,10 +151,9 @@ def _added(
         if last in _FINAL and last != stored[-1]:
             return None
         return written[-1].end(), len(target), sentence[wanted[j1 - 1].end() :]
-    before = [t for t in stored[max(0, i1 - 2) : i1] if _symbolic(t)]
-    before = before if before == stored[i1 - len(before) : i1] else []
-    after = [t for t in stored[i1 : i1 + 2] if _symbolic(t)]
-    after = after if after == stored[i1 : i1 + len(after)] else []
+    # The source's tokens of no words next to the place, up to two either side.
+    before = list(takewhile(_symbolic, reversed(stored[max(0, i1 - 2) : i1])))[::-1]
+    after = list(takewhile(_symbolic, stored[i1 : i1 + 2]))
     words = [m.group() for m in written]
     for left, right in ((before, after), (before, []), ([], after)):
         run = left + right
